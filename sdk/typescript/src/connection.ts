@@ -1,0 +1,190 @@
+import { EventEmitter } from 'node:events';
+import WebSocket from 'ws';
+import { decodeFrame, type Message } from './protocol.js';
+import { sendCoalesced } from './transport.js';
+
+export type ConnectionState = 'connecting' | 'connected' | 'disconnected' | 'closed';
+
+export interface ReconnectOptions {
+  /** First delay after a close. */
+  initialDelayMs: number;
+  /** Cap of the exponential backoff. */
+  maxDelayMs: number;
+  factor: number;
+  /** Fraction of the delay randomised either way (0.3 = ±30 %), so a fleet does not reconnect in step. */
+  jitter: number;
+}
+
+export const DEFAULT_RECONNECT: ReconnectOptions = { initialDelayMs: 200, maxDelayMs: 30_000, factor: 2, jitter: 0.3 };
+
+export interface ConnectionOptions {
+  reconnect: ReconnectOptions;
+  maxFrameBytes: number;
+  /** WebSocket ping period; a peer silent for two periods is dropped and we reconnect. */
+  pingIntervalMs: number;
+  headers?: Record<string, string>;
+}
+
+export function backoffDelay(attempt: number, o: ReconnectOptions): number {
+  const base = Math.min(o.maxDelayMs, o.initialDelayMs * Math.pow(o.factor, attempt));
+  const spread = base * o.jitter;
+  return Math.max(0, Math.round(base - spread + Math.random() * 2 * spread));
+}
+
+/**
+ * One logical connection to the engine that survives the socket: reconnects after every close
+ * (clean ones included: a proxy closing with 1000/1001 is not the user asking us to stop) until
+ * `close()` is called. Emits `open` on each new socket, `message` per decoded frame, `down` when a
+ * socket is lost, and `state` on every state change.
+ */
+export class Connection extends EventEmitter {
+  private ws: WebSocket | null = null;
+  private attempt = 0;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private pingTimer: NodeJS.Timeout | null = null;
+  private alive = true;
+  private _state: ConnectionState = 'disconnected';
+
+  constructor(
+    readonly url: string,
+    private readonly opts: ConnectionOptions,
+  ) {
+    super();
+  }
+
+  get state(): ConnectionState {
+    return this._state;
+  }
+
+  start(): void {
+    if (this._state === 'closed') return;
+    this.connect();
+  }
+
+  private setState(s: ConnectionState): void {
+    if (this._state === s) return;
+    this._state = s;
+    this.emit('state', s);
+  }
+
+  private connect(): void {
+    this.setState('connecting');
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(this.url, {
+        maxPayload: this.opts.maxFrameBytes * 4,
+        perMessageDeflate: false,
+        handshakeTimeout: 10_000,
+        ...(this.opts.headers ? { headers: this.opts.headers } : {}),
+      });
+    } catch (err) {
+      // A malformed URL never becomes valid by retrying.
+      this.emit('fatal', err);
+      this.close();
+      return;
+    }
+    this.ws = ws;
+    ws.on('open', () => {
+      this.attempt = 0;
+      this.alive = true;
+      this.setState('connected');
+      this.startPing(ws);
+      this.emit('open');
+    });
+    ws.on('message', (data, isBinary) => {
+      this.alive = true;
+      // Binary frames are tolerated (iii peers may send telemetry); only text carries protocol.
+      if (isBinary) return;
+      const decoded = decodeFrame(data.toString());
+      if (decoded.ok) this.emit('message', decoded.msg as Message);
+      else this.emit('protocol-error', decoded.error);
+    });
+    ws.on('pong', () => {
+      this.alive = true;
+    });
+    ws.on('error', (err) => {
+      // 'close' always follows; the error is only reported.
+      this.emit('socket-error', err);
+    });
+    ws.on('close', (code, reason) => {
+      this.stopPing();
+      if (this.ws === ws) this.ws = null;
+      const wasConnected = this._state === 'connected';
+      if (this._state !== 'closed') {
+        this.setState('disconnected');
+        this.emit('down', { code, reason: reason.toString(), wasConnected });
+        this.scheduleReconnect();
+      }
+    });
+  }
+
+  private scheduleReconnect(): void {
+    if (this._state === 'closed' || this.retryTimer) return;
+    const delay = backoffDelay(this.attempt++, this.opts.reconnect);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      if (this._state !== 'closed') this.connect();
+    }, delay);
+  }
+
+  private startPing(ws: WebSocket): void {
+    this.stopPing();
+    this.pingTimer = setInterval(() => {
+      if (!this.alive) {
+        ws.terminate();
+        return;
+      }
+      this.alive = false;
+      try {
+        ws.ping();
+      } catch {
+        /* socket already closing; 'close' handles it */
+      }
+    }, this.opts.pingIntervalMs);
+    this.pingTimer.unref();
+  }
+
+  private stopPing(): void {
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    this.pingTimer = null;
+  }
+
+  /** Send one frame now. Returns false when no socket is open (the caller decides what that means). */
+  sendText(text: string): boolean {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+    sendCoalesced(ws, text);
+    return true;
+  }
+
+  send(msg: Message): boolean {
+    return this.sendText(JSON.stringify(msg));
+  }
+
+  /** Drop the current socket (as a network failure would); reconnect follows. Used by tests and by liveness. */
+  drop(): void {
+    this.ws?.terminate();
+  }
+
+  /** Stop for good: no reconnect. Resolves once the socket has closed. */
+  close(code = 1000): Promise<void> {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.stopPing();
+    const ws = this.ws;
+    this.setState('closed');
+    if (!ws || ws.readyState === WebSocket.CLOSED) return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        ws.terminate();
+        resolve();
+      }, 2000);
+      ws.once('close', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+      else ws.close(code);
+    });
+  }
+}

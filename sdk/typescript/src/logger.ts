@@ -1,0 +1,61 @@
+import { invocationScope } from './context.js';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** Where log lines go besides the local console; set by the most recently created worker. */
+export interface LogSink {
+  log(level: LogLevel, message: string, data: unknown, scope: { function_id?: string; invocation_id?: string; traceparent?: string }): void;
+}
+
+let defaultSink: LogSink | null = null;
+export function setDefaultLogSink(sink: LogSink | null): void {
+  defaultSink = sink;
+}
+export function getDefaultLogSink(): LogSink | null {
+  return defaultSink;
+}
+
+/**
+ * `new Logger().info('message', {some: 'data'})`. Lines are printed locally and sent to the engine,
+ * which stores them with the worker name and, inside a handler, the function and invocation ids.
+ */
+export class Logger {
+  constructor(
+    private readonly sink?: LogSink,
+    private readonly opts: { echo?: boolean } = {},
+  ) {}
+
+  debug(message: string, data?: unknown): void {
+    this.log('debug', message, data);
+  }
+  info(message: string, data?: unknown): void {
+    this.log('info', message, data);
+  }
+  warn(message: string, data?: unknown): void {
+    this.log('warn', message, data);
+  }
+  error(message: string, data?: unknown): void {
+    this.log('error', message, data);
+  }
+
+  log(level: LogLevel, message: string, data?: unknown): void {
+    const scope = invocationScope.getStore();
+    if (this.opts.echo !== false && process.env.SVC_LOG_ECHO !== '0') {
+      const line = `${level.toUpperCase()} ${message}${data === undefined ? '' : ' ' + safeJson(data)}`;
+      (level === 'error' || level === 'warn' ? process.stderr : process.stdout).write(line + '\n');
+    }
+    const sink = this.sink ?? defaultSink;
+    sink?.log(level, message, data, {
+      ...(scope ? { function_id: scope.functionId, invocation_id: scope.invocationId } : {}),
+      ...(scope?.traceparent ? { traceparent: scope.traceparent } : {}),
+    });
+  }
+}
+
+function safeJson(v: unknown): string {
+  try {
+    return JSON.stringify(v);
+  } catch {
+    return String(v);
+  }
+}

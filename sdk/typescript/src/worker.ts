@@ -1,0 +1,604 @@
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import { hostname, platform } from 'node:os';
+import { Connection, DEFAULT_RECONNECT, type ConnectionState, type ReconnectOptions } from './connection.js';
+import { invocationScope } from './context.js';
+import { InvocationError, toErrorBody } from './errors.js';
+import { Logger, setDefaultLogSink, type LogLevel, type LogSink } from './logger.js';
+import {
+  DEFAULT_ENGINE_URL,
+  DEFAULT_INVOCATION_TIMEOUT_MS,
+  DEFAULT_MAX_FRAME_BYTES,
+  PROTOCOL_VERSION,
+  type ErrorBody,
+  type HelloMsg,
+  type InvocationAction,
+  type InvocationResultMsg,
+  type InvokeFunctionMsg,
+  type Message,
+  type RegisterFunctionMsg,
+  type RegisterTriggerMsg,
+  type RegisterTriggerTypeMsg,
+  type TriggerRegistrationResultMsg,
+  type WorkerRegisteredMsg,
+} from './protocol.js';
+import { exceedsBytes } from './transport.js';
+
+export const SDK_VERSION = '0.1.0';
+
+export interface WorkerOptions {
+  /** Shown in every list, log line and trace. Default: env SVC_WORKER_NAME, else hostname:pid. */
+  workerName?: string;
+  /** Default deadline of `trigger()` calls. */
+  invocationTimeoutMs?: number;
+  reconnect?: Partial<ReconnectOptions>;
+  /** Largest frame this worker sends or accepts; keep equal to the engine's `max_frame_bytes`. */
+  maxFrameBytes?: number;
+  pingIntervalMs?: number;
+  /** Extra fields for `engine::workers::register` (shown by `engine::workers::list`). */
+  metadata?: Record<string, unknown>;
+  /** `client`: a short-lived caller such as the CLI; hidden from worker lists. */
+  role?: 'worker' | 'client';
+  /** Print Logger lines locally too (default true). */
+  echoLogs?: boolean;
+}
+
+export interface InvocationContext {
+  invocationId: string;
+  functionId: string;
+  metadata: unknown;
+  traceparent?: string;
+  baggage?: string;
+  /** Aborted when the engine cancels the call (deadline passed, caller gone). */
+  signal: AbortSignal;
+  logger: Logger;
+  worker: Worker;
+}
+
+// `any` for the input on purpose: handlers declare the shape they expect, as in `(data: {a: number}) => …`.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type FunctionHandler = (data: any, ctx: InvocationContext) => unknown;
+
+export interface FunctionOptions {
+  description?: string;
+  request_format?: unknown;
+  response_format?: unknown;
+  metadata?: Record<string, unknown>;
+}
+
+export interface TriggerInput {
+  type: string;
+  function_id: string;
+  config?: unknown;
+  metadata?: unknown;
+}
+
+export interface TriggerBinding {
+  id: string;
+  trigger_type: string;
+  function_id: string;
+  config: unknown;
+  metadata?: unknown;
+}
+
+export interface TriggerTypeHandler {
+  /** Accept a binding, or throw (an Error with a string `code` keeps it) to refuse it. */
+  registerTrigger(binding: TriggerBinding): unknown;
+  unregisterTrigger(binding: TriggerBinding): unknown;
+}
+
+export interface TriggerTypeDefinition {
+  id: string;
+  description?: string;
+  trigger_request_format?: unknown;
+  call_request_format?: unknown;
+}
+
+export interface CallRequest {
+  function_id: string;
+  payload?: unknown;
+  timeoutMs?: number;
+  action?: InvocationAction;
+  metadata?: unknown;
+}
+
+interface PendingCall {
+  resolve(v: unknown): void;
+  reject(e: Error): void;
+  timer: NodeJS.Timeout;
+  functionId: string;
+}
+
+interface PendingAck {
+  resolve(): void;
+  reject(e: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+interface Running {
+  controller: AbortController;
+}
+
+/** Create a worker and start connecting in the background. */
+export function registerWorker(url: string = process.env.SVC_URL ?? DEFAULT_ENGINE_URL, options: WorkerOptions = {}): Worker {
+  const w = new Worker(url, options);
+  w.start();
+  return w;
+}
+
+/**
+ * A connection to the engine that holds this process's functions, trigger types and triggers, and
+ * replays them on every reconnect. Events: `state` (ConnectionState), `connected`, `disconnected`,
+ * `error` (asynchronous problems such as a trigger refused on replay; logged when nobody listens).
+ */
+export class Worker extends EventEmitter implements LogSink {
+  readonly workerName: string;
+  readonly url: string;
+  private readonly conn: Connection;
+  private readonly opts: Required<Pick<WorkerOptions, 'invocationTimeoutMs' | 'maxFrameBytes' | 'role'>> & WorkerOptions;
+  private readonly functions = new Map<string, { handler: FunctionHandler; msg: RegisterFunctionMsg }>();
+  private readonly triggerTypes = new Map<string, { handler: TriggerTypeHandler; msg: RegisterTriggerTypeMsg }>();
+  private readonly triggers = new Map<string, RegisterTriggerMsg>();
+  /** Bindings the engine delivered to us as a trigger-type provider, by binding id. */
+  private readonly providedBindings = new Map<string, TriggerBinding>();
+  private readonly calls = new Map<string, PendingCall>();
+  private readonly acks = new Map<string, PendingAck>();
+  private readonly running = new Map<string, Running>();
+  private registered: WorkerRegisteredMsg | null = null;
+  private granted = new Set<string>();
+  private engineInfo: HelloMsg['engine'] | undefined;
+  private connectedWaiters: Array<() => void> = [];
+  private shuttingDown = false;
+  readonly logger: Logger;
+
+  constructor(url: string, options: WorkerOptions = {}) {
+    super();
+    this.url = url;
+    this.opts = {
+      invocationTimeoutMs: DEFAULT_INVOCATION_TIMEOUT_MS,
+      maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
+      role: 'worker',
+      ...options,
+    };
+    this.workerName = options.workerName ?? process.env.SVC_WORKER_NAME ?? `${hostname()}:${process.pid}`;
+    this.conn = new Connection(url, {
+      reconnect: { ...DEFAULT_RECONNECT, ...options.reconnect },
+      maxFrameBytes: this.opts.maxFrameBytes,
+      pingIntervalMs: options.pingIntervalMs ?? 20_000,
+    });
+    this.logger = new Logger(this, { echo: options.echoLogs !== false });
+    if (this.opts.role === 'worker') setDefaultLogSink(this);
+    this.conn.on('open', () => this.onOpen());
+    this.conn.on('message', (m: Message) => this.onMessage(m));
+    this.conn.on('down', () => this.onDown());
+    this.conn.on('state', (s: ConnectionState) => this.emit('state', s));
+    this.conn.on('fatal', (e: Error) => this.report(e));
+    this.conn.on('socket-error', () => {
+      /* close follows and drives reconnect */
+    });
+  }
+
+  start(): void {
+    this.conn.start();
+  }
+
+  get state(): ConnectionState {
+    return this.conn.state;
+  }
+  /** The id the engine gave the current connection. */
+  get workerId(): string | undefined {
+    return this.registered?.worker_id;
+  }
+  get engine(): HelloMsg['engine'] | undefined {
+    return this.engineInfo;
+  }
+
+  /** Resolves when connected (now, or at the next successful connect); rejects after `timeoutMs`. */
+  ready(timeoutMs = this.opts.invocationTimeoutMs): Promise<void> {
+    if (this.conn.state === 'connected') return Promise.resolve();
+    if (this.shuttingDown) return Promise.reject(new InvocationError('shutting_down', 'Worker is shut down'));
+    return new Promise((resolve, reject) => {
+      const done = (): void => {
+        clearTimeout(t);
+        resolve();
+      };
+      const t = setTimeout(() => {
+        this.connectedWaiters = this.connectedWaiters.filter((f) => f !== done);
+        reject(new InvocationError('connection_lost', `Could not connect to the engine at ${this.url} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.connectedWaiters.push(done);
+    });
+  }
+
+  // ---- registration ------------------------------------------------------------------------------
+
+  registerFunction(id: string, handler: FunctionHandler, options: FunctionOptions = {}): { id: string; unregister(): void } {
+    if (typeof id !== 'string' || id.length === 0) throw new InvocationError('invalid_function_id', 'Function id must be a non-empty string');
+    if (typeof handler !== 'function') throw new InvocationError('invalid_handler', `Handler for ${id} must be a function`);
+    if (this.functions.has(id)) throw new InvocationError('duplicate_function', `Function ${id} is already registered by this worker`);
+    const msg: RegisterFunctionMsg = { type: 'registerfunction', id, ...options };
+    this.functions.set(id, { handler, msg });
+    this.conn.send(msg);
+    return {
+      id,
+      unregister: () => {
+        if (this.functions.delete(id)) this.conn.send({ type: 'unregisterfunction', id });
+      },
+    };
+  }
+
+  async registerTriggerType(def: TriggerTypeDefinition, handler: TriggerTypeHandler): Promise<{ id: string; unregister(): void }> {
+    const msg: RegisterTriggerTypeMsg = { type: 'registertriggertype', ...def };
+    this.triggerTypes.set(def.id, { handler, msg });
+    this.conn.send(msg);
+    return {
+      id: def.id,
+      unregister: () => {
+        if (!this.triggerTypes.delete(def.id)) return;
+        this.conn.send({ type: 'unregistertriggertype', id: def.id });
+        for (const b of [...this.providedBindings.values()]) {
+          if (b.trigger_type === def.id) this.dropProvided(b.id);
+        }
+      },
+    };
+  }
+
+  /**
+   * Bind `function_id` to an event source. Resolves once the trigger type's provider accepted the
+   * binding (or the engine parked it until a provider appears); rejects with the provider's error.
+   */
+  async registerTrigger(input: TriggerInput): Promise<{ id: string; unregister(): void }> {
+    const id = randomUUID();
+    const msg: RegisterTriggerMsg = {
+      type: 'registertrigger',
+      id,
+      trigger_type: input.type,
+      function_id: input.function_id,
+      config: input.config ?? {},
+      ...(input.metadata !== undefined ? { metadata: input.metadata } : {}),
+    };
+    this.triggers.set(id, msg);
+    const acked = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.acks.delete(id);
+        reject(new InvocationError('timeout', `No answer to trigger registration ${input.type} → ${input.function_id} within ${this.opts.invocationTimeoutMs} ms`));
+      }, this.opts.invocationTimeoutMs);
+      this.acks.set(id, { resolve, reject, timer });
+    });
+    // Sent now if connected; otherwise the replay on connect sends it.
+    if (this.conn.state === 'connected' && !this.conn.send(msg)) {
+      /* replay covers it */
+    }
+    try {
+      await acked;
+    } catch (e) {
+      this.triggers.delete(id);
+      throw e;
+    }
+    return {
+      id,
+      unregister: () => {
+        if (this.triggers.delete(id)) this.conn.send({ type: 'unregistertrigger', id, trigger_type: input.type });
+      },
+    };
+  }
+
+  // ---- calls ---------------------------------------------------------------------------------------
+
+  /** Call a function by id anywhere in the system. Rejects with InvocationError (`code`, `message`). */
+  async trigger<T = unknown>(req: CallRequest): Promise<T> {
+    if (typeof req?.function_id !== 'string' || req.function_id.length === 0) {
+      throw new InvocationError('invalid_function_id', 'trigger() needs a non-empty function_id');
+    }
+    if (this.shuttingDown) throw new InvocationError('shutting_down', 'Worker is shut down', req.function_id);
+    const timeoutMs = req.timeoutMs ?? this.opts.invocationTimeoutMs;
+    if (this.conn.state !== 'connected') await this.ready(timeoutMs);
+    const scope = invocationScope.getStore();
+    const isVoid = req.action?.type === 'void';
+    const invocationId = isVoid ? undefined : randomUUID();
+    const msg: InvokeFunctionMsg = {
+      type: 'invokefunction',
+      function_id: req.function_id,
+      data: req.payload ?? {},
+      timeout_ms: timeoutMs,
+      ...(invocationId ? { invocation_id: invocationId } : {}),
+      ...(req.action ? { action: req.action } : {}),
+      ...(req.metadata !== undefined ? { metadata: req.metadata } : {}),
+      ...(scope?.traceparent ? { traceparent: scope.traceparent } : {}),
+      ...(scope?.baggage ? { baggage: scope.baggage } : {}),
+    };
+    const text = this.encode(msg, req.function_id);
+    if (!invocationId) {
+      if (!this.conn.sendText(text)) throw new InvocationError('connection_lost', 'Not connected to the engine', req.function_id);
+      return undefined as T;
+    }
+    return new Promise<T>((resolve, reject) => {
+      // The engine enforces the deadline and answers `timeout`; this timer is only a safety net
+      // for an engine that never answers.
+      const timer = setTimeout(() => {
+        if (!this.calls.delete(invocationId)) return;
+        if (this.granted.has('cancel')) this.conn.send({ type: 'cancel', invocation_id: invocationId, reason: 'timeout' });
+        reject(new InvocationError('timeout', `Invocation of ${req.function_id} timed out after ${timeoutMs}ms`, req.function_id));
+      }, timeoutMs + 1000);
+      this.calls.set(invocationId, { resolve: resolve as (v: unknown) => void, reject, timer, functionId: req.function_id });
+      if (!this.conn.sendText(text)) {
+        clearTimeout(timer);
+        this.calls.delete(invocationId);
+        reject(new InvocationError('connection_lost', 'Not connected to the engine', req.function_id));
+      }
+    });
+  }
+
+  private encode(msg: Message, functionId?: string): string {
+    let text: string;
+    try {
+      text = JSON.stringify(msg);
+    } catch (e) {
+      throw new InvocationError('invalid_payload', `Payload is not JSON-serializable: ${(e as Error).message}`, functionId);
+    }
+    const size = exceedsBytes(text, this.opts.maxFrameBytes);
+    if (size !== false) {
+      throw new InvocationError('payload_too_large', `Frame of ${size} bytes exceeds the limit of ${this.opts.maxFrameBytes} bytes`, functionId);
+    }
+    return text;
+  }
+
+  // ---- LogSink ---------------------------------------------------------------------------------------
+
+  log(level: LogLevel, message: string, data: unknown, scope: { function_id?: string; invocation_id?: string; traceparent?: string }): void {
+    if (this.conn.state !== 'connected') return;
+    const msg: InvokeFunctionMsg = {
+      type: 'invokefunction',
+      function_id: `engine::log::${level}`,
+      data: { message, ...(data !== undefined ? { data } : {}), ...scope },
+      action: { type: 'void' },
+    };
+    try {
+      this.conn.sendText(this.encode(msg));
+    } catch {
+      /* an oversized log line is dropped, never thrown into user code */
+    }
+  }
+
+  // ---- connection lifecycle ------------------------------------------------------------------------
+
+  private onOpen(): void {
+    const previous = this.registered;
+    this.conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, features: ['cancel', 'ack'], role: this.opts.role });
+    if (previous) {
+      this.conn.send({ type: 'reattach', previous_worker_id: previous.worker_id, ...(previous.reattach_token ? { reattach_token: previous.reattach_token } : {}) });
+    }
+    this.conn.send({
+      type: 'invokefunction',
+      function_id: 'engine::workers::register',
+      action: { type: 'void' },
+      data: {
+        name: this.workerName,
+        runtime: 'node',
+        version: SDK_VERSION,
+        sdk: 'svc-sdk',
+        os: platform(),
+        pid: process.pid,
+        ...this.opts.metadata,
+      },
+    });
+    for (const { msg } of this.triggerTypes.values()) this.conn.send(msg);
+    for (const { msg } of this.functions.values()) this.conn.send(msg);
+    for (const msg of this.triggers.values()) this.conn.send(msg);
+    const waiters = this.connectedWaiters;
+    this.connectedWaiters = [];
+    for (const w of waiters) w();
+    this.emit('connected');
+  }
+
+  private onDown(): void {
+    // Calls in flight are lost with the socket (the engine halts them); fail them now, not at timeout.
+    for (const [id, call] of this.calls) {
+      clearTimeout(call.timer);
+      call.reject(new InvocationError('connection_lost', `Connection to the engine lost while calling ${call.functionId}`, call.functionId));
+      this.calls.delete(id);
+    }
+    for (const r of this.running.values()) r.controller.abort(new InvocationError('connection_lost', 'Connection to the engine lost'));
+    // Bindings we served as a provider are parked by the engine and re-delivered on reconnect.
+    for (const id of [...this.providedBindings.keys()]) this.dropProvided(id);
+    this.granted.clear();
+    this.emit('disconnected');
+  }
+
+  private onMessage(m: Message): void {
+    switch (m.type) {
+      case 'invokefunction':
+        void this.handleInvoke(m);
+        return;
+      case 'invocationresult':
+        this.handleResult(m);
+        return;
+      case 'workerregistered':
+        this.registered = m;
+        return;
+      case 'hello':
+        this.granted = new Set(m.features);
+        this.engineInfo = m.engine;
+        if (!this.granted.has('ack')) for (const id of [...this.acks.keys()]) this.settleAck(id);
+        return;
+      case 'triggerregistrationresult':
+        this.handleTriggerResult(m);
+        return;
+      case 'registertrigger':
+        void this.handleProvideTrigger(m);
+        return;
+      case 'unregistertrigger':
+        this.dropProvided(m.id);
+        return;
+      case 'cancel':
+        this.running.get(m.invocation_id)?.controller.abort(new InvocationError('cancelled', m.reason ?? 'Cancelled by the engine'));
+        return;
+      case 'ping':
+        this.conn.send({ type: 'pong' });
+        return;
+      case 'error':
+        this.report(InvocationError.from(m.error));
+        return;
+      default:
+        return;
+    }
+  }
+
+  private handleResult(m: InvocationResultMsg): void {
+    const call = this.calls.get(m.invocation_id);
+    if (!call) return;
+    this.calls.delete(m.invocation_id);
+    clearTimeout(call.timer);
+    if (m.error) call.reject(InvocationError.from(m.error, m.function_id ?? call.functionId));
+    else call.resolve(m.result ?? null);
+  }
+
+  private async handleInvoke(m: InvokeFunctionMsg): Promise<void> {
+    const invocationId = m.invocation_id ?? undefined;
+    const fn = this.functions.get(m.function_id);
+    if (!fn) {
+      if (invocationId) this.reply(invocationId, m.function_id, undefined, { code: 'function_not_found', message: `Function ${m.function_id} not found` });
+      return;
+    }
+    const controller = new AbortController();
+    if (invocationId) this.running.set(invocationId, { controller });
+    const ctx: InvocationContext = {
+      invocationId: invocationId ?? '',
+      functionId: m.function_id,
+      metadata: m.metadata,
+      signal: controller.signal,
+      logger: this.logger,
+      worker: this,
+      ...(m.traceparent ? { traceparent: m.traceparent } : {}),
+      ...(m.baggage ? { baggage: m.baggage } : {}),
+    };
+    const scope = {
+      functionId: m.function_id,
+      invocationId: invocationId ?? '',
+      ...(m.traceparent ? { traceparent: m.traceparent } : {}),
+      ...(m.baggage ? { baggage: m.baggage } : {}),
+    };
+    let result: unknown;
+    let error: ErrorBody | undefined;
+    try {
+      result = await invocationScope.run(scope, () => fn.handler(m.data ?? {}, ctx));
+    } catch (e) {
+      error = toErrorBody(e);
+    }
+    if (!invocationId) return;
+    const wasRunning = this.running.delete(invocationId);
+    // Cancelled (or the connection dropped): the engine no longer expects an answer.
+    if (!wasRunning || controller.signal.aborted) return;
+    this.reply(invocationId, m.function_id, result, error);
+  }
+
+  private reply(invocationId: string, functionId: string, result: unknown, error: ErrorBody | undefined): void {
+    const msg: InvocationResultMsg = error
+      ? { type: 'invocationresult', invocation_id: invocationId, function_id: functionId, error }
+      : { type: 'invocationresult', invocation_id: invocationId, function_id: functionId, result: result === undefined ? null : result };
+    let text: string;
+    try {
+      text = this.encode(msg, functionId);
+    } catch (e) {
+      text = JSON.stringify({ type: 'invocationresult', invocation_id: invocationId, function_id: functionId, error: toErrorBody(e) });
+    }
+    this.conn.sendText(text);
+  }
+
+  private handleTriggerResult(m: TriggerRegistrationResultMsg): void {
+    if (m.error) {
+      const err = new InvocationError(m.error.code, m.error.message, m.function_id);
+      const ack = this.acks.get(m.id);
+      if (ack) {
+        this.acks.delete(m.id);
+        clearTimeout(ack.timer);
+        ack.reject(err);
+      } else {
+        // Refused on a replay after reconnect: nobody awaits it any more.
+        this.triggers.delete(m.id);
+        this.report(err);
+      }
+      return;
+    }
+    this.settleAck(m.id);
+  }
+
+  private settleAck(id: string): void {
+    const ack = this.acks.get(id);
+    if (!ack) return;
+    this.acks.delete(id);
+    clearTimeout(ack.timer);
+    ack.resolve();
+  }
+
+  private async handleProvideTrigger(m: RegisterTriggerMsg): Promise<void> {
+    const type = this.triggerTypes.get(m.trigger_type);
+    const binding: TriggerBinding = {
+      id: m.id,
+      trigger_type: m.trigger_type,
+      function_id: m.function_id,
+      config: m.config ?? {},
+      ...(m.metadata !== undefined ? { metadata: m.metadata } : {}),
+    };
+    let error: ErrorBody | undefined;
+    if (!type) {
+      error = { code: 'trigger_type_not_found', message: `Trigger type ${m.trigger_type} is not provided by worker ${this.workerName}` };
+    } else {
+      if (this.providedBindings.has(m.id)) this.dropProvided(m.id);
+      try {
+        await type.handler.registerTrigger(binding);
+        this.providedBindings.set(m.id, binding);
+      } catch (e) {
+        error = toErrorBody(e);
+        if (error.code === 'invocation_failed') error.code = 'trigger_registration_failed';
+        delete error.stacktrace;
+      }
+    }
+    this.conn.send({
+      type: 'triggerregistrationresult',
+      id: m.id,
+      trigger_type: m.trigger_type,
+      function_id: m.function_id,
+      ...(error ? { error } : {}),
+    });
+  }
+
+  private dropProvided(id: string): void {
+    const binding = this.providedBindings.get(id);
+    if (!binding) return;
+    this.providedBindings.delete(id);
+    const type = this.triggerTypes.get(binding.trigger_type);
+    if (!type) return;
+    Promise.resolve()
+      .then(() => type.handler.unregisterTrigger(binding))
+      .catch((e) => this.report(e as Error));
+  }
+
+  private report(err: Error): void {
+    if (this.listenerCount('error') > 0) this.emit('error', err);
+    else process.stderr.write(`svc-sdk [${this.workerName}]: ${err.message}\n`);
+  }
+
+  /** Stop: refuse new calls, close the connection, fail what is pending. */
+  async shutdown(): Promise<void> {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    for (const [id, call] of this.calls) {
+      clearTimeout(call.timer);
+      call.reject(new InvocationError('shutting_down', 'Worker is shutting down', call.functionId));
+      this.calls.delete(id);
+    }
+    for (const [id, ack] of this.acks) {
+      clearTimeout(ack.timer);
+      ack.reject(new InvocationError('shutting_down', 'Worker is shutting down'));
+      this.acks.delete(id);
+    }
+    await this.conn.close(1000);
+    this.onDown();
+  }
+
+  /** Test hook: drop the socket as a network failure would. */
+  simulateDisconnect(): void {
+    this.conn.drop();
+  }
+}

@@ -1,0 +1,39 @@
+import { DEFAULT_ENGINE_URL, InvocationError, Worker } from 'svc-sdk';
+
+/** The engine address a command talks to: --address, else SVC_URL, else the default port on localhost. */
+export function engineAddress(flag?: string): string {
+  return flag ?? process.env.SVC_URL ?? DEFAULT_ENGINE_URL;
+}
+
+/**
+ * Connect as a short-lived client (hidden from worker lists), run `fn`, disconnect. A missing
+ * engine is reported plainly instead of retrying forever as a worker would.
+ */
+export async function withClient<T>(address: string, fn: (w: Worker) => Promise<T>, connectTimeoutMs = 5000): Promise<T> {
+  const w = new Worker(address, {
+    workerName: `svc-cli:${process.pid}`,
+    role: 'client',
+    echoLogs: false,
+    reconnect: { initialDelayMs: 100, maxDelayMs: 500 },
+  });
+  w.on('error', () => {
+    /* per-call errors are reported by the command */
+  });
+  w.start();
+  try {
+    try {
+      await w.ready(connectTimeoutMs);
+    } catch {
+      throw new InvocationError('connection_failed', `Cannot reach the engine at ${address} (is \`svc --config config.yaml\` running? set --address or SVC_URL)`);
+    }
+    return await fn(w);
+  } finally {
+    await w.shutdown();
+  }
+}
+
+/** One line for stderr: `error: <code>: <message>`. */
+export function formatError(err: unknown): string {
+  if (err instanceof InvocationError) return `error: ${err.code}: ${err.message}`;
+  return `error: ${err instanceof Error ? err.message : String(err)}`;
+}

@@ -1,0 +1,266 @@
+import { randomUUID } from 'node:crypto';
+import type { ErrorBody, InvocationResultMsg, InvokeFunctionMsg } from 'svc-sdk';
+import { EngineError, engineErrors } from './errors.js';
+import type { EngineOptions } from './options.js';
+import type { Registry } from './registry.js';
+import type { Session } from './session.js';
+
+export interface Invocation {
+  /** Minted by the engine and sent to the callee; callers' own ids never reach callees. */
+  id: string;
+  /** The caller's invocation_id; undefined for fire-and-forget. */
+  callerInvocationId: string | undefined;
+  caller: Session | null;
+  /** For calls the engine makes itself. */
+  internal: ((body: { result?: unknown; error?: ErrorBody }) => void) | undefined;
+  callee: Session;
+  functionId: string;
+  startedAt: number;
+  timeoutMs: number;
+  timer: NodeJS.Timeout;
+}
+
+export interface CallOutcome {
+  result?: unknown;
+  error?: ErrorBody;
+  traceparent?: string | null;
+  baggage?: string | null;
+}
+
+type Reply = (outcome: CallOutcome) => void;
+
+/**
+ * Every call in flight, from dispatch to result. Each has a deadline, and each ends exactly once:
+ * with the callee's result, a timeout, or `invocation_stopped` when a side disconnects. Nothing is
+ * held forever, so memory stays bounded by what is genuinely in flight.
+ */
+export class Invocations {
+  private readonly all = new Map<string, Invocation>();
+  private idleWaiters: Array<() => void> = [];
+  /** Set during shutdown: new top-level calls are refused. */
+  draining = false;
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly opts: EngineOptions,
+    private readonly warn: (message: string, data?: Record<string, unknown>) => void,
+  ) {}
+
+  get size(): number {
+    return this.all.size;
+  }
+
+  /** In-flight counts by function id (for `engine::queues::list`). */
+  countByFunction(): Map<string, number> {
+    const m = new Map<string, number>();
+    for (const inv of this.all.values()) m.set(inv.functionId, (m.get(inv.functionId) ?? 0) + 1);
+    return m;
+  }
+
+  /** A call from a connected peer. Answers the caller (unless fire-and-forget) in every case. */
+  invoke(caller: Session, msg: InvokeFunctionMsg): void {
+    const callerId = msg.invocation_id ?? undefined;
+    const isVoid = callerId === undefined || msg.action?.type === 'void';
+    const fid = msg.function_id;
+    const reply: Reply = isVoid
+      ? (o) => {
+          if (o.error) this.warn(`fire-and-forget call of ${fid} from ${caller.name} failed: ${o.error.message}`, { code: o.error.code });
+        }
+      : (o) =>
+          caller.send({
+            type: 'invocationresult',
+            invocation_id: callerId,
+            function_id: fid,
+            ...(o.error ? { error: o.error } : { result: o.result ?? null }),
+            ...(o.traceparent ? { traceparent: o.traceparent } : {}),
+            ...(o.baggage ? { baggage: o.baggage } : {}),
+          });
+    if (!isVoid && caller.outgoing.has(callerId)) {
+      reply({ error: { code: 'invalid_frame', message: `invocation_id ${callerId} is already in flight from this connection` } });
+      return;
+    }
+    // During shutdown, calls made by a worker that is itself serving a call are nested calls of
+    // in-flight work and must go on; other new calls are refused.
+    if (this.draining && caller.incoming.size === 0) {
+      reply({ error: engineErrors.shuttingDown() });
+      return;
+    }
+    this.dispatch(caller, isVoid ? undefined : callerId, msg, reply);
+  }
+
+  /** A call the engine makes itself (CLI-less tooling, cluster forwarding). */
+  call(functionId: string, data: unknown, timeoutMs?: number): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.dispatch(null, undefined, { type: 'invokefunction', function_id: functionId, data, ...(timeoutMs ? { timeout_ms: timeoutMs } : {}) }, (o) =>
+        o.error ? reject(new EngineError(o.error.code, o.error.message)) : resolve(o.result),
+      );
+    });
+  }
+
+  private dispatch(caller: Session | null, callerId: string | undefined, msg: InvokeFunctionMsg, reply: Reply): void {
+    let fid = msg.function_id;
+    let data = msg.data ?? {};
+    if (msg.action?.type === 'enqueue') {
+      // Queues are served by a worker providing engine::queue::enqueue, as in iii.
+      const queue = msg.action.queue;
+      if (!this.registry.get('engine::queue::enqueue')) {
+        reply({ error: engineErrors.enqueueUnavailable(queue) });
+        return;
+      }
+      data = { queue, function_id: fid, data, messageReceiptId: randomUUID() };
+      fid = 'engine::queue::enqueue';
+    }
+    const timeoutMs = msg.timeout_ms ?? this.opts.invocationTimeoutMs;
+    if (!(timeoutMs > 0 && timeoutMs <= this.opts.maxInvocationTimeoutMs)) {
+      reply({ error: engineErrors.invalidTimeout(timeoutMs, this.opts.maxInvocationTimeoutMs) });
+      return;
+    }
+    const entry = this.registry.get(fid);
+    if (!entry) {
+      reply({ error: engineErrors.functionNotFound(fid) });
+      return;
+    }
+    if (entry.builtin) {
+      const handler = entry.builtin;
+      Promise.resolve()
+        .then(() => handler(data, caller))
+        .then(
+          (result) => reply({ result: result ?? null }),
+          (err: unknown) =>
+            reply({
+              error:
+                err instanceof EngineError
+                  ? err.body()
+                  : { code: 'invocation_failed', message: err instanceof Error ? err.message : String(err) },
+            }),
+        );
+      return;
+    }
+    const callee = this.registry.pick(entry);
+    if (!callee) {
+      reply({ error: engineErrors.functionNotFound(fid) });
+      return;
+    }
+    const id = randomUUID();
+    const inv: Invocation = {
+      id,
+      callerInvocationId: callerId,
+      caller,
+      internal: caller === null ? reply : undefined,
+      callee,
+      functionId: fid,
+      startedAt: Date.now(),
+      timeoutMs,
+      timer: setTimeout(() => this.expire(inv), timeoutMs),
+    };
+    // Fire-and-forget calls are tracked too: they count as the callee's load until answered.
+    if (caller && callerId !== undefined) {
+      this.replies.set(inv, reply);
+      caller.outgoing.set(callerId, inv);
+    }
+    this.all.set(id, inv);
+    callee.incoming.set(id, inv);
+    callee.send({
+      type: 'invokefunction',
+      invocation_id: id,
+      function_id: fid,
+      data,
+      ...(msg.traceparent ? { traceparent: msg.traceparent } : {}),
+      ...(msg.baggage ? { baggage: msg.baggage } : {}),
+      ...(msg.metadata !== undefined ? { metadata: msg.metadata } : {}),
+    });
+  }
+
+  private readonly replies = new WeakMap<Invocation, Reply>();
+
+  /** A result from a callee. Only the session the call was sent to may complete it. */
+  complete(from: Session, msg: InvocationResultMsg): void {
+    const inv = this.all.get(msg.invocation_id);
+    if (!inv) return; // late (after a timeout) or unknown: nobody waits for it
+    if (inv.callee !== from) {
+      this.warn(`ignored a result for invocation ${msg.invocation_id} from ${from.name}: the call was sent to ${inv.callee.name}`);
+      return;
+    }
+    this.finish(inv);
+    this.deliver(inv, msg.error ? { error: msg.error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
+  }
+
+  /** The callee's result frame could not be accepted (e.g. too large): the caller gets this error instead. */
+  fail(from: Session, invocationId: string, error: ErrorBody): void {
+    const inv = this.all.get(invocationId);
+    if (!inv || inv.callee !== from) return;
+    this.finish(inv);
+    this.deliver(inv, { error });
+  }
+
+  /** The caller gave up on its call (svc extension `cancel`). */
+  cancel(caller: Session, callerInvocationId: string, reason: string): void {
+    const inv = caller.outgoing.get(callerInvocationId);
+    if (!inv) return;
+    this.finish(inv);
+    this.tellCancel(inv, reason);
+  }
+
+  /** A session is gone: its callers learn at once, its callees are told to stop. */
+  halt(session: Session, why: string): void {
+    for (const inv of [...session.incoming.values()]) {
+      this.finish(inv);
+      this.deliver(inv, { error: engineErrors.invocationStopped(inv.functionId, why) });
+    }
+    for (const inv of [...session.outgoing.values()]) {
+      this.finish(inv);
+      this.tellCancel(inv, 'caller disconnected');
+    }
+  }
+
+  /** End everything still in flight (after the shutdown grace period). */
+  haltAll(error: ErrorBody): void {
+    for (const inv of [...this.all.values()]) {
+      this.finish(inv);
+      this.deliver(inv, { error });
+      this.tellCancel(inv, error.message);
+    }
+  }
+
+  whenIdle(): Promise<void> {
+    if (this.all.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private expire(inv: Invocation): void {
+    if (this.all.get(inv.id) !== inv) return;
+    this.finish(inv);
+    this.deliver(inv, { error: engineErrors.timeout(inv.functionId, inv.timeoutMs) });
+    this.tellCancel(inv, 'timeout');
+  }
+
+  private tellCancel(inv: Invocation, reason: string): void {
+    if (inv.callee.features.has('cancel')) inv.callee.send({ type: 'cancel', invocation_id: inv.id, reason });
+  }
+
+  private finish(inv: Invocation): void {
+    clearTimeout(inv.timer);
+    this.all.delete(inv.id);
+    inv.callee.incoming.delete(inv.id);
+    if (inv.caller && inv.callerInvocationId !== undefined) inv.caller.outgoing.delete(inv.callerInvocationId);
+    if (this.all.size === 0 && this.idleWaiters.length > 0) {
+      const w = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const f of w) f();
+    }
+  }
+
+  private deliver(inv: Invocation, outcome: CallOutcome): void {
+    if (inv.internal) {
+      inv.internal(outcome);
+      return;
+    }
+    const reply = this.replies.get(inv);
+    if (reply) {
+      this.replies.delete(inv);
+      reply(outcome);
+    } else if (outcome.error && inv.callerInvocationId === undefined) {
+      this.warn(`fire-and-forget call of ${inv.functionId} failed: ${outcome.error.message}`, { code: outcome.error.code });
+    }
+  }
+}

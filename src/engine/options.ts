@@ -1,0 +1,36 @@
+import { DEFAULT_ENGINE_PORT, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES } from 'svc-sdk';
+
+/** Everything the engine can be told; config.yaml's `engine:` block maps onto this (src/supervisor/config.ts). */
+export interface EngineOptions {
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  /** Frames above this get a `frame_too_large` error; the connection stays open. */
+  maxFrameBytes: number;
+  /** Default deadline of every invocation. */
+  invocationTimeoutMs: number;
+  /** Upper bound a caller may ask for with `timeout_ms`. */
+  maxInvocationTimeoutMs: number;
+  /** On SIGINT/SIGTERM, how long in-flight calls may finish before connections are closed. */
+  shutdownGraceMs: number;
+  /** WebSocket ping period; a peer that misses a whole period is terminated. */
+  pingIntervalMs: number;
+  /** Log lines kept in memory for `engine::logs::list`. */
+  logBufferSize: number;
+  /** Print engine events (connects, disconnects) to stdout. */
+  printEvents: boolean;
+}
+
+export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
+  host: '127.0.0.1',
+  port: DEFAULT_ENGINE_PORT,
+  maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
+  invocationTimeoutMs: DEFAULT_INVOCATION_TIMEOUT_MS,
+  maxInvocationTimeoutMs: 60 * 60 * 1000,
+  shutdownGraceMs: 10_000,
+  pingIntervalMs: 20_000,
+  logBufferSize: 10_000,
+  printEvents: true,
+};
+
+export const ENGINE_VERSION = '0.1.0';

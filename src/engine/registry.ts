@@ -1,0 +1,105 @@
+import type { RegisterFunctionMsg } from 'svc-sdk';
+import type { Session } from './session.js';
+
+/** A function the engine answers itself (`engine::*`). `caller` is null for engine-internal calls. */
+export type BuiltinHandler = (data: unknown, caller: Session | null) => unknown;
+
+export interface FunctionEntry {
+  id: string;
+  description?: string;
+  request_format?: unknown;
+  response_format?: unknown;
+  metadata?: Record<string, unknown>;
+  /** Live workers serving this id: replicas. Empty for builtins. */
+  providers: Session[];
+  builtin?: BuiltinHandler;
+  /** Round-robin cursor among providers with equal load. */
+  cursor: number;
+}
+
+/**
+ * Function ids and who serves them. Several sessions registering one id are replicas; the id stays
+ * callable until its last provider leaves.
+ */
+export class Registry {
+  private readonly functions = new Map<string, FunctionEntry>();
+  private readonly listeners = new Set<() => void>();
+
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+  private changed(): void {
+    for (const l of this.listeners) l();
+  }
+
+  addBuiltin(id: string, description: string, handler: BuiltinHandler): void {
+    this.functions.set(id, { id, description, providers: [], builtin: handler, cursor: 0 });
+  }
+
+  /** Returns false when the id belongs to a builtin and cannot be served by a worker. */
+  add(session: Session, msg: RegisterFunctionMsg): boolean {
+    let entry = this.functions.get(msg.id);
+    if (entry?.builtin) return false;
+    if (!entry) {
+      entry = { id: msg.id, providers: [], cursor: 0 };
+      this.functions.set(msg.id, entry);
+    }
+    // The latest registration describes the function (a redeployed worker may change it).
+    if (msg.description != null) entry.description = msg.description;
+    if (msg.request_format !== undefined) entry.request_format = msg.request_format;
+    if (msg.response_format !== undefined) entry.response_format = msg.response_format;
+    if (msg.metadata !== undefined) entry.metadata = msg.metadata;
+    if (!entry.providers.includes(session)) entry.providers.push(session);
+    session.functions.add(msg.id);
+    this.changed();
+    return true;
+  }
+
+  remove(session: Session, id: string): void {
+    session.functions.delete(id);
+    const entry = this.functions.get(id);
+    if (!entry || entry.builtin) return;
+    const i = entry.providers.indexOf(session);
+    if (i < 0) return;
+    entry.providers.splice(i, 1);
+    if (entry.providers.length === 0) this.functions.delete(id);
+    this.changed();
+  }
+
+  removeAll(session: Session): void {
+    for (const id of [...session.functions]) this.remove(session, id);
+  }
+
+  get(id: string): FunctionEntry | undefined {
+    return this.functions.get(id);
+  }
+
+  /**
+   * Least in-flight first; among equals, round-robin from a moving cursor so that equal replicas
+   * take turns instead of the first one taking everything at low load.
+   */
+  pick(entry: FunctionEntry): Session | undefined {
+    const p = entry.providers;
+    const n = p.length;
+    if (n === 0) return undefined;
+    if (n === 1) return p[0]!.open ? p[0] : undefined;
+    let best: Session | undefined;
+    let bestIdx = 0;
+    for (let k = 0; k < n; k++) {
+      const idx = (entry.cursor + k) % n;
+      const s = p[idx]!;
+      if (!s.open) continue;
+      if (!best || s.incoming.size < best.incoming.size) {
+        best = s;
+        bestIdx = idx;
+      }
+    }
+    entry.cursor = (bestIdx + 1) % n;
+    return best;
+  }
+
+  list(): FunctionEntry[] {
+    return [...this.functions.values()];
+  }
+}

@@ -1,0 +1,159 @@
+import { FEATURES, PROTOCOL_VERSION, decodeFrame, type Feature, type Message } from 'svc-sdk';
+import { checkFunctionId, engineErrors } from './errors.js';
+import type { Invocations } from './invocations.js';
+import { ENGINE_VERSION, type EngineOptions } from './options.js';
+import type { Registry } from './registry.js';
+import type { Session } from './session.js';
+import type { Triggers } from './triggers.js';
+
+export interface RouterDeps {
+  opts: EngineOptions;
+  registry: Registry;
+  triggers: Triggers;
+  invocations: Invocations;
+  /** Resolve a reattach: the previous session, if its token matches. */
+  findSession: (id: string) => Session | undefined;
+  /** Tear a session down now (its socket may still look open). */
+  evict: (s: Session, why: string) => void;
+  warn: (message: string) => void;
+}
+
+/**
+ * Where every frame enters: size check, one decode-and-validate, then dispatch by type. Nothing a
+ * peer sends can throw out of here; every refusal is answered with an error naming the input.
+ */
+export class Router {
+  constructor(private readonly d: RouterDeps) {}
+
+  onText(s: Session, text: string): void {
+    // Blank frames are skipped, as iii does.
+    if (text.length === 0 || text.trim().length === 0) return;
+    const limit = this.d.opts.maxFrameBytes;
+    if (text.length > limit) {
+      const size = Buffer.byteLength(text, 'utf8');
+      if (size > limit) {
+        this.tooLarge(s, text, size);
+        return;
+      }
+    }
+    const decoded = decodeFrame(text);
+    if (!decoded.ok) {
+      s.sendError(decoded.error, decoded.ref);
+      // A caller waiting on a malformed call must not hang: answer its invocation_id.
+      if (decoded.ref?.type === 'invokefunction' && decoded.ref.id) {
+        s.send({ type: 'invocationresult', invocation_id: decoded.ref.id, error: decoded.error });
+      }
+      return;
+    }
+    try {
+      this.dispatch(s, decoded.msg);
+    } catch (err) {
+      // A bug of ours must not take the engine down with it: report it to the peer and the log.
+      this.d.warn(`internal error handling ${decoded.msg.type} from ${s.name}: ${(err as Error).stack ?? String(err)}`);
+      s.sendError({ code: 'internal_error', message: `Engine failed to handle "${decoded.msg.type}": ${(err as Error).message}` });
+    }
+  }
+
+  private dispatch(s: Session, m: Message): void {
+    const { registry, triggers, invocations } = this.d;
+    switch (m.type) {
+      case 'invokefunction':
+        invocations.invoke(s, m);
+        return;
+      case 'invocationresult':
+        invocations.complete(s, m);
+        return;
+      case 'registerfunction': {
+        const bad = checkFunctionId(m.id);
+        if (bad) return s.sendError(bad, { type: m.type, id: m.id });
+        if (!registry.add(s, m)) {
+          s.sendError(
+            { code: 'invalid_function_id', message: `Function id ${m.id} is reserved by the engine and cannot be registered by a worker` },
+            { type: m.type, id: m.id },
+          );
+        }
+        return;
+      }
+      case 'unregisterfunction':
+        registry.remove(s, m.id);
+        return;
+      case 'registertriggertype':
+        triggers.registerType(s, m);
+        return;
+      case 'unregistertriggertype':
+        triggers.unregisterType(s, m.id);
+        return;
+      case 'registertrigger':
+        triggers.register(s, m);
+        return;
+      case 'unregistertrigger':
+        triggers.unregister(s, m.id);
+        return;
+      case 'triggerregistrationresult':
+        triggers.result(s, m);
+        return;
+      case 'hello': {
+        for (const f of m.features) if ((FEATURES as readonly string[]).includes(f)) s.features.add(f as Feature);
+        if (m.role === 'client' || m.role === 'worker') s.role = m.role;
+        s.send({
+          type: 'hello',
+          protocol: Math.min(PROTOCOL_VERSION, m.protocol),
+          features: [...s.features],
+          engine: {
+            name: 'svc',
+            version: ENGINE_VERSION,
+            max_frame_bytes: this.d.opts.maxFrameBytes,
+            invocation_timeout_ms: this.d.opts.invocationTimeoutMs,
+          },
+        });
+        return;
+      }
+      case 'reattach': {
+        // The previous connection of this worker may still look alive (a half-open socket). Tear
+        // it down now, so its late cleanup cannot race the replay on this connection.
+        const prev = this.d.findSession(m.previous_worker_id);
+        if (prev && prev !== s && prev.reattachToken === m.reattach_token) {
+          this.d.evict(prev, `replaced by reconnected worker ${s.id}`);
+          if (Object.keys(s.metadata).length === 0) s.metadata = { ...prev.metadata };
+          if (s.name.startsWith('anonymous-')) s.name = prev.name;
+        }
+        return;
+      }
+      case 'cancel':
+        invocations.cancel(s, m.invocation_id, m.reason ?? 'cancelled by caller');
+        return;
+      case 'ping':
+        s.send({ type: 'pong' });
+        return;
+      case 'pong':
+      case 'registerservice':
+        return;
+      case 'workerregistered':
+      case 'error':
+        // Engine → worker frames; a peer echoing them is harmless.
+        return;
+    }
+  }
+
+  private tooLarge(s: Session, text: string, size: number): void {
+    const err = engineErrors.frameTooLarge(size, this.d.opts.maxFrameBytes);
+    // Still find out what it was, so the call it carried ends now instead of at its deadline.
+    const decoded = decodeFrame(text);
+    if (decoded.ok && decoded.msg.type === 'invokefunction' && decoded.msg.invocation_id) {
+      s.sendError(err, { type: 'invokefunction', id: decoded.msg.invocation_id });
+      s.send({
+        type: 'invocationresult',
+        invocation_id: decoded.msg.invocation_id,
+        function_id: decoded.msg.function_id,
+        error: engineErrors.payloadTooLarge(decoded.msg.function_id, size, this.d.opts.maxFrameBytes),
+      });
+      return;
+    }
+    if (decoded.ok && decoded.msg.type === 'invocationresult') {
+      s.sendError(err, { type: 'invocationresult', id: decoded.msg.invocation_id });
+      this.d.invocations.fail(s, decoded.msg.invocation_id, engineErrors.payloadTooLarge(decoded.msg.function_id ?? 'function', size, this.d.opts.maxFrameBytes));
+      return;
+    }
+    s.sendError(err, decoded.ok ? { type: decoded.msg.type } : undefined);
+  }
+}

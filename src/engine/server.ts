@@ -1,0 +1,181 @@
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { installBuiltins } from './builtins.js';
+import { Invocations } from './invocations.js';
+import { LogBuffer, type LogEntry } from './logs.js';
+import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from './options.js';
+import { Registry } from './registry.js';
+import { Router } from './router.js';
+import { Session } from './session.js';
+import { Triggers } from './triggers.js';
+
+/**
+ * The engine daemon: a WebSocket server that workers connect to. It owns the sessions and wires
+ * the registry, triggers, invocations and router together; it holds no routing logic itself.
+ */
+export class Engine {
+  readonly opts: EngineOptions;
+  readonly registry = new Registry();
+  readonly logs: LogBuffer;
+  readonly triggers: Triggers;
+  readonly invocations: Invocations;
+  private readonly router: Router;
+  private readonly sessions = new Map<string, Session>();
+  private wss: WebSocketServer | null = null;
+  private liveness: NodeJS.Timeout | null = null;
+  private stopping: Promise<void> | null = null;
+  readonly startedAt = Date.now();
+
+  constructor(options: Partial<EngineOptions> = {}) {
+    this.opts = { ...DEFAULT_ENGINE_OPTIONS, ...options };
+    this.logs = new LogBuffer(this.opts.logBufferSize);
+    const warn = (message: string, data?: Record<string, unknown>): void => this.event('warn', message, data);
+    this.triggers = new Triggers(warn);
+    this.invocations = new Invocations(this.registry, this.opts, warn);
+    this.router = new Router({
+      opts: this.opts,
+      registry: this.registry,
+      triggers: this.triggers,
+      invocations: this.invocations,
+      findSession: (id) => this.sessions.get(id),
+      evict: (s, why) => this.cleanup(s, why, true),
+      warn,
+    });
+    installBuiltins({
+      registry: this.registry,
+      triggers: this.triggers,
+      invocations: this.invocations,
+      logs: this.logs,
+      sessions: () => this.sessions.values(),
+      startedAt: this.startedAt,
+      onWorkerRegistered: (s) => {
+        if (s.role !== 'client') this.event('info', `worker ${s.name} registered (${String(s.metadata.runtime ?? 'unknown')}, pid ${String(s.metadata.pid ?? '?')})`, { worker_id: s.id });
+      },
+    });
+  }
+
+  /** Listen; resolves with the bound address once ready. */
+  async start(): Promise<{ host: string; port: number; url: string }> {
+    const wss = new WebSocketServer({
+      host: this.opts.host,
+      port: this.opts.port,
+      // Frames between max_frame_bytes and this hard cap are read and refused with a clear error;
+      // only beyond it does ws close the connection (1009) to protect memory.
+      maxPayload: this.opts.maxFrameBytes * 4,
+      perMessageDeflate: false,
+    });
+    this.wss = wss;
+    await new Promise<void>((resolve, reject) => {
+      wss.once('listening', resolve);
+      wss.once('error', reject);
+    });
+    wss.on('error', (err) => this.event('error', `server error: ${err.message}`));
+    wss.on('connection', (ws, req) => this.accept(ws, req.socket.remoteAddress ?? 'unknown'));
+    this.liveness = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
+    this.liveness.unref();
+    return this.address();
+  }
+
+  address(): { host: string; port: number; url: string } {
+    const a = this.wss?.address() as AddressInfo | undefined;
+    if (!a) throw new Error('engine is not listening');
+    const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+    const shown = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
+    return { host: a.address, port: a.port, url: `ws://${shown}:${a.port}` };
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  private accept(ws: WebSocket, ip: string): void {
+    if (this.stopping) {
+      ws.close(1001, 'engine shutting down');
+      return;
+    }
+    const s = new Session(ws, ip);
+    this.sessions.set(s.id, s);
+    ws.on('message', (data, isBinary) => {
+      s.alive = true;
+      // Binary frames are tolerated (iii SDKs send OTLP telemetry in them) and ignored.
+      if (isBinary) return;
+      this.router.onText(s, data.toString());
+    });
+    ws.on('pong', () => {
+      s.alive = true;
+    });
+    ws.on('error', () => {
+      /* 'close' follows; cleanup happens there */
+    });
+    ws.on('close', (code) => this.cleanup(s, code === 1000 || code === 1001 ? 'worker disconnected' : `worker connection lost (code ${code})`, false));
+    s.send({ type: 'workerregistered', worker_id: s.id, reattach_token: s.reattachToken });
+  }
+
+  /** Runs once per session, whichever comes first: socket close, liveness failure, or reattach. */
+  private cleanup(s: Session, why: string, terminate: boolean): void {
+    if (s.closed) return;
+    s.closed = true;
+    if (terminate) s.terminate();
+    this.sessions.delete(s.id);
+    this.invocations.halt(s, `${s.name} ${why.startsWith('worker') ? why.slice(7) : why}`.trim());
+    this.registry.removeAll(s);
+    this.triggers.removeSession(s);
+    if (s.role !== 'client') this.event('info', `worker ${s.name} left: ${why}`, { worker_id: s.id });
+  }
+
+  private checkLiveness(): void {
+    for (const s of this.sessions.values()) {
+      if (!s.alive) {
+        this.cleanup(s, 'did not answer pings', true);
+        continue;
+      }
+      s.alive = false;
+      s.ping();
+    }
+  }
+
+  /** The engine's own log line: stored with worker logs and printed. */
+  event(level: LogEntry['level'], message: string, data?: Record<string, unknown>): void {
+    this.logs.add({ level, message, source: 'engine', ...(data ? { data } : {}) });
+    if (this.opts.printEvents) {
+      const line = `${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${message}\n`;
+      (level === 'error' || level === 'warn' ? process.stderr : process.stdout).write(line);
+    }
+  }
+
+  /**
+   * Graceful stop: refuse new connections and new top-level calls, let in-flight calls finish for
+   * `graceMs`, then end what is left with `shutting_down` and close every connection (1001).
+   */
+  stop(graceMs = this.opts.shutdownGraceMs): Promise<void> {
+    if (this.stopping) return this.stopping;
+    this.stopping = (async () => {
+      this.invocations.draining = true;
+      if (this.liveness) clearInterval(this.liveness);
+      if (this.invocations.size > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([this.invocations.whenIdle(), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
+        clearTimeout(timer);
+      }
+      this.invocations.haltAll({ code: 'shutting_down', message: 'The engine shut down before the call finished' });
+      for (const s of [...this.sessions.values()]) {
+        s.close(1001, 'engine shutting down');
+      }
+      const wss = this.wss;
+      if (wss) {
+        // Give peers a moment to complete the close handshake, then cut the rest.
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(() => {
+            for (const c of wss.clients) c.terminate();
+          }, 1000);
+          wss.close(() => {
+            clearTimeout(t);
+            resolve();
+          });
+        });
+      }
+      for (const s of [...this.sessions.values()]) this.cleanup(s, 'engine stopped', true);
+    })();
+    return this.stopping;
+  }
+}

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import WebSocket from 'ws';
+import { sendCoalesced, type ErrorBody, type Feature, type Message } from 'svc-sdk';
+import type { Invocation } from './invocations.js';
+
+/**
+ * One connected peer (a worker, the CLI, the console). Holds what the peer registered, so that all
+ * of it can be removed when the peer goes, and the invocations it takes part in, so that none is
+ * left waiting when it goes.
+ */
+export class Session {
+  readonly id = randomUUID();
+  readonly reattachToken = randomUUID();
+  readonly connectedAt = Date.now();
+  name: string;
+  role: 'worker' | 'client' = 'worker';
+  metadata: Record<string, unknown> = {};
+  /** svc extensions granted in `hello`; empty for iii clients. */
+  readonly features = new Set<Feature>();
+  /** Answered the last ping (or sent anything) since the previous liveness tick. */
+  alive = true;
+  closed = false;
+
+  readonly functions = new Set<string>();
+  readonly triggerTypes = new Set<string>();
+  /** Binding ids this peer registered. */
+  readonly triggers = new Set<string>();
+  /** Calls this peer is serving, by engine invocation id. */
+  readonly incoming = new Map<string, Invocation>();
+  /** Calls this peer made and awaits, by the peer's own invocation id. */
+  readonly outgoing = new Map<string, Invocation>();
+
+  constructor(
+    private readonly ws: WebSocket,
+    readonly ip: string,
+  ) {
+    this.name = `anonymous-${this.id.slice(0, 8)}`;
+  }
+
+  get open(): boolean {
+    return !this.closed && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  send(msg: Message): void {
+    this.sendText(JSON.stringify(msg));
+  }
+
+  sendText(text: string): void {
+    if (!this.open) return;
+    sendCoalesced(this.ws, text);
+  }
+
+  sendError(error: ErrorBody, ref?: { type?: string; id?: string }): void {
+    this.send({ type: 'error', error, ...(ref ? { ref } : {}) });
+  }
+
+  ping(): void {
+    if (!this.open) return;
+    try {
+      this.ws.ping();
+    } catch {
+      /* closing already; the close handler cleans up */
+    }
+  }
+
+  close(code: number, reason: string): void {
+    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close(code, reason);
+  }
+
+  terminate(): void {
+    this.ws.terminate();
+  }
+
+  /** What `engine::workers::list` shows. */
+  describe(): Record<string, unknown> {
+    return {
+      worker_id: this.id,
+      name: this.name,
+      role: this.role,
+      runtime: this.metadata.runtime ?? 'unknown',
+      version: this.metadata.version ?? null,
+      pid: this.metadata.pid ?? null,
+      os: this.metadata.os ?? null,
+      ip: this.ip,
+      status: this.open ? 'connected' : 'disconnected',
+      connected_at: new Date(this.connectedAt).toISOString(),
+      uptime_ms: Date.now() - this.connectedAt,
+      functions: [...this.functions],
+      trigger_types: [...this.triggerTypes],
+      in_flight: this.incoming.size,
+      features: [...this.features],
+      metadata: this.metadata,
+    };
+  }
+}
