@@ -234,11 +234,12 @@ export class Worker extends EventEmitter implements LogSink {
     return {
       id: def.id,
       unregister: () => {
-        if (!this.triggerTypes.delete(def.id)) return;
+        if (!this.triggerTypes.has(def.id)) return;
         this.conn.send({ type: 'unregistertriggertype', id: def.id });
         for (const b of [...this.providedBindings.values()]) {
           if (b.trigger_type === def.id) this.dropProvided(b.id);
         }
+        this.triggerTypes.delete(def.id);
       },
     };
   }

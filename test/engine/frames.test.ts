@@ -1,0 +1,143 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { InvocationError } from 'svc-sdk';
+import { startEngine } from '../helpers/engine.js';
+import { RawClient } from '../helpers/raw-client.js';
+import { eventually, WorkerPool } from '../helpers/util.js';
+
+type Eng = Awaited<ReturnType<typeof startEngine>>;
+type ErrFrame = { error: { code: string; message: string }; ref?: { type?: string; id?: string } };
+
+describe('bad input is answered, never fatal', () => {
+  let eng: Eng;
+  let raw: RawClient;
+  const pool = new WorkerPool(() => eng.url);
+  const LIMIT = 64 * 1024;
+  before(async () => {
+    eng = await startEngine({ maxFrameBytes: LIMIT });
+    raw = await RawClient.connect(eng.url);
+  });
+  after(async () => {
+    raw.close();
+    await pool.closeAll();
+    await eng.stop();
+  });
+
+  async function errorFor(frame: string): Promise<ErrFrame> {
+    raw.send(frame);
+    return (await raw.next((f) => f.type === 'error')) as unknown as ErrFrame;
+  }
+
+  async function stillServes(): Promise<void> {
+    raw.send({ type: 'invokefunction', invocation_id: `alive-${Math.random()}`, function_id: 'engine::health::check', data: {} });
+    const r = await raw.next((f) => f.type === 'invocationresult');
+    assert.equal((r.result as { status: string }).status, 'ok');
+  }
+
+  test('malformed JSON', async () => {
+    const e = await errorFor('{"type": "invokefunction", ');
+    assert.equal(e.error.code, 'malformed_frame');
+    assert.match(e.error.message, /not valid JSON/);
+    await stillServes();
+  });
+
+  test('JSON that is not an object, or has no type', async () => {
+    assert.equal((await errorFor('[1,2,3]')).error.code, 'malformed_frame');
+    assert.equal((await errorFor('{"id": "x"}')).error.code, 'malformed_frame');
+    await stillServes();
+  });
+
+  test('an unknown type names the type', async () => {
+    const e = await errorFor('{"type":"registerfunctoin","id":"x"}');
+    assert.equal(e.error.code, 'unknown_message_type');
+    assert.match(e.error.message, /registerfunctoin/);
+    await stillServes();
+  });
+
+  test('a wrongly typed field names the field; a malformed call is answered on its invocation_id', async () => {
+    const e = await errorFor('{"type":"registerfunction","id":42}');
+    assert.equal(e.error.code, 'invalid_frame');
+    assert.match(e.error.message, /"id" must be a string, got number 42/);
+    raw.send({ type: 'invokefunction', invocation_id: 'bad-call', function_id: 7 });
+    const r = await raw.next((f) => f.type === 'invocationresult' && f.invocation_id === 'bad-call');
+    assert.equal((r.error as { code: string }).code, 'invalid_frame');
+    const e2 = (await raw.next((f) => f.type === 'error')) as unknown as ErrFrame;
+    assert.deepEqual(e2.ref, { type: 'invokefunction', id: 'bad-call' });
+    await stillServes();
+  });
+
+  test('an invalid function id is refused with the reason', async () => {
+    const e = await errorFor('{"type":"registerfunction","id":"has space"}');
+    assert.equal(e.error.code, 'invalid_function_id');
+    assert.match(e.error.message, /whitespace/);
+  });
+
+  test('an oversized frame gets frame_too_large, its call ends with payload_too_large, and the connection stays open', async () => {
+    const big = 'x'.repeat(LIMIT + 10);
+    raw.send({ type: 'invokefunction', invocation_id: 'too-big', function_id: 'engine::health::check', data: { big } });
+    const e = (await raw.next((f) => f.type === 'error')) as unknown as ErrFrame;
+    assert.equal(e.error.code, 'frame_too_large');
+    assert.match(e.error.message, new RegExp(`max_frame_bytes of ${LIMIT}`));
+    const r = await raw.next((f) => f.type === 'invocationresult' && f.invocation_id === 'too-big');
+    assert.equal((r.error as { code: string }).code, 'payload_too_large');
+    assert.equal(raw.closed, false);
+    await stillServes();
+  });
+
+  test('an oversized result fails the call for the caller instead of hanging it', async () => {
+    const callee = pool.make('big-result', { maxFrameBytes: LIMIT * 8 });
+    callee.registerFunction('big::result', () => 'y'.repeat(LIMIT * 2));
+    await callee.ready();
+    const caller = pool.make('big-caller');
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::result', timeoutMs: 5000 }), { code: 'payload_too_large' }));
+  });
+
+  test('the SDK refuses to send a frame over its limit, locally', async () => {
+    const caller = pool.make('sdk-limit', { maxFrameBytes: 1024 });
+    await caller.ready();
+    await assert.rejects(caller.trigger({ function_id: 'engine::health::check', payload: { s: 'z'.repeat(2000) } }), (e: unknown) => {
+      assert.ok(e instanceof InvocationError);
+      assert.equal(e.code, 'payload_too_large');
+      return true;
+    });
+  });
+
+  test('binary frames, blank frames and JSON ping are tolerated', async () => {
+    raw.ws.send(Buffer.from('OTLP{"resourceSpans":[]}'));
+    raw.send('   ');
+    raw.send({ type: 'ping' });
+    await raw.next((f) => f.type === 'pong');
+    raw.send({ type: 'registerservice', id: 'legacy' });
+    await stillServes();
+  });
+
+  test('a burst of garbage leaves the engine serving others', async () => {
+    const junk = await RawClient.connect(eng.url);
+    for (let i = 0; i < 200; i++) junk.send(i % 2 ? '{' : JSON.stringify({ type: 'invocationresult', invocation_id: `nope-${i}` }));
+    junk.close();
+    await stillServes();
+  });
+});
+
+describe('graceful shutdown', () => {
+  test('stop() lets calls in flight finish, then closes connections', async () => {
+    const eng = await startEngine({ shutdownGraceMs: 3000 });
+    const pool = new WorkerPool(() => eng.url);
+    const callee = pool.make('drain-callee');
+    callee.registerFunction('drain::slow', async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      return 'finished';
+    });
+    await callee.ready();
+    const caller = pool.make('drain-caller');
+    await eventually(async () => assert.ok(await caller.trigger({ function_id: 'engine::functions::info', payload: { function_id: 'drain::slow' } })));
+    const inflight = caller.trigger({ function_id: 'drain::slow' });
+    await new Promise((r) => setTimeout(r, 50));
+    const stopped = eng.stop();
+    // New top-level calls are refused while draining.
+    await assert.rejects(caller.trigger({ function_id: 'drain::slow' }), { code: 'shutting_down' });
+    assert.equal(await inflight, 'finished');
+    await stopped;
+    await pool.closeAll();
+  });
+});

@@ -1,0 +1,140 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { TriggerBinding, Worker } from 'svc-sdk';
+import { startEngine } from '../helpers/engine.js';
+import { RawClient } from '../helpers/raw-client.js';
+import { eventually, sleep, WorkerPool } from '../helpers/util.js';
+
+type Eng = Awaited<ReturnType<typeof startEngine>>;
+
+/** A provider of trigger type `type` that records what the engine hands it and refuses config {refuse: true}. */
+async function provider(w: Worker, type: string): Promise<Map<string, TriggerBinding>> {
+  const held = new Map<string, TriggerBinding>();
+  await w.registerTriggerType(
+    { id: type, description: `test type ${type}` },
+    {
+      registerTrigger: (b) => {
+        if ((b.config as { refuse?: boolean }).refuse) throw Object.assign(new Error(`refused ${b.function_id}`), { code: 'route_conflict' });
+        held.set(b.id, b);
+      },
+      unregisterTrigger: (b) => {
+        held.delete(b.id);
+      },
+    },
+  );
+  await w.ready();
+  return held;
+}
+
+describe('trigger types and bindings', () => {
+  let eng: Eng;
+  const pool = new WorkerPool(() => eng.url);
+  before(async () => {
+    eng = await startEngine();
+  });
+  after(async () => {
+    await pool.closeAll();
+    await eng.stop();
+  });
+
+  test('a binding is forwarded to the provider of its type, and acknowledged to the registering worker', async () => {
+    const p = pool.make('prov-a');
+    const held = await provider(p, 'webhook');
+    const user = pool.make('user-a');
+    const t = await user.registerTrigger({ type: 'webhook', function_id: 'hook::fn', config: { path: '/a' } });
+    assert.equal(held.get(t.id)?.function_id, 'hook::fn');
+    assert.deepEqual(held.get(t.id)?.config, { path: '/a' });
+    t.unregister();
+    await eventually(() => assert.equal(held.has(t.id), false));
+  });
+
+  test("the provider's refusal reaches the registering worker with its code", async () => {
+    const p = pool.make('prov-b');
+    await provider(p, 'strict');
+    const user = pool.make('user-b');
+    await assert.rejects(user.registerTrigger({ type: 'strict', function_id: 'x::y', config: { refuse: true } }), {
+      code: 'route_conflict',
+      message: 'refused x::y',
+    });
+    const list = (await user.trigger({ function_id: 'engine::registered-triggers::list' })) as { triggers: Array<{ function_id: string }> };
+    assert.equal(list.triggers.some((b) => b.function_id === 'x::y'), false);
+  });
+
+  test('a binding for a type nobody provides yet is parked, then handed over when a provider registers', async () => {
+    const user = pool.make('user-c');
+    const t = await user.registerTrigger({ type: 'later', function_id: 'later::fn', config: {} });
+    const list = (await user.trigger({ function_id: 'engine::registered-triggers::list' })) as { triggers: Array<{ id: string; status: string }> };
+    assert.equal(list.triggers.find((b) => b.id === t.id)?.status, 'parked');
+    const p = pool.make('prov-c');
+    const held = await provider(p, 'later');
+    await eventually(() => assert.ok(held.has(t.id)));
+  });
+
+  test("when the provider leaves, its bindings move to the next provider; with none they are parked", async () => {
+    const p1 = pool.make('prov-d1');
+    const held1 = await provider(p1, 'handover');
+    const p2 = pool.make('prov-d2');
+    const held2 = await provider(p2, 'handover');
+    const user = pool.make('user-d');
+    const t = await user.registerTrigger({ type: 'handover', function_id: 'ho::fn', config: {} });
+    assert.ok(held1.has(t.id));
+    assert.equal(held2.has(t.id), false);
+    await p1.shutdown();
+    await eventually(() => assert.ok(held2.has(t.id)));
+    await p2.shutdown();
+    await eventually(async () => {
+      const list = (await user.trigger({ function_id: 'engine::registered-triggers::list' })) as { triggers: Array<{ id: string; status: string }> };
+      assert.equal(list.triggers.find((b) => b.id === t.id)?.status, 'parked');
+    });
+  });
+
+  test('unregistertriggertype hands bindings on like a departure', async () => {
+    const p1 = pool.make('prov-e1');
+    const held1 = new Map<string, TriggerBinding>();
+    const type = await p1.registerTriggerType(
+      { id: 'switch' },
+      { registerTrigger: (b) => void held1.set(b.id, b), unregisterTrigger: (b) => void held1.delete(b.id) },
+    );
+    const p2 = pool.make('prov-e2');
+    const held2 = await provider(p2, 'switch');
+    const user = pool.make('user-e');
+    const t = await user.registerTrigger({ type: 'switch', function_id: 's::fn', config: {} });
+    assert.ok(held1.has(t.id));
+    type.unregister();
+    await eventually(() => assert.ok(held2.has(t.id)));
+    assert.equal(held1.has(t.id), false);
+  });
+
+  test("the owner's bindings are removed from the provider when the owner leaves, and replayed when it reconnects", async () => {
+    const p = pool.make('prov-f');
+    const held = await provider(p, 'owned');
+    const user = pool.make('user-f');
+    const t = await user.registerTrigger({ type: 'owned', function_id: 'o::fn', config: {} });
+    assert.ok(held.has(t.id));
+    user.simulateDisconnect();
+    // Gone with the connection, back with the replay (same binding id).
+    await eventually(async () => {
+      await sleep(20);
+      assert.ok(held.has(t.id));
+    });
+    const raw = await RawClient.connect(eng.url);
+    raw.send({ type: 'registertrigger', id: 'raw-binding', trigger_type: 'owned', function_id: 'r::fn', config: {} });
+    await eventually(() => assert.ok(held.has('raw-binding')));
+    raw.close();
+    await eventually(() => assert.equal(held.has('raw-binding'), false));
+  });
+
+  test('an iii-style client (no hello) gets errors only, never acknowledgements', async () => {
+    const p = pool.make('prov-g');
+    await provider(p, 'quiet');
+    const raw = await RawClient.connect(eng.url);
+    raw.send({ type: 'registertrigger', id: 'ok-1', trigger_type: 'quiet', function_id: 'q::ok', config: {} });
+    raw.send({ type: 'registertrigger', id: 'bad-1', trigger_type: 'quiet', function_id: 'q::bad', config: { refuse: true } });
+    const err = await raw.next((f) => f.type === 'triggerregistrationresult');
+    assert.equal(err.id, 'bad-1');
+    assert.equal((err.error as { code: string }).code, 'route_conflict');
+    assert.equal(await raw.receives((f) => f.type === 'triggerregistrationresult', 200), false);
+    assert.equal(await raw.receives((f) => f.type === 'hello', 50), false);
+    raw.close();
+  });
+});

@@ -1,0 +1,31 @@
+import { registerWorker, type Worker, type WorkerOptions } from 'svc-sdk';
+
+/** Poll until `fn` stops throwing (registration frames are asynchronous). */
+export async function eventually(fn: () => Promise<void> | void, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      await fn();
+      return;
+    } catch (e) {
+      if (Date.now() > end) throw e;
+      await sleep(25);
+    }
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Test workers: quiet, and quick to reconnect. Collect them and shut all down in `after`. */
+export class WorkerPool {
+  private readonly all: Worker[] = [];
+  constructor(private readonly url: () => string) {}
+  make(name: string, opts: WorkerOptions = {}): Worker {
+    const w = registerWorker(this.url(), { workerName: name, echoLogs: false, reconnect: { initialDelayMs: 50, maxDelayMs: 200 }, ...opts });
+    this.all.push(w);
+    return w;
+  }
+  async closeAll(): Promise<void> {
+    await Promise.all(this.all.map((w) => w.shutdown()));
+  }
+}
