@@ -37,3 +37,12 @@ export function formatError(err: unknown): string {
   if (err instanceof InvocationError) return `error: ${err.code}: ${err.message}`;
   return `error: ${err instanceof Error ? err.message : String(err)}`;
 }
+
+/**
+ * Print `error: <message>` on stderr and exit with `code`. Used instead of oclif's `this.error`,
+ * which wraps long messages at 80 columns even when stderr is not a terminal.
+ */
+export function fail(message: string, code = 1): never {
+  process.stderr.write(`error: ${message}\n`);
+  process.exit(code);
+}

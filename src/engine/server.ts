@@ -63,6 +63,12 @@ export class Engine {
       // only beyond it does ws close the connection (1009) to protect memory.
       maxPayload: this.opts.maxFrameBytes * 4,
       perMessageDeflate: false,
+      // Workers connect on `/`; iii SDKs also open `/otel` for telemetry. Other paths (iii's
+      // `/ws/channels/…`, which svc does not implement) are refused at the upgrade with 404.
+      verifyClient: (info: { req: { url?: string } }) => {
+        const path = (info.req.url ?? '/').split('?')[0];
+        return path === '/' || path === '' || path === '/otel';
+      },
     });
     this.wss = wss;
     await new Promise<void>((resolve, reject) => {
@@ -70,7 +76,11 @@ export class Engine {
       wss.once('error', reject);
     });
     wss.on('error', (err) => this.event('error', `server error: ${err.message}`));
-    wss.on('connection', (ws, req) => this.accept(ws, req.socket.remoteAddress ?? 'unknown'));
+    wss.on('connection', (ws, req) => {
+      const path = (req.url ?? '/').split('?')[0];
+      if (path === '/otel') return this.acceptTelemetry(ws);
+      this.accept(ws, req.socket.remoteAddress ?? 'unknown');
+    });
     this.liveness = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
     this.liveness.unref();
     return this.address();
@@ -86,6 +96,16 @@ export class Engine {
 
   get sessionCount(): number {
     return this.sessions.size;
+  }
+
+  /** iii SDKs stream OTLP telemetry on a second socket; accepted and drained, never a worker. */
+  private acceptTelemetry(ws: WebSocket): void {
+    if (this.stopping) {
+      ws.close(1001, 'engine shutting down');
+      return;
+    }
+    ws.on('message', () => {});
+    ws.on('error', () => {});
   }
 
   private accept(ws: WebSocket, ip: string): void {
@@ -147,7 +167,7 @@ export class Engine {
    * Graceful stop: refuse new connections and new top-level calls, let in-flight calls finish for
    * `graceMs`, then end what is left with `shutting_down` and close every connection (1001).
    */
-  stop(graceMs = this.opts.shutdownGraceMs): Promise<void> {
+  stop(graceMs = this.opts.shutdownGraceMs, beforeClose?: () => Promise<void>): Promise<void> {
     if (this.stopping) return this.stopping;
     this.stopping = (async () => {
       this.invocations.draining = true;
@@ -157,6 +177,9 @@ export class Engine {
         await Promise.race([this.invocations.whenIdle(), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
         clearTimeout(timer);
       }
+      // E.g. stop supervised workers while their connections are still up, so they exit cleanly
+      // instead of reconnecting to an engine that is going away.
+      if (beforeClose) await beforeClose();
       this.invocations.haltAll({ code: 'shutting_down', message: 'The engine shut down before the call finished' });
       for (const s of [...this.sessions.values()]) {
         s.close(1001, 'engine shutting down');

@@ -46,6 +46,8 @@ const ENGINE_KEYS: Record<string, { field: keyof EngineOptions; kind: 'port' | '
   print_events: { field: 'printEvents', kind: 'bool' },
 };
 
+const TOP_LEVEL_KEYS = ['engine', 'workers'];
+
 export interface LoadedConfig {
   file: string;
   created: boolean;
@@ -76,6 +78,9 @@ export function parseConfig(file: string, text: string): Omit<LoadedConfig, 'cre
   const root: unknown = doc.toJS() ?? {};
   if (typeof root !== 'object' || root === null || Array.isArray(root)) throw new ConfigError(file, 'the top level must be a mapping (engine:, workers:)');
   const r = root as Record<string, unknown>;
+  for (const key of Object.keys(r)) {
+    if (!TOP_LEVEL_KEYS.includes(key)) throw new ConfigError(file, `${key}: unknown top-level key (known: ${TOP_LEVEL_KEYS.join(', ')})`);
+  }
   const engine: EngineOptions = { ...DEFAULT_ENGINE_OPTIONS };
   const e = r.engine ?? {};
   if (typeof e !== 'object' || e === null || Array.isArray(e)) throw new ConfigError(file, '"engine" must be a mapping');

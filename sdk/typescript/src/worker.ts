@@ -100,6 +100,8 @@ export interface CallRequest {
   timeoutMs?: number;
   action?: InvocationAction;
   metadata?: unknown;
+  /** Aborting gives up on the call: it rejects with `cancelled` and the callee is told to stop. */
+  signal?: AbortSignal;
 }
 
 interface PendingCall {
@@ -237,7 +239,7 @@ export class Worker extends EventEmitter implements LogSink {
         if (!this.triggerTypes.has(def.id)) return;
         this.conn.send({ type: 'unregistertriggertype', id: def.id });
         for (const b of [...this.providedBindings.values()]) {
-          if (b.trigger_type === def.id) this.dropProvided(b.id);
+          if (b.trigger_type === def.id) void this.dropProvided(b.id);
         }
         this.triggerTypes.delete(def.id);
       },
@@ -321,7 +323,24 @@ export class Worker extends EventEmitter implements LogSink {
         if (this.granted.has('cancel')) this.conn.send({ type: 'cancel', invocation_id: invocationId, reason: 'timeout' });
         reject(new InvocationError('timeout', `Invocation of ${req.function_id} timed out after ${timeoutMs}ms`, req.function_id));
       }, timeoutMs + 1000);
-      this.calls.set(invocationId, { resolve: resolve as (v: unknown) => void, reject, timer, functionId: req.function_id });
+      const signal = req.signal;
+      const onAbort = (): void => {
+        const call = this.calls.get(invocationId);
+        if (!call) return;
+        this.calls.delete(invocationId);
+        clearTimeout(call.timer);
+        if (this.granted.has('cancel')) this.conn.send({ type: 'cancel', invocation_id: invocationId, reason: 'caller aborted' });
+        reject(new InvocationError('cancelled', `Call of ${req.function_id} was cancelled by the caller`, req.function_id));
+      };
+      const settle = <A extends unknown[]>(f: (...a: A) => void) => (...a: A): void => {
+        signal?.removeEventListener('abort', onAbort);
+        f(...a);
+      };
+      this.calls.set(invocationId, { resolve: settle(resolve as (v: unknown) => void), reject: settle(reject), timer, functionId: req.function_id });
+      if (signal) {
+        if (signal.aborted) return onAbort();
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
       if (!this.conn.sendText(text)) {
         clearTimeout(timer);
         this.calls.delete(invocationId);
@@ -401,7 +420,7 @@ export class Worker extends EventEmitter implements LogSink {
     }
     for (const r of this.running.values()) r.controller.abort(new InvocationError('connection_lost', 'Connection to the engine lost'));
     // Bindings we served as a provider are parked by the engine and re-delivered on reconnect.
-    for (const id of [...this.providedBindings.keys()]) this.dropProvided(id);
+    for (const id of [...this.providedBindings.keys()]) void this.dropProvided(id);
     this.granted.clear();
     this.emit('disconnected');
   }
@@ -429,7 +448,7 @@ export class Worker extends EventEmitter implements LogSink {
         void this.handleProvideTrigger(m);
         return;
       case 'unregistertrigger':
-        this.dropProvided(m.id);
+        void this.dropProvided(m.id);
         return;
       case 'cancel':
         this.running.get(m.invocation_id)?.controller.abort(new InvocationError('cancelled', m.reason ?? 'Cancelled by the engine'));
@@ -545,7 +564,8 @@ export class Worker extends EventEmitter implements LogSink {
     if (!type) {
       error = { code: 'trigger_type_not_found', message: `Trigger type ${m.trigger_type} is not provided by worker ${this.workerName}` };
     } else {
-      if (this.providedBindings.has(m.id)) this.dropProvided(m.id);
+      // A re-delivered id replaces what we hold: finish dropping the old one before accepting.
+      if (this.providedBindings.has(m.id)) await this.dropProvided(m.id);
       try {
         await type.handler.registerTrigger(binding);
         this.providedBindings.set(m.id, binding);
@@ -564,15 +584,18 @@ export class Worker extends EventEmitter implements LogSink {
     });
   }
 
-  private dropProvided(id: string): void {
+  private dropProvided(id: string): Promise<void> {
     const binding = this.providedBindings.get(id);
-    if (!binding) return;
+    if (!binding) return Promise.resolve();
     this.providedBindings.delete(id);
     const type = this.triggerTypes.get(binding.trigger_type);
-    if (!type) return;
-    Promise.resolve()
+    if (!type) return Promise.resolve();
+    return Promise.resolve()
       .then(() => type.handler.unregisterTrigger(binding))
-      .catch((e) => this.report(e as Error));
+      .then(
+        () => undefined,
+        (e) => this.report(e as Error),
+      );
   }
 
   private report(err: Error): void {

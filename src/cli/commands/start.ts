@@ -1,7 +1,12 @@
 import { resolve } from 'node:path';
+import { fail } from '../client.js';
 import { Command, Flags } from '@oclif/core';
 import { Engine } from '../../engine/server.js';
 import { ConfigError, loadConfig } from '../../supervisor/config.js';
+import { installSupervisorFunctions } from '../../supervisor/control.js';
+import { clearEngineState, writeEngineState } from '../../supervisor/engine-state.js';
+import { Supervisor } from '../../supervisor/supervisor.js';
+import { parseWorkerEntries, type WorkerEntry } from '../../supervisor/worker-entries.js';
 
 export default class Start extends Command {
   static override summary = 'Start the engine (same as `svc --config config.yaml`).';
@@ -21,10 +26,17 @@ export default class Start extends Command {
     try {
       cfg = loadConfig(file);
     } catch (e) {
-      if (e instanceof ConfigError) this.error(e.message, { exit: 2 });
+      if (e instanceof ConfigError) fail(e.message, 2);
       throw e;
     }
     if (cfg.created) this.log(`Created ${flags.config} with default settings.`);
+    let entries: WorkerEntry[];
+    try {
+      entries = parseWorkerEntries(file, cfg.workers);
+    } catch (e) {
+      if (e instanceof ConfigError) fail(e.message, 2);
+      throw e;
+    }
     const engine = new Engine({
       ...cfg.engine,
       ...(flags.port !== undefined ? { port: flags.port } : {}),
@@ -35,20 +47,36 @@ export default class Start extends Command {
       address = await engine.start();
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
-      const why = err.code === 'EADDRINUSE' ? `port ${cfg.engine.port} is already in use (is another engine running?)` : err.message;
-      this.error(`cannot start the engine on ${cfg.engine.host}:${cfg.engine.port}: ${why}`, { exit: 1 });
+      const host = flags.host ?? cfg.engine.host;
+      const port = flags.port ?? cfg.engine.port;
+      const why = err.code === 'EADDRINUSE' ? `port ${port} is already in use (is another engine running?)` : err.message;
+      fail(`cannot start the engine on ${host}:${port}: ${why}`, 1);
     }
+    const supervisor = new Supervisor({
+      configFile: file,
+      engineUrl: address.url,
+      log: (level, message) => engine.event(level, message),
+    });
+    installSupervisorFunctions(engine, supervisor, file);
+    writeEngineState(file, { pid: process.pid, url: address.url, config: file, started_at: new Date().toISOString() });
     this.log(`svc engine ready on ${address.url}`);
+    if (entries.length > 0) {
+      this.log(`starting ${entries.length} worker(s) from ${flags.config}: ${entries.map((e) => e.name).join(', ')}`);
+      void Promise.all(entries.map((e) => supervisor.start(e)));
+    }
     await new Promise<void>((done) => {
       const stop = (signal: string): void => {
         process.off('SIGINT', onInt);
         process.off('SIGTERM', onTerm);
         const n = engine.invocations.size;
         this.log(`${signal}: shutting down${n > 0 ? `, letting ${n} call(s) in flight finish (up to ${cfg.engine.shutdownGraceMs} ms)` : ''}`);
-        void engine.stop().then(() => {
-          this.log('engine stopped');
-          done();
-        });
+        void engine
+          .stop(cfg.engine.shutdownGraceMs, () => supervisor.stopAll())
+          .then(() => {
+            clearEngineState(file, process.pid);
+            this.log('engine stopped');
+            done();
+          });
       };
       const onInt = (): void => stop('SIGINT');
       const onTerm = (): void => stop('SIGTERM');

@@ -1,5 +1,5 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { engineAddress, formatError, withClient } from '../client.js';
+import { engineAddress, formatError, withClient, fail } from '../client.js';
 import { buildPayload } from '../payload.js';
 
 export default class Trigger extends Command {
@@ -43,10 +43,10 @@ exit code is 1 (2 for bad arguments).`;
       pairs = argv as string[];
     }
     if (!functionId || functionId.includes('=')) {
-      this.error('a function id is required: svc trigger <function_id> [key=value ...] or --function-id=<id>', { exit: 2 });
+      fail('a function id is required: svc trigger <function_id> [key=value ...] or --function-id=<id>', 2);
     }
     const built = buildPayload(flags.payload, pairs);
-    if (!built.ok) this.error(built.message, { exit: 2 });
+    if (!built.ok) fail(built.message, 2);
     try {
       const result = await withClient(engineAddress(flags.address), (w) =>
         w.trigger({ function_id: functionId, payload: built.payload, timeoutMs: flags['timeout-ms'] }),

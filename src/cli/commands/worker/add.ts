@@ -1,0 +1,92 @@
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Args, Command, Flags } from '@oclif/core';
+import { ConfigError, loadConfig } from '../../../supervisor/config.js';
+import { ensureInstalled, InstallError } from '../../../supervisor/install.js';
+import { loadManifest, ManifestError } from '../../../supervisor/manifest.js';
+import { BUILTIN_WORKERS, RUNTIMES, upsertWorkerEntry, type RuntimeName } from '../../../supervisor/worker-entries.js';
+import { formatError, withClient, fail } from '../../client.js';
+import { configFlag, runningEngine } from '../../project.js';
+
+export default class WorkerAdd extends Command {
+  static override summary = 'Add a worker to config.yaml, install its dependencies and start it.';
+  static override description = `TARGET is a worker directory (holding svc.worker.yaml) or a built-in worker: ${BUILTIN_WORKERS.join(', ')}.
+The worker is appended to config.yaml (comments kept; adding it again does not duplicate it), its
+dependencies are installed (Python into <dir>/.venv, TypeScript with npm; skipped when unchanged,
+--force reinstalls), and it is started: by the running engine of this config.yaml at once, or else
+with the engine the next time it starts.`;
+  static override examples = ['svc worker add svc-state', 'svc worker add svc-http', 'svc worker add ./workers/math-worker', 'svc worker add ./workers/caller-worker --force'];
+  static override args = { target: Args.string({ required: true, description: `Worker directory, or ${BUILTIN_WORKERS.join(' / ')}.` }) };
+  static override flags = {
+    config: configFlag,
+    force: Flags.boolean({ summary: 'Reinstall dependencies (rebuild the image for docker) and restart it.', default: false }),
+    runtime: Flags.string({ summary: 'How the worker runs.', options: [...RUNTIMES], default: 'process' }),
+    replicas: Flags.integer({ summary: 'Number of instances.', min: 1, max: 64 }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(WorkerAdd);
+    const configFile = resolve(flags.config);
+    try {
+      const cfg = loadConfig(configFile);
+      if (cfg.created) this.log(`Created ${flags.config} with default settings.`);
+    } catch (e) {
+      if (e instanceof ConfigError) fail(e.message, 2);
+      throw e;
+    }
+    const runtime = flags.runtime as RuntimeName;
+    let name: string;
+    let entry: Parameters<typeof upsertWorkerEntry>[1];
+    let manifest;
+    if ((BUILTIN_WORKERS as readonly string[]).includes(args.target)) {
+      name = args.target;
+      entry = { name, builtin: name, runtime, ...(flags.replicas ? { replicas: flags.replicas } : {}) };
+    } else {
+      const dir = resolve(args.target);
+      if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+        fail(`${args.target} is neither a worker directory nor a built-in worker (${BUILTIN_WORKERS.join(', ')})`, 2);
+      }
+      try {
+        manifest = loadManifest(dir);
+      } catch (e) {
+        if (e instanceof ManifestError) fail(e.message, 2);
+        throw e;
+      }
+      name = manifest.name;
+      entry = { name, path: dir, runtime, ...(flags.replicas ? { replicas: flags.replicas } : {}) };
+    }
+    const change = upsertWorkerEntry(configFile, entry);
+    this.log(
+      change === 'added'
+        ? `✓ added ${name} to ${flags.config}`
+        : change === 'updated'
+          ? `✓ updated ${name} in ${flags.config}`
+          : `✓ ${name} is already in ${flags.config}`,
+    );
+    if (manifest && runtime === 'process') {
+      this.log(`installing dependencies of ${name} (${manifest.runtime.package_manager}: ${manifest.scripts.install}) …`);
+      try {
+        const r = await ensureInstalled(manifest, { force: flags.force, onLine: (l) => this.log(`  │ ${l}`) });
+        this.log(r.status === 'cached' ? '✓ dependencies up to date (unchanged since the last install; --force reinstalls)' : `✓ dependencies installed in ${r.seconds.toFixed(1)}s`);
+      } catch (e) {
+        if (e instanceof InstallError) fail(e.message, 1);
+        throw e;
+      }
+    }
+    const engine = runningEngine(configFile);
+    if (!engine) {
+      this.log(`${name} will start with the engine: svc --config ${flags.config}`);
+      return;
+    }
+    try {
+      const d = (await withClient(engine.url, (w) =>
+        w.trigger({ function_id: 'engine::supervisor::add', payload: { name, force: flags.force || change === 'updated' }, timeoutMs: 600_000 }),
+      )) as { pid: number | null; instances: Array<string | null>; status: string; runtime: string };
+      const where = d.pid ? `pid ${d.pid}` : `container ${String(d.instances[0] ?? '?').slice(0, 12)}`;
+      this.log(`✓ ${name} auto-started (${where}), supervised by the engine at ${engine.url}`);
+    } catch (e) {
+      process.stderr.write(formatError(e) + '\n');
+      this.exit(1);
+    }
+  }
+}

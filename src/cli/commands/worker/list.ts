@@ -1,0 +1,59 @@
+import { resolve } from 'node:path';
+import { Command, Flags } from '@oclif/core';
+import { loadConfig } from '../../../supervisor/config.js';
+import { parseWorkerEntries } from '../../../supervisor/worker-entries.js';
+import { formatError, withClient } from '../../client.js';
+import { configFlag, runningEngine, table } from '../../project.js';
+
+interface SupRow { name: string; kind: string; runtime: string; pid: number | null; pids: number[]; status: string; restarts: number; replicas: number }
+interface EngWorker { name: string; pid: number | null; functions: string[] }
+
+export default class WorkerList extends Command {
+  static override summary = 'List the workers of config.yaml: kind, pid, status, restarts, functions.';
+  static override flags = { config: configFlag, json: Flags.boolean({ summary: 'Print JSON.', default: false }) };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(WorkerList);
+    const configFile = resolve(flags.config);
+    const engine = runningEngine(configFile);
+    let rows: Array<Record<string, unknown>>;
+    if (!engine) {
+      const cfg = loadConfig(configFile, { create: false });
+      rows = parseWorkerEntries(configFile, cfg.workers).map((e) => ({
+        name: e.name,
+        kind: e.builtin ?? 'directory',
+        runtime: e.runtime,
+        pid: null,
+        status: 'stopped (engine not running)',
+        restarts: 0,
+        functions: [],
+      }));
+    } else {
+      try {
+        rows = await withClient(engine.url, async (w) => {
+          const sup = (await w.trigger({ function_id: 'engine::supervisor::list' })) as { workers: SupRow[] };
+          const live = (await w.trigger({ function_id: 'engine::workers::list' })) as { workers: EngWorker[] };
+          return sup.workers.map((s) => {
+            const conns = live.workers.filter((x) => x.name === s.name || (x.pid !== null && s.pids.includes(x.pid)));
+            const fns = [...new Set(conns.flatMap((c) => c.functions))].sort();
+            return {
+              name: s.name,
+              kind: s.kind === 'builtin' ? 'builtin' : 'directory',
+              runtime: s.runtime + (s.replicas > 1 ? ` x${s.replicas}` : ''),
+              pid: s.pids.length ? s.pids.join(',') : null,
+              status: s.status === 'running' && conns.length === 0 ? 'running (not connected yet)' : s.status,
+              restarts: s.restarts,
+              functions: fns,
+            };
+          });
+        });
+      } catch (e) {
+        process.stderr.write(formatError(e) + '\n');
+        return this.exit(1);
+      }
+    }
+    if (flags.json) this.log(JSON.stringify(rows, null, 2));
+    else if (rows.length === 0) this.log(`No workers in ${flags.config}. Add one: svc worker add <dir|svc-state|svc-http>`);
+    else this.log(table(rows, ['name', 'kind', 'runtime', 'pid', 'status', 'restarts', 'functions']));
+  }
+}

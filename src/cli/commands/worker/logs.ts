@@ -1,0 +1,57 @@
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fail } from '../../client.js';
+import { Args, Command, Flags } from '@oclif/core';
+import { logFileOf } from '../../../supervisor/launch.js';
+import { configFlag } from '../../project.js';
+
+export default class WorkerLogs extends Command {
+  static override summary = "Print a worker's stdout and stderr (kept in .svc/logs/<name>.log beside config.yaml).";
+  static override args = { name: Args.string({ required: true, description: 'Worker name.' }) };
+  static override flags = {
+    config: configFlag,
+    follow: Flags.boolean({ char: 'f', summary: 'Keep printing new lines.', default: false }),
+    lines: Flags.integer({ char: 'n', summary: 'Print the last N lines first.', default: 200, min: 0 }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(WorkerLogs);
+    const file = logFileOf(resolve(flags.config), args.name);
+    if (!existsSync(file)) fail(`no logs for worker ${args.name} (${file} does not exist; has it been started?)`, 1);
+    const size = statSync(file).size;
+    // Read only the tail so a large log prints quickly.
+    const start = Math.max(0, size - 256 * 1024);
+    const text = readRange(file, start, size);
+    const lines = text.split('\n');
+    if (lines.at(-1) === '') lines.pop();
+    if (start > 0) lines.shift();
+    process.stdout.write(lines.slice(-flags.lines).map((l) => l + '\n').join(''));
+    if (!flags.follow) return;
+    let pos = size;
+    await new Promise<void>((done) => {
+      const t = setInterval(() => {
+        const now = existsSync(file) ? statSync(file).size : 0;
+        if (now < pos) pos = 0; // truncated or replaced
+        if (now > pos) {
+          process.stdout.write(readRange(file, pos, now));
+          pos = now;
+        }
+      }, 250);
+      process.once('SIGINT', () => {
+        clearInterval(t);
+        done();
+      });
+    });
+  }
+}
+
+function readRange(file: string, start: number, end: number): string {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(end - start);
+    readSync(fd, buf, 0, buf.length, start);
+    return buf.toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}

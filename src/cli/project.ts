@@ -1,0 +1,19 @@
+import { resolve } from 'node:path';
+import { Flags } from '@oclif/core';
+import { readEngineState, type EngineState } from '../supervisor/engine-state.js';
+
+/** `--config` as every project command takes it. */
+export const configFlag = Flags.string({ char: 'c', summary: 'Path of config.yaml.', default: 'config.yaml' });
+
+/** The engine running for this config.yaml, if any. */
+export function runningEngine(configFile: string): EngineState | null {
+  return readEngineState(resolve(configFile));
+}
+
+/** Fixed-width table for terminal output. */
+export function table(rows: Array<Record<string, unknown>>, columns: string[]): string {
+  const cell = (v: unknown): string => (v === null || v === undefined ? '-' : Array.isArray(v) ? v.join(',') || '-' : String(v));
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const line = (vals: string[]): string => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(columns.map((c) => c.toUpperCase())), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n');
+}

@@ -1,0 +1,102 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import type { Manifest } from './manifest.js';
+
+/**
+ * Installing a worker's dependencies: Python workers into their own virtual environment
+ * (`<dir>/.venv`), TypeScript workers with npm into `<dir>/node_modules`. Skipped when the
+ * dependency files hash to what the last successful install recorded.
+ */
+
+export class InstallError extends Error {
+  readonly code = 'install_failed';
+}
+
+const DEP_FILES: Record<Manifest['runtime']['kind'], string[]> = {
+  python: ['requirements.txt', 'pyproject.toml'],
+  typescript: ['package.json', 'package-lock.json'],
+};
+
+function envDir(m: Manifest): string {
+  return m.runtime.kind === 'python' ? join(m.dir, '.venv') : join(m.dir, 'node_modules');
+}
+
+function markerFile(m: Manifest): string {
+  return join(envDir(m), '.svc-install-hash');
+}
+
+export function dependencyHash(m: Manifest): string {
+  const h = createHash('sha256');
+  h.update(m.runtime.kind + '\0' + m.scripts.install + '\0');
+  for (const f of DEP_FILES[m.runtime.kind]) {
+    const p = join(m.dir, f);
+    h.update(f + '\0');
+    if (existsSync(p)) h.update(readFileSync(p));
+    h.update('\0');
+  }
+  return h.digest('hex');
+}
+
+/** PATH and related variables under which a worker's scripts run (its venv or node_modules/.bin first). */
+export function workerEnv(m: Manifest, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
+  if (m.runtime.kind === 'python') {
+    const venv = join(m.dir, '.venv');
+    env.VIRTUAL_ENV = venv;
+    env.PATH = join(venv, 'bin') + delimiter + (env.PATH ?? '');
+    env.PYTHONUNBUFFERED = '1';
+  } else {
+    env.PATH = join(m.dir, 'node_modules', '.bin') + delimiter + (env.PATH ?? '');
+  }
+  return env;
+}
+
+export function isInstalled(m: Manifest): boolean {
+  const marker = markerFile(m);
+  return existsSync(marker) && readFileSync(marker, 'utf8').trim() === dependencyHash(m);
+}
+
+export interface InstallResult {
+  status: 'cached' | 'installed';
+  seconds: number;
+}
+
+export async function ensureInstalled(m: Manifest, opts: { force?: boolean; onLine?: (line: string) => void } = {}): Promise<InstallResult> {
+  const t0 = Date.now();
+  if (!opts.force && isInstalled(m)) return { status: 'cached', seconds: 0 };
+  const onLine = opts.onLine ?? (() => {});
+  if (m.runtime.kind === 'python' && !existsSync(join(m.dir, '.venv', 'bin', 'python'))) {
+    onLine(`creating virtual environment ${join(m.dir, '.venv')}`);
+    await run('python3 -m venv .venv', m.dir, process.env as Record<string, string>, onLine);
+  }
+  onLine(`$ ${m.scripts.install}`);
+  await run(m.scripts.install, m.dir, workerEnv(m), onLine);
+  // Hash after installing: npm writes package-lock.json, which is part of the hash.
+  writeFileSync(markerFile(m), dependencyHash(m) + '\n');
+  return { status: 'installed', seconds: (Date.now() - t0) / 1000 };
+}
+
+function run(command: string, cwd: string, env: Record<string, string>, onLine: (line: string) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/bin/sh', ['-c', command], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const tail: string[] = [];
+    const feed = (buf: Buffer): void => {
+      for (const line of buf.toString().split('\n')) {
+        if (line.trim() === '') continue;
+        tail.push(line);
+        if (tail.length > 20) tail.shift();
+        onLine(line);
+      }
+    };
+    child.stdout.on('data', feed);
+    child.stderr.on('data', feed);
+    child.once('error', (e) => reject(new InstallError(`${cwd}: cannot run "${command}": ${e.message}`)));
+    child.once('exit', (code) => {
+      if (code === 0) resolve();
+      else reject(new InstallError(`${cwd}: "${command}" failed with exit code ${code}:\n${tail.join('\n')}`));
+    });
+  });
+}

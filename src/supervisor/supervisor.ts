@@ -1,0 +1,213 @@
+import { ensureInstalled } from './install.js';
+import { launchSpecOf, logFileOf } from './launch.js';
+import { ProcessRuntime } from './process-runtime.js';
+import type { Instance, Runtime } from './runtime.js';
+import type { RuntimeName, WorkerEntry } from './worker-entries.js';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+export type WorkerStatus = 'starting' | 'running' | 'restarting' | 'crash-loop' | 'stopped' | 'failed';
+
+export interface SupervisorOptions {
+  configFile: string;
+  engineUrl: string;
+  runtimes?: Partial<Record<RuntimeName, Runtime>>;
+  /** First restart delay; doubles per consecutive crash up to `maxRestartDelayMs`. */
+  restartDelayMs?: number;
+  maxRestartDelayMs?: number;
+  /** This many exits within `crashWindowMs` is a crash loop: reported, not restarted. */
+  crashLoopExits?: number;
+  crashWindowMs?: number;
+  stopGraceMs?: number;
+  log?: (level: 'info' | 'warn' | 'error', message: string) => void;
+}
+
+interface Replica {
+  instance: Instance | null;
+  timer: NodeJS.Timeout | null;
+  startedAt: number;
+  consecutive: number;
+}
+
+interface Managed {
+  entry: WorkerEntry;
+  status: WorkerStatus;
+  restarts: number;
+  exits: number[];
+  replicas: Replica[];
+  stopping: boolean;
+  lastError?: string;
+}
+
+/**
+ * Starts the workers listed in config.yaml and keeps them running: restart on crash with
+ * exponential backoff, a crash loop reported and left stopped instead of spun forever, logs kept
+ * per worker, and every instance stopped when the engine stops.
+ */
+export class Supervisor {
+  private readonly workers = new Map<string, Managed>();
+  private readonly runtimes: Partial<Record<RuntimeName, Runtime>>;
+  private readonly o: Required<Omit<SupervisorOptions, 'runtimes'>>;
+
+  constructor(opts: SupervisorOptions) {
+    this.runtimes = { process: new ProcessRuntime(), ...opts.runtimes };
+    this.o = {
+      restartDelayMs: 500,
+      maxRestartDelayMs: 30_000,
+      crashLoopExits: 5,
+      crashWindowMs: 60_000,
+      stopGraceMs: 5000,
+      log: () => {},
+      ...opts,
+    };
+  }
+
+  /** Start one worker (all its replicas). A worker already supervised is left as it is. */
+  async start(entry: WorkerEntry, opts: { force?: boolean } = {}): Promise<Managed> {
+    const existing = this.workers.get(entry.name);
+    if (existing && existing.status !== 'stopped' && existing.status !== 'crash-loop' && existing.status !== 'failed') return existing;
+    const m: Managed = existing ?? { entry, status: 'starting', restarts: 0, exits: [], replicas: [], stopping: false };
+    m.entry = entry;
+    m.status = 'starting';
+    m.stopping = false;
+    m.exits = [];
+    delete m.lastError;
+    this.workers.set(entry.name, m);
+    try {
+      const first = launchSpecOf(entry, this.o.configFile, this.o.engineUrl);
+      if (first.manifest && entry.runtime === 'process') {
+        const logFile = logFileOf(this.o.configFile, entry.name);
+        mkdirSync(dirname(logFile), { recursive: true });
+        const r = await ensureInstalled(first.manifest, { ...(opts.force ? { force: true } : {}), onLine: (l) => appendFileSync(logFile, `[install] ${l}\n`) });
+        if (r.status === 'installed') this.o.log('info', `installed dependencies of ${entry.name} in ${r.seconds.toFixed(1)}s`);
+      }
+      m.replicas = Array.from({ length: entry.replicas }, () => ({ instance: null, timer: null, startedAt: 0, consecutive: 0 }));
+      await Promise.all(m.replicas.map((_, i) => this.launch(m, i, opts.force === true)));
+      m.status = 'running';
+    } catch (e) {
+      m.status = 'failed';
+      m.lastError = (e as Error).message;
+      this.o.log('error', `cannot start ${entry.name}: ${m.lastError}`);
+    }
+    return m;
+  }
+
+  private runtimeFor(entry: WorkerEntry): Runtime {
+    const rt = this.runtimes[entry.runtime];
+    if (!rt) throw new Error(`runtime ${entry.runtime} is not available in this engine`);
+    return rt;
+  }
+
+  private async launch(m: Managed, i: number, force = false): Promise<void> {
+    const spec = launchSpecOf(m.entry, this.o.configFile, this.o.engineUrl, i);
+    const inst = await this.runtimeFor(m.entry).launch({ ...spec, ...(force ? { force } : {}) });
+    const rep = m.replicas[i]!;
+    rep.instance = inst;
+    rep.startedAt = Date.now();
+    this.o.log('info', `started ${m.entry.name}${m.entry.replicas > 1 ? ` [${i}]` : ''} (${m.entry.runtime}, ${inst.pid ? `pid ${inst.pid}` : `id ${inst.id.slice(0, 12)}`})`);
+    void inst.exited.then((info) => this.onExit(m, i, inst, info.code, info.signal));
+  }
+
+  private onExit(m: Managed, i: number, inst: Instance, code: number | null, signal: string | null): void {
+    const rep = m.replicas[i];
+    if (!rep || rep.instance !== inst) return;
+    rep.instance = null;
+    if (m.stopping) return;
+    const now = Date.now();
+    m.exits = m.exits.filter((t) => now - t < this.o.crashWindowMs);
+    m.exits.push(now);
+    const how = signal ? `signal ${signal}` : `exit code ${code}`;
+    if (m.exits.length >= this.o.crashLoopExits) {
+      m.status = 'crash-loop';
+      m.lastError = `exited ${m.exits.length} times within ${Math.round(this.o.crashWindowMs / 1000)}s (last: ${how})`;
+      this.o.log('error', `${m.entry.name} is crash-looping: ${m.lastError}; not restarting. See \`svc worker logs ${m.entry.name}\`, fix it, then \`svc worker restart ${m.entry.name}\``);
+      this.stopReplicas(m);
+      return;
+    }
+    // A run that lasted long enough was healthy: start the backoff over.
+    rep.consecutive = now - rep.startedAt > this.o.crashWindowMs ? 0 : rep.consecutive + 1;
+    const delay = Math.min(this.o.maxRestartDelayMs, this.o.restartDelayMs * 2 ** Math.max(0, rep.consecutive - 1));
+    m.status = 'restarting';
+    m.restarts++;
+    this.o.log('warn', `${m.entry.name} exited (${how}); restarting in ${delay} ms (restart #${m.restarts})`);
+    rep.timer = setTimeout(() => {
+      rep.timer = null;
+      if (m.stopping) return;
+      this.launch(m, i)
+        .then(() => {
+          if (m.replicas.every((r) => r.instance)) m.status = 'running';
+        })
+        .catch((e: Error) => {
+          m.lastError = e.message;
+          this.o.log('error', `restart of ${m.entry.name} failed: ${e.message}`);
+          this.onExit(m, i, inst, null, 'start failed');
+        });
+    }, delay);
+  }
+
+  private stopReplicas(m: Managed): Promise<void> {
+    const all: Promise<void>[] = [];
+    for (const rep of m.replicas) {
+      if (rep.timer) clearTimeout(rep.timer);
+      rep.timer = null;
+      const inst = rep.instance;
+      rep.instance = null;
+      if (inst) all.push(inst.stop(this.o.stopGraceMs));
+    }
+    return Promise.all(all).then(() => undefined);
+  }
+
+  async stop(name: string): Promise<boolean> {
+    const m = this.workers.get(name);
+    if (!m) return false;
+    m.stopping = true;
+    await this.stopReplicas(m);
+    m.status = 'stopped';
+    this.o.log('info', `stopped ${name}`);
+    return true;
+  }
+
+  async remove(name: string): Promise<boolean> {
+    const had = await this.stop(name);
+    this.workers.delete(name);
+    return had;
+  }
+
+  async restart(entry: WorkerEntry, opts: { force?: boolean } = {}): Promise<Managed> {
+    await this.stop(entry.name);
+    const m = this.workers.get(entry.name);
+    if (m) m.restarts++;
+    return this.start(entry, opts);
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.workers.keys()].map((n) => this.stop(n)));
+  }
+
+  list(): Array<Record<string, unknown>> {
+    return [...this.workers.values()].map((m) => this.describe(m));
+  }
+
+  describe(m: Managed): Record<string, unknown> {
+    const pids = m.replicas.map((r) => r.instance?.pid).filter((p): p is number => p !== undefined);
+    return {
+      name: m.entry.name,
+      kind: m.entry.builtin ? 'builtin' : 'directory',
+      source: m.entry.builtin ?? m.entry.path,
+      runtime: m.entry.runtime,
+      replicas: m.entry.replicas,
+      status: m.status,
+      pid: pids[0] ?? null,
+      pids,
+      instances: m.replicas.map((r) => r.instance?.id ?? null),
+      restarts: m.restarts,
+      last_error: m.lastError ?? null,
+      log_file: logFileOf(this.o.configFile, m.entry.name),
+    };
+  }
+
+  get(name: string): Record<string, unknown> | null {
+    const m = this.workers.get(name);
+    return m ? this.describe(m) : null;
+  }
+}

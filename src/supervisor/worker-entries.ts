@@ -1,0 +1,128 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
+import { isMap, isSeq, parseDocument, YAMLSeq } from 'yaml';
+import { ConfigError } from './config.js';
+import { WORKER_NAME } from './manifest.js';
+
+/** The built-in workers `svc worker add` knows by name. */
+export const BUILTIN_WORKERS = ['svc-state', 'svc-http'] as const;
+export type BuiltinWorker = (typeof BUILTIN_WORKERS)[number];
+export const RUNTIMES = ['process', 'docker'] as const;
+export type RuntimeName = (typeof RUNTIMES)[number];
+
+/** One entry of config.yaml's `workers:` list, validated. */
+export interface WorkerEntry {
+  name: string;
+  /** A built-in worker, or a directory holding svc.worker.yaml (absolute after validation). */
+  builtin?: BuiltinWorker;
+  path?: string;
+  runtime: RuntimeName;
+  replicas: number;
+  env: Record<string, string>;
+  /** Passed to the worker as the JSON env var SVC_WORKER_CONFIG (built-ins read it). */
+  config: Record<string, unknown>;
+}
+
+export function parseWorkerEntries(file: string, raw: unknown[]): WorkerEntry[] {
+  const base = dirname(resolve(file));
+  const seen = new Set<string>();
+  return raw.map((item, i) => {
+    const at = `workers[${i}]`;
+    const fail = (field: string, problem: string): never => {
+      throw new ConfigError(file, `${at}${field ? '.' + field : ''}: ${problem}`);
+    };
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) fail('', 'must be a mapping with name and builtin or path');
+    const e = item as Record<string, unknown>;
+    if (typeof e.name !== 'string' || !WORKER_NAME.test(e.name)) fail('name', `must be lowercase letters, digits, '.', '_' or '-', got ${JSON.stringify(e.name)}`);
+    const name = e.name as string;
+    if (seen.has(name)) fail('name', `${name} is listed twice`);
+    seen.add(name);
+    if ((e.builtin === undefined) === (e.path === undefined)) fail('', 'needs exactly one of builtin (svc-state, svc-http) or path (a worker directory)');
+    if (e.builtin !== undefined && !(BUILTIN_WORKERS as readonly string[]).includes(e.builtin as string)) {
+      fail('builtin', `must be one of ${BUILTIN_WORKERS.join(', ')}, got ${JSON.stringify(e.builtin)}`);
+    }
+    if (e.path !== undefined && (typeof e.path !== 'string' || e.path.length === 0)) fail('path', `must be a directory path, got ${JSON.stringify(e.path)}`);
+    const runtime = e.runtime ?? 'process';
+    if (!(RUNTIMES as readonly string[]).includes(runtime as string)) fail('runtime', `must be one of ${RUNTIMES.join(', ')}, got ${JSON.stringify(runtime)}`);
+    const replicas = e.replicas ?? 1;
+    if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1 || replicas > 64) fail('replicas', `must be an integer from 1 to 64, got ${JSON.stringify(replicas)}`);
+    const env = e.env ?? {};
+    if (typeof env !== 'object' || env === null || Array.isArray(env)) fail('env', 'must be a mapping of names to values');
+    const envOut: Record<string, string> = {};
+    for (const [k, v] of Object.entries(env as Record<string, unknown>)) {
+      if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') fail(`env.${k}`, `must be a string, number or boolean, got ${JSON.stringify(v)}`);
+      envOut[k] = String(v);
+    }
+    const config = e.config ?? {};
+    if (typeof config !== 'object' || config === null || Array.isArray(config)) fail('config', 'must be a mapping');
+    return {
+      name,
+      ...(e.builtin !== undefined ? { builtin: e.builtin as BuiltinWorker } : {}),
+      ...(e.path !== undefined ? { path: resolve(base, e.path as string) } : {}),
+      runtime: runtime as RuntimeName,
+      replicas: replicas as number,
+      env: envOut,
+      config: config as Record<string, unknown>,
+    };
+  });
+}
+
+/**
+ * Append (or update) a worker in config.yaml, keeping the user's comments and layout. An entry
+ * with the same name is updated in place, never duplicated. Returns whether anything changed.
+ */
+export function upsertWorkerEntry(file: string, entry: { name: string; builtin?: string; path?: string; runtime?: RuntimeName; replicas?: number }): 'added' | 'updated' | 'unchanged' {
+  const text = readFileSync(file, 'utf8');
+  const doc = parseDocument(text);
+  if (doc.errors.length > 0) throw new ConfigError(file, `invalid YAML: ${doc.errors[0]!.message.split('\n')[0]}`);
+  let workers = doc.get('workers', true);
+  if (workers === undefined || workers === null || (!isSeq(workers) && (workers as { value?: unknown }).value === null)) {
+    workers = new YAMLSeq();
+    doc.set('workers', workers);
+  }
+  if (!isSeq(workers)) throw new ConfigError(file, '"workers" must be a list');
+  const seq = workers as YAMLSeq;
+  // An empty flow list `workers: []` would stay in flow style; entries read better as a block.
+  seq.flow = false;
+  const fields: Record<string, unknown> = { name: entry.name };
+  if (entry.builtin) fields.builtin = entry.builtin;
+  if (entry.path) {
+    const rel = relative(dirname(resolve(file)), entry.path) || '.';
+    fields.path = rel.startsWith('.') || rel.startsWith('/') ? rel : `./${rel}`;
+  }
+  if (entry.runtime && entry.runtime !== 'process') fields.runtime = entry.runtime;
+  if (entry.replicas && entry.replicas !== 1) fields.replicas = entry.replicas;
+  const existing = seq.items.find((it) => isMap(it) && it.get('name') === entry.name);
+  if (existing && isMap(existing)) {
+    let changed = false;
+    for (const [k, v] of Object.entries(fields)) {
+      if (existing.get(k) !== v) {
+        existing.set(k, v);
+        changed = true;
+      }
+    }
+    if (!entry.runtime || entry.runtime === 'process') {
+      if (existing.has('runtime') && existing.get('runtime') !== 'process') {
+        existing.delete('runtime');
+        changed = true;
+      }
+    }
+    if (!changed) return 'unchanged';
+    writeFileSync(file, doc.toString());
+    return 'updated';
+  }
+  seq.add(doc.createNode(fields));
+  writeFileSync(file, doc.toString());
+  return 'added';
+}
+
+export function removeWorkerEntry(file: string, name: string): boolean {
+  const doc = parseDocument(readFileSync(file, 'utf8'));
+  const workers = doc.get('workers', true);
+  if (!isSeq(workers)) return false;
+  const idx = workers.items.findIndex((it) => isMap(it) && it.get('name') === name);
+  if (idx < 0) return false;
+  workers.items.splice(idx, 1);
+  writeFileSync(file, doc.toString());
+  return true;
+}

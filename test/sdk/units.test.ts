@@ -1,0 +1,68 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backoffDelay, decodeFrame, toErrorBody, MESSAGE_TYPES } from 'svc-sdk';
+import { buildPayload, typeValue } from '../../src/cli/payload.js';
+
+describe('protocol decoding', () => {
+  test('every message type of the iii 0.22 set is known', () => {
+    for (const t of ['workerregistered', 'reattach', 'registerfunction', 'unregisterfunction', 'invokefunction', 'invocationresult',
+      'registertriggertype', 'unregistertriggertype', 'registertrigger', 'unregistertrigger', 'triggerregistrationresult', 'ping', 'pong']) {
+      assert.ok(MESSAGE_TYPES.includes(t as never), t);
+    }
+  });
+  test('unknown extra fields are ignored and null optionals treated as absent', () => {
+    const r = decodeFrame('{"type":"invokefunction","function_id":"a::b","invocation_id":null,"traceparent":null,"future":1}');
+    assert.equal(r.ok, true);
+  });
+  test('errors name the field and what was wrong', () => {
+    const r = decodeFrame('{"type":"invocationresult","invocation_id":"x","error":{"code":1}}');
+    assert.equal(r.ok, false);
+    if (!r.ok) {
+      assert.equal(r.error.code, 'invalid_frame');
+      assert.match(r.error.message, /field "error" must be an object \{code: string, message: string\}/);
+      assert.deepEqual(r.ref, { type: 'invocationresult', id: 'x' });
+    }
+  });
+  test('an action must be void or enqueue with a queue', () => {
+    assert.equal(decodeFrame('{"type":"invokefunction","function_id":"a","action":{"type":"enqueue"}}').ok, false);
+    assert.equal(decodeFrame('{"type":"invokefunction","function_id":"a","action":{"type":"enqueue","queue":"q"}}').ok, true);
+  });
+});
+
+describe('sdk helpers', () => {
+  test('backoff grows exponentially to its cap, with jitter inside the band', () => {
+    const o = { initialDelayMs: 100, maxDelayMs: 1000, factor: 2, jitter: 0.3 };
+    for (let i = 0; i < 50; i++) {
+      const d0 = backoffDelay(0, o);
+      assert.ok(d0 >= 70 && d0 <= 130, String(d0));
+      const d9 = backoffDelay(9, o);
+      assert.ok(d9 >= 700 && d9 <= 1300, String(d9));
+    }
+  });
+  test('thrown values become wire errors', () => {
+    assert.equal(toErrorBody(new Error('x')).code, 'invocation_failed');
+    assert.equal(toErrorBody(Object.assign(new Error('y'), { code: 'value_too_large' })).code, 'value_too_large');
+    assert.deepEqual(toErrorBody('plain'), { code: 'invocation_failed', message: 'plain' });
+  });
+});
+
+describe('svc trigger payloads', () => {
+  test('key=value values are typed as JSON when they parse, else strings', () => {
+    assert.equal(typeValue('2'), 2);
+    assert.equal(typeValue('true'), true);
+    assert.equal(typeValue('null'), null);
+    assert.deepEqual(typeValue('{"x":1}'), { x: 1 });
+    assert.equal(typeValue('alice'), 'alice');
+    assert.equal(typeValue('"quoted"'), 'quoted');
+    assert.equal(typeValue(''), '');
+  });
+  test('--payload must be an object; pairs merge over it', () => {
+    assert.deepEqual(buildPayload('{"a":1,"b":1}', ['b=2']), { ok: true, payload: { a: 1, b: 2 } });
+    const bad = buildPayload('[1]', []);
+    assert.equal(bad.ok, false);
+    if (!bad.ok) assert.match(bad.message, /must be a JSON object.*got an array/);
+    const notPair = buildPayload(undefined, ['oops']);
+    assert.equal(notPair.ok, false);
+    if (!notPair.ok) assert.match(notPair.message, /"oops" is not key=value/);
+  });
+});
