@@ -1,0 +1,101 @@
+/**
+ * An HTTP request → the payload of one call of the bound function.
+ *
+ * Pure functions over the parts express already parsed (raw body bytes, headers, query), so the
+ * mapping is testable without a server and the request path stays a few property copies.
+ */
+import { HttpError } from './response.js';
+
+/** What the bound function receives. docs/http.md documents every field. */
+export interface HttpRequestPayload {
+  /** Parsed JSON for a JSON content type, the decoded text otherwise; null when the request has no body. */
+  body: unknown;
+  /** Lowercase names; a header sent several times arrives joined with ", " (as Node joins them). */
+  headers: Record<string, string>;
+  /** One string per key; a key repeated in the query string gives an array of its values, in order. */
+  query_params: Record<string, string | string[]>;
+  /** Decoded values of the route's `:name` (and `*name`) parameters. */
+  path_params: Record<string, string>;
+  /** Uppercase request method. */
+  method: string;
+  /** The request path as sent (percent-encoded, no query string). iii puts the pattern here; svc puts it in `route`. */
+  path: string;
+  /** The bound pattern, e.g. `/users/:id`. */
+  route: string;
+}
+
+/** `application/json`, `application/*+json` (e.g. `application/vnd.api+json`, `application/problem+json`). */
+export function isJsonContentType(contentType: string | undefined): boolean {
+  if (!contentType) return false;
+  const semi = contentType.indexOf(';');
+  const type = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false });
+const decoders = new Map<string, TextDecoder>([['utf-8', utf8], ['utf8', utf8]]);
+
+function decoderFor(contentType: string | undefined): TextDecoder {
+  const m = contentType ? /;\s*charset\s*=\s*"?([^";,\s]+)/i.exec(contentType) : null;
+  if (!m) return utf8;
+  const label = m[1]!.toLowerCase();
+  let d = decoders.get(label);
+  if (!d) {
+    try {
+      d = new TextDecoder(label);
+    } catch {
+      throw new HttpError(415, 'unsupported_charset', `Request body charset ${JSON.stringify(m[1])} is not supported; send UTF-8`);
+    }
+    decoders.set(label, d);
+  }
+  return d;
+}
+
+/**
+ * The `body` of the payload. `raw` is the (already decompressed, size-checked) request body, or
+ * undefined when the request had none. Throws HttpError 400 `invalid_json` for malformed JSON.
+ */
+export function parseBody(raw: Buffer | undefined, contentType: string | undefined): unknown {
+  if (!raw || raw.length === 0) return null;
+  if (isJsonContentType(contentType)) {
+    // JSON is UTF-8 (RFC 8259); TextDecoder drops a leading BOM, which JSON.parse would reject.
+    const text = utf8.decode(raw);
+    if (text.trim().length === 0) return null;
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw new HttpError(400, 'invalid_json', `Request body is not valid JSON (Content-Type ${contentType}): ${(e as Error).message}`);
+    }
+  }
+  return decoderFor(contentType).decode(raw);
+}
+
+/** Node gives string values, except arrays for `set-cookie`; the payload holds strings only. */
+export function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name in headers) {
+    const v = headers[name];
+    if (v !== undefined) out[name] = typeof v === 'string' ? v : v.join(', ');
+  }
+  return out;
+}
+
+export function buildPayload(parts: {
+  body: unknown;
+  headers: Record<string, string | string[] | undefined>;
+  query: Record<string, string | string[]> | undefined;
+  pathParams: Record<string, string>;
+  method: string;
+  path: string;
+  route: string;
+}): HttpRequestPayload {
+  return {
+    body: parts.body,
+    headers: flattenHeaders(parts.headers),
+    query_params: parts.query ?? {},
+    path_params: parts.pathParams,
+    method: parts.method,
+    path: parts.path,
+    route: parts.route,
+  };
+}

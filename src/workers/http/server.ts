@@ -1,0 +1,191 @@
+/**
+ * The express app of svc-http: one catch-all that matches the dynamic route table, reads the body,
+ * calls the bound function and writes its envelope back. Express does the HTTP work (body reading
+ * with limits and decompression, query parsing); svc-http adds only the table lookup and mapping.
+ *
+ * Order per request: CORS → route lookup (404/405 before the body is read) → body → call → response.
+ */
+import express, { type NextFunction, type Request, type Response } from 'express';
+import cors, { type CorsOptions } from 'cors';
+import type { CorsConfig } from './config.js';
+import { buildPayload, parseBody, type HttpRequestPayload } from './request.js';
+import { envelopeToResponse, errorResponse, HttpError, invocationErrorToHttp, type HttpResponseSpec } from './response.js';
+import type { RouteMatch, RouteTable } from './route-table.js';
+
+export interface RequestLogEntry {
+  method: string;
+  path: string;
+  /** 499 when the client closed the connection before the response was sent. */
+  status: number;
+  duration_ms: number;
+  /** The bound function, when a route matched. */
+  function_id?: string;
+  /** The error code of an error response. */
+  error_code?: string;
+}
+
+export interface HttpAppOptions {
+  table: RouteTable;
+  /** Call the bound function; rejects with an error carrying `code` (the SDK's InvocationError). */
+  invoke(functionId: string, payload: HttpRequestPayload): Promise<unknown>;
+  bodyLimitBytes: number;
+  /** Only used in the 504 message; the deadline itself is enforced by `invoke`. */
+  timeoutMs: number;
+  cors: CorsConfig | null;
+  /** False while svc-http is cut off from the engine: its routes are unknown then, so a miss is 503, not 404. */
+  engineConnected?: () => boolean;
+  onRequestLog?: (entry: RequestLogEntry) => void;
+}
+
+interface Locals {
+  match?: RouteMatch;
+  errorCode?: string;
+}
+
+export function createHttpApp(opts: HttpAppOptions): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  // An ETag per response means hashing every body; functions that want caching set their own headers.
+  app.set('etag', false);
+  // Node's querystring: flat keys, repeated keys as arrays. No nested `a[b]=` objects as qs would build.
+  app.set('query parser', 'simple');
+
+  if (opts.onRequestLog) app.use(requestLogger(opts.onRequestLog));
+  if (opts.cors) app.use(corsMiddleware(opts.cors));
+
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    let match: RouteMatch | null;
+    try {
+      match = opts.table.match(req.method, req.path);
+    } catch {
+      return sendError(res, new HttpError(400, 'invalid_path', `Request path ${req.path} has a malformed percent-encoding`));
+    }
+    if (!match) {
+      if (opts.engineConnected && !opts.engineConnected()) {
+        return sendError(res, new HttpError(503, 'engine_unavailable', `svc-http is reconnecting to the engine; routes are restored when it is back`, { 'retry-after': '1' }));
+      }
+      return sendError(res, noRoute(opts.table, req.method, req.path));
+    }
+    (res.locals as Locals).match = match;
+    next();
+  });
+
+  // Every content type is read as bytes (with the size limit and gzip/deflate/br decoding done by
+  // body-parser), then parsed by us: one limit and one set of error codes for JSON and text.
+  app.use(express.raw({ type: () => true, limit: opts.bodyLimitBytes }));
+
+  app.use(async (req: Request, res: Response) => {
+    const { route, params } = (res.locals as Locals).match!;
+    try {
+      const payload = buildPayload({
+        body: parseBody(Buffer.isBuffer(req.body) ? req.body : undefined, req.headers['content-type']),
+        headers: req.headers,
+        query: req.query as Record<string, string | string[]>,
+        pathParams: params,
+        method: req.method,
+        path: req.path,
+        route: route.apiPath,
+      });
+      const result = await opts.invoke(route.functionId, payload);
+      send(res, envelopeToResponse(result, route.functionId));
+    } catch (e) {
+      sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs));
+    }
+  });
+
+  // Errors raised by express itself, in practice by the body reader.
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    sendError(res, bodyErrorToHttp(err, opts.bodyLimitBytes));
+  });
+  return app;
+}
+
+function noRoute(table: RouteTable, method: string, path: string): HttpError {
+  const allowed = table.allowedMethods(path);
+  if (allowed.length > 0) {
+    return new HttpError(405, 'method_not_allowed', `${method} is not bound for ${path}; bound methods: ${allowed.join(', ')}`, {
+      allow: allowed.join(', '),
+    });
+  }
+  return new HttpError(404, 'not_found', `No route for ${method} ${path}`);
+}
+
+function bodyErrorToHttp(err: unknown, limit: number): HttpError {
+  const e = err as { type?: string; status?: number; message?: string; length?: number };
+  switch (e?.type) {
+    case 'entity.too.large':
+      return new HttpError(413, 'payload_too_large', `Request body${e.length ? ` of ${e.length} bytes` : ''} exceeds the limit of ${limit} bytes`);
+    case 'encoding.unsupported':
+      return new HttpError(415, 'unsupported_encoding', e.message ?? 'Unsupported Content-Encoding');
+    case 'request.aborted':
+    case 'request.size.invalid':
+      return new HttpError(400, 'invalid_body', e.message ?? 'The request body was incomplete');
+  }
+  const status = typeof e?.status === 'number' && e.status >= 400 && e.status < 600 ? e.status : 500;
+  return new HttpError(status, status === 500 ? 'internal_error' : 'bad_request', e?.message ?? String(err));
+}
+
+function send(res: Response, spec: HttpResponseSpec): void {
+  if (res.headersSent) return;
+  res.statusCode = spec.status;
+  for (const name in spec.headers) res.setHeader(name, spec.headers[name]!);
+  if (spec.body === undefined) {
+    if (spec.status !== 204 && spec.status !== 304) res.setHeader('content-length', '0');
+    res.end();
+  } else {
+    res.setHeader('content-length', Buffer.byteLength(spec.body));
+    res.end(spec.body);
+  }
+}
+
+function sendError(res: Response, err: HttpError): void {
+  (res.locals as Locals).errorCode = err.code;
+  send(res, errorResponse(err));
+}
+
+function requestLogger(log: (entry: RequestLogEntry) => void) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const start = performance.now();
+    // 'close' also fires when the client hangs up before the answer; that is logged as 499.
+    res.once('close', () => {
+      const locals = res.locals as Locals;
+      log({
+        method: req.method,
+        path: req.path,
+        status: res.writableFinished ? res.statusCode : 499,
+        duration_ms: Math.round((performance.now() - start) * 10) / 10,
+        ...(locals.match ? { function_id: locals.match.route.functionId } : {}),
+        ...(locals.errorCode ? { error_code: locals.errorCode } : {}),
+      });
+    });
+    next();
+  };
+}
+
+/**
+ * CORS with the `cors` package (it gets the Vary, preflight and credentials rules right). It treats
+ * every OPTIONS request as a preflight, so a plain OPTIONS (no Access-Control-Request-Method) goes
+ * past it to the route table, where a function may be bound to OPTIONS.
+ */
+function corsMiddleware(c: CorsConfig) {
+  const any = c.origins.includes('*');
+  const options: CorsOptions = {
+    // With credentials, browsers refuse `*`; echoing the request's origin is the permissive equivalent.
+    origin: any ? (c.credentials ? true : '*') : c.origins,
+    ...(c.methods ? { methods: c.methods } : {}),
+    ...(c.headers ? { allowedHeaders: c.headers } : {}),
+    ...(c.expose_headers ? { exposedHeaders: c.expose_headers } : {}),
+    ...(c.credentials ? { credentials: true } : {}),
+    ...(c.max_age !== undefined ? { maxAge: c.max_age } : {}),
+    optionsSuccessStatus: 204,
+  };
+  const handle = cors(options);
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (req.method === 'OPTIONS' && req.headers['access-control-request-method'] === undefined) {
+      const origin = req.headers.origin;
+      if (origin && (any || c.origins.includes(origin))) res.setHeader('access-control-allow-origin', any && !c.credentials ? '*' : origin);
+      return next();
+    }
+    handle(req, res, next);
+  };
+}

@@ -1,0 +1,140 @@
+/**
+ * svc-http as a worker: a client of the engine like any user worker, written on svc-sdk. It
+ * provides the trigger type `http`: the engine forwards each `registertrigger` of that type here,
+ * the route table accepts or refuses it (the refusal travels back to the registering worker), and
+ * `unregistertrigger` (binding removed, or its worker gone) takes the route away again.
+ */
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { Logger, registerWorker, type Worker } from 'svc-sdk';
+import { DEFAULT_HTTP_CONFIG, type HttpWorkerConfig } from './config.js';
+import { RouteTable } from './route-table.js';
+import { createHttpApp, type RequestLogEntry } from './server.js';
+
+export interface HttpWorkerOptions extends Partial<HttpWorkerConfig> {
+  /** Engine address; default env SVC_URL, else ws://localhost:49134. */
+  url?: string;
+  workerName?: string;
+}
+
+export interface HttpWorkerHandle {
+  /** The port actually bound (useful with port 0). */
+  port: number;
+  host: string;
+  worker: Worker;
+  routes: RouteTable;
+  shutdown(): Promise<void>;
+}
+
+export const HTTP_TRIGGER_TYPE = 'http';
+const SHUTDOWN_GRACE_MS = 5_000;
+
+export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<HttpWorkerHandle> {
+  const config: HttpWorkerConfig = { ...DEFAULT_HTTP_CONFIG, ...stripUndefined(opts) };
+  const url = opts.url ?? process.env.SVC_URL ?? 'ws://localhost:49134';
+  const worker = registerWorker(url, {
+    workerName: opts.workerName ?? 'svc-http',
+    invocationTimeoutMs: config.timeoutMs,
+    metadata: { kind: 'builtin', http: { host: config.host, port: config.port } },
+  });
+  const routes = new RouteTable();
+  // Request lines go to the engine only: printing each one locally would cost more than serving it.
+  // Route changes (rare) use worker.logger, which also prints them on the process's stdout.
+  const log = new Logger(worker, { echo: false });
+  const app = createHttpApp({
+    table: routes,
+    invoke: (functionId, payload) => worker.trigger({ function_id: functionId, payload, timeoutMs: config.timeoutMs }),
+    bodyLimitBytes: config.bodyLimitBytes,
+    timeoutMs: config.timeoutMs,
+    cors: config.cors,
+    engineConnected: () => worker.state === 'connected',
+    ...(config.requestLog ? { onRequestLog: (e: RequestLogEntry) => logRequest(log, e) } : {}),
+  });
+
+  let server: Server;
+  try {
+    server = await listen(app, config.port, config.host);
+  } catch (e) {
+    await worker.shutdown();
+    throw e;
+  }
+  const port = (server.address() as AddressInfo).port;
+
+  // Bindings arrive only after the server listens, so an accepted route is immediately served.
+  await worker.registerTriggerType(
+    {
+      id: HTTP_TRIGGER_TYPE,
+      description: `HTTP endpoints on http://${config.host}:${port}; config {api_path: "/users/:id", http_method: "GET"}`,
+      trigger_request_format: {
+        type: 'object',
+        required: ['api_path', 'http_method'],
+        properties: { api_path: { type: 'string', pattern: '^/' }, http_method: { type: 'string' } },
+      },
+    },
+    {
+      registerTrigger: (binding) => {
+        const route = routes.add(binding, binding);
+        worker.logger.info(`route ${route.method} ${route.apiPath} → ${route.functionId}`, {
+          trigger_id: route.triggerId,
+          function_id: route.functionId,
+          http_method: route.method,
+          api_path: route.apiPath,
+        });
+      },
+      unregisterTrigger: (binding) => {
+        // Limited to the binding object that added it, so a late removal of a replaced binding is a no-op.
+        const route = routes.remove(binding.id, binding);
+        if (route) worker.logger.info(`route ${route.method} ${route.apiPath} removed`, { trigger_id: route.triggerId, function_id: route.functionId });
+      },
+    },
+  );
+
+  let stopped: Promise<void> | null = null;
+  return {
+    port,
+    host: config.host,
+    worker,
+    routes,
+    shutdown: () =>
+      (stopped ??= (async () => {
+        // Requests in flight get a grace period to receive their function's answer, then are cut.
+        await new Promise<void>((resolve) => {
+          const grace = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+          server.close(() => {
+            clearTimeout(grace);
+            resolve();
+          });
+          server.closeIdleConnections();
+        });
+        await worker.shutdown();
+        routes.clear();
+      })()),
+  };
+}
+
+function logRequest(log: Logger, e: RequestLogEntry): void {
+  const line = `${e.method} ${e.path} ${e.status} ${e.duration_ms}ms`;
+  if (e.status >= 500) log.warn(line, e);
+  else log.info(line, e);
+}
+
+function listen(app: ReturnType<typeof createHttpApp>, port: number, host: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host);
+    server.once('listening', () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+    server.once('error', (e: NodeJS.ErrnoException) => {
+      reject(e.code === 'EADDRINUSE' ? Object.assign(new Error(`svc-http: port ${port} on ${host} is already in use; set port in its config`), { code: 'port_in_use' }) : e);
+    });
+  });
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const k in o) {
+    if (o[k] !== undefined && k !== 'url' && k !== 'workerName') out[k] = o[k];
+  }
+  return out;
+}
