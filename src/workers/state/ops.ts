@@ -1,0 +1,131 @@
+/**
+ * `state::update` op semantics, as a pure function over a JSON value. The embedded store calls it
+ * inside its write transaction; the Redis store runs the UPDATE script of redis-scripts.ts, which implements the
+ * rules below on the server (the conformance suite holds both to them).
+ *
+ * Rules (`path` [] is the whole value; `undefined` means the key is absent):
+ * - set: put `value` at path.
+ * - merge: shallow-assign `value`'s fields into the object at path (absent or null counts as {}).
+ * - increment / decrement: add / subtract `by` to the number at path (absent or null counts as 0).
+ * - append: push `value` onto the array at path (absent or null counts as []); if both the target
+ *   and `value` are strings, concatenate.
+ * - remove: delete the field or array element at path; at the root, delete the key. Removing
+ *   something absent is a no-op.
+ * - Walking a path: a missing or null intermediate becomes {} (remove stops instead); an array is
+ *   indexed by an integer segment (a dotted "0" counts), at most its length (= one past the end);
+ *   anything else in the way is a type_error naming the path.
+ * Ops apply in order; the first failing op fails the whole update and nothing is written.
+ */
+import { StateError, pathText, describe, type JsonValue, type Path, type UpdateOp } from './store.js';
+
+type Container = JsonValue[] | { [k: string]: JsonValue };
+
+const isObject = (v: unknown): v is { [k: string]: JsonValue } => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Apply ops to `current` and return the new value (undefined: the key is deleted). `current` may be
+ * mutated: callers pass a freshly parsed value and discard it when this throws.
+ */
+export function applyOps(current: JsonValue | undefined, ops: readonly UpdateOp[], where: string): JsonValue | undefined {
+  let root = current;
+  ops.forEach((op, i) => {
+    root = applyOne(root, op, `${where}: ops[${i}] (${op.type} at ${pathText(op.path)})`);
+  });
+  return root;
+}
+
+function applyOne(root: JsonValue | undefined, op: UpdateOp, ctx: string): JsonValue | undefined {
+  if (op.path.length === 0) return leaf(root, op, ctx);
+  if (op.type === 'remove') {
+    if (root === undefined || root === null) return root;
+  } else if (root === undefined || root === null) {
+    root = {};
+  }
+  let node: JsonValue = root;
+  for (let d = 0; d < op.path.length - 1; d++) {
+    const c = container(node, op.path, d, ctx);
+    const seg = index(c, op.path, d, ctx);
+    let child = own(c, seg);
+    if (child === undefined || child === null) {
+      if (op.type === 'remove') return root;
+      child = {};
+      (c as Record<string | number, JsonValue>)[seg] = child;
+    }
+    node = child;
+  }
+  const last = op.path.length - 1;
+  const parent = container(node, op.path, last, ctx);
+  const seg = index(parent, op.path, last, ctx);
+  if (op.type === 'remove') {
+    if (Array.isArray(parent)) {
+      if ((seg as number) < parent.length) parent.splice(seg as number, 1);
+    } else {
+      delete parent[seg as string];
+    }
+    return root;
+  }
+  const before = own(parent, seg);
+  const after = leaf(before, op, ctx) as JsonValue; // only remove yields undefined
+  (parent as Record<string | number, JsonValue>)[seg] = after;
+  return root;
+}
+
+/** An own member only: inherited names such as "constructor" count as absent. */
+function own(c: Container, seg: string | number): JsonValue | undefined {
+  return Object.hasOwn(c, seg) ? (c as Record<string | number, JsonValue>)[seg] : undefined;
+}
+
+/** The container at path[0..d), or a type_error naming that prefix. */
+function container(node: JsonValue, path: Path, d: number, ctx: string): Container {
+  if (typeof node === 'object' && node !== null) return node;
+  const at = d === 0 ? 'the value' : JSON.stringify(path.slice(0, d).join('.'));
+  throw new StateError('type_error', `${ctx}: cannot step into ${at}: it is ${describe(node)}, not an object or array`);
+}
+
+/** The key to use for path[d] inside `c`: an array index (bounded) or an object property name. */
+function index(c: Container, path: Path, d: number, ctx: string): string | number {
+  const seg = path[d]!;
+  if (!Array.isArray(c)) return String(seg);
+  const n = typeof seg === 'number' ? seg : /^(0|[1-9][0-9]*)$/.test(seg) ? Number(seg) : NaN;
+  if (!Number.isSafeInteger(n)) {
+    throw new StateError('type_error', `${ctx}: segment ${JSON.stringify(seg)} indexes an array and must be an integer`);
+  }
+  if (n > c.length) {
+    throw new StateError('invalid_path', `${ctx}: index ${n} is past the end of an array of length ${c.length}`);
+  }
+  return n;
+}
+
+function leaf(v: JsonValue | undefined, op: UpdateOp, ctx: string): JsonValue | undefined {
+  switch (op.type) {
+    case 'set':
+      return op.value;
+    case 'remove':
+      return undefined;
+    case 'merge': {
+      if (v === undefined || v === null) return { ...op.value };
+      if (!isObject(v)) throw new StateError('type_error', `${ctx}: merge needs an object, found ${describe(v)}`);
+      for (const k of Object.keys(op.value)) {
+        v[k] = op.value[k]!;
+      }
+      return v;
+    }
+    case 'increment':
+    case 'decrement': {
+      const cur = v === undefined || v === null ? 0 : v;
+      if (typeof cur !== 'number') throw new StateError('type_error', `${ctx}: cannot ${op.type} ${describe(cur)}; the value there is not a number`);
+      const next = op.type === 'increment' ? cur + op.by : cur - op.by;
+      if (!Number.isFinite(next)) throw new StateError('type_error', `${ctx}: result ${next} is not a finite number`);
+      return next;
+    }
+    case 'append': {
+      if (v === undefined || v === null) return [op.value];
+      if (Array.isArray(v)) {
+        v.push(op.value);
+        return v;
+      }
+      if (typeof v === 'string' && typeof op.value === 'string') return v + op.value;
+      throw new StateError('type_error', `${ctx}: cannot append ${describe(op.value)} to ${describe(v)}; append needs an array (or two strings)`);
+    }
+  }
+}

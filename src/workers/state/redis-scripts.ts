@@ -1,0 +1,264 @@
+/**
+ * Lua scripts run by Redis for every write of the Redis store, so each write is atomic on the server
+ * (a script runs alone) and concurrent callers on any number of engines never lose a write.
+ *
+ * Layout: KEYS[1] = the scope's hash (field = key, value = JSON text), KEYS[2] = the set of scopes.
+ *
+ * UPDATE implements the op rules of ops.ts. It parses JSON losslessly itself (cjson would turn []
+ * into {}, lose key order and print numbers with 14 digits): strings and numbers keep their original
+ * text, and only a number changed by increment/decrement is printed anew, with 17 significant digits
+ * so that it parses back to the same double in JavaScript.
+ */
+
+/** ARGV: field, scope, json → {old or "", new}. */
+export const SET_SCRIPT = `
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+if not old then redis.call('SADD', KEYS[2], ARGV[2]) end
+return {old or '', ARGV[3]}
+`;
+
+/** ARGV: field, scope → old or "". */
+export const DELETE_SCRIPT = `
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if not old then return '' end
+redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[2]) end
+return old
+`;
+
+/**
+ * ARGV: field, scope, max_value_bytes, then per op three args: type, path (JSON array), operand
+ * (the value's JSON text, or "by" as a number's text, or "" for remove).
+ * → {old or "", new or ""}, or an error reply "<code> <op index> <detail>".
+ */
+export const UPDATE_SCRIPT = `
+local find, sub, byte = string.find, string.sub, string.byte
+
+local function fail(code, i, detail) error({err = code .. ' ' .. i .. ' ' .. detail}) end
+
+-- Lossless JSON: nodes are {t='o', keys={...}, vals={}} | {t='a', items={...}} | {t='n', raw, num}
+-- | {t='s', raw} | {t='l', raw} (true, false) | {t='z'} (null)
+local parse
+local function ws(s, i) local _, e = find(s, '^[ \\t\\r\\n]*', i) return e + 1 end
+local function pstring(s, i)
+  local j = i + 1
+  while true do
+    local k = find(s, '["\\\\]', j)
+    if byte(s, k) == 34 then return sub(s, i, k), k + 1 end
+    j = k + 2
+  end
+end
+local function strval(raw)
+  if find(raw, '\\\\', 1, true) then return cjson.decode(raw) end
+  return sub(raw, 2, -2)
+end
+parse = function(s, i)
+  i = ws(s, i)
+  local c = byte(s, i)
+  if c == 123 then
+    local node = {t = 'o', keys = {}, vals = {}}
+    i = ws(s, i + 1)
+    if byte(s, i) == 125 then return node, i + 1 end
+    while true do
+      local raw; raw, i = pstring(s, ws(s, i))
+      i = ws(s, i) + 1 -- ':'
+      local k = strval(raw)
+      local v; v, i = parse(s, i)
+      if node.vals[k] == nil then node.keys[#node.keys + 1] = k end
+      node.vals[k] = v
+      i = ws(s, i)
+      if byte(s, i) == 125 then return node, i + 1 end
+      i = i + 1 -- ','
+    end
+  elseif c == 91 then
+    local node = {t = 'a', items = {}}
+    i = ws(s, i + 1)
+    if byte(s, i) == 93 then return node, i + 1 end
+    while true do
+      local v; v, i = parse(s, i)
+      node.items[#node.items + 1] = v
+      i = ws(s, i)
+      if byte(s, i) == 93 then return node, i + 1 end
+      i = i + 1
+    end
+  elseif c == 34 then
+    local raw; raw, i = pstring(s, i)
+    return {t = 's', raw = raw}, i
+  elseif c == 116 then return {t = 'l', raw = 'true'}, i + 4
+  elseif c == 102 then return {t = 'l', raw = 'false'}, i + 5
+  elseif c == 110 then return {t = 'z'}, i + 4
+  else
+    local _, e = find(s, '^[-+0-9.eE]+', i)
+    local raw = sub(s, i, e)
+    return {t = 'n', raw = raw, num = tonumber(raw)}, e + 1
+  end
+end
+
+local encode
+encode = function(n, out)
+  local t = n.t
+  if t == 'o' then
+    out[#out + 1] = '{'
+    for idx, k in ipairs(n.keys) do
+      if idx > 1 then out[#out + 1] = ',' end
+      out[#out + 1] = cjson.encode(k)
+      out[#out + 1] = ':'
+      encode(n.vals[k], out)
+    end
+    out[#out + 1] = '}'
+  elseif t == 'a' then
+    out[#out + 1] = '['
+    for idx, v in ipairs(n.items) do
+      if idx > 1 then out[#out + 1] = ',' end
+      encode(v, out)
+    end
+    out[#out + 1] = ']'
+  elseif t == 'z' then out[#out + 1] = 'null'
+  else out[#out + 1] = n.raw end
+end
+
+local function describe(n)
+  if n == nil then return 'nothing' end
+  local t = n.t
+  if t == 'o' then return 'an object' elseif t == 'a' then return 'an array'
+  elseif t == 'z' then return 'null' elseif t == 'n' then return 'number ' .. n.raw
+  elseif t == 'l' then return 'boolean ' .. n.raw
+  else
+    local s = strval(n.raw)
+    if #s > 40 then s = sub(s, 1, 40) .. '…' end
+    return 'the string ' .. cjson.encode(s)
+  end
+end
+
+local function absent(n) return n == nil or n.t == 'z' end
+
+local function num(x)
+  if x ~= x or x == math.huge or x == -math.huge then return nil end
+  if x == math.floor(x) and x > -1e15 and x < 1e15 then return {t = 'n', raw = string.format('%d', x), num = x} end
+  return {t = 'n', raw = string.format('%.17g', x), num = x}
+end
+
+-- Resolve a segment inside container c: returns the lookup key (object: string; array: 1-based).
+local function seg_key(c, seg, i)
+  if c.t == 'o' then
+    if type(seg) == 'number' then return string.format('%d', seg) end
+    return seg
+  end
+  local n
+  if type(seg) == 'number' then n = seg
+  elseif find(seg, '^0$') or find(seg, '^[1-9][0-9]*$') then n = tonumber(seg) end
+  if n == nil then fail('type_error', i, 'segment ' .. cjson.encode(seg) .. ' indexes an array and must be an integer') end
+  if n > #c.items then fail('invalid_path', i, 'index ' .. n .. ' is past the end of an array of length ' .. #c.items) end
+  return n + 1
+end
+local function get(c, k) if c.t == 'o' then return c.vals[k] end return c.items[k] end
+local function put(c, k, v)
+  if c.t == 'o' then
+    if c.vals[k] == nil then c.keys[#c.keys + 1] = k end
+    c.vals[k] = v
+  else c.items[k] = v end
+end
+local function remove(c, k)
+  if c.t == 'o' then
+    if c.vals[k] == nil then return end
+    c.vals[k] = nil
+    for idx, name in ipairs(c.keys) do if name == k then table.remove(c.keys, idx) break end end
+  elseif k <= #c.items then table.remove(c.items, k) end
+end
+local function container(n, path, d, i)
+  if n.t == 'o' or n.t == 'a' then return n end
+  local at = 'the value'
+  if d > 0 then
+    local parts = {}
+    for x = 1, d do parts[x] = tostring(path[x]) end
+    at = cjson.encode(table.concat(parts, '.'))
+  end
+  fail('type_error', i, 'cannot step into ' .. at .. ': it is ' .. describe(n) .. ', not an object or array')
+end
+
+local function leaf(v, op, i)
+  local ty = op.type
+  if ty == 'set' then return op.value
+  elseif ty == 'remove' then return nil
+  elseif ty == 'merge' then
+    if absent(v) then v = {t = 'o', keys = {}, vals = {}}
+    elseif v.t ~= 'o' then fail('type_error', i, 'merge needs an object, found ' .. describe(v)) end
+    for _, k in ipairs(op.value.keys) do put(v, k, op.value.vals[k]) end
+    return v
+  elseif ty == 'increment' or ty == 'decrement' then
+    local cur = 0
+    if not absent(v) then
+      if v.t ~= 'n' then fail('type_error', i, 'cannot ' .. ty .. ' ' .. describe(v) .. '; the value there is not a number') end
+      cur = v.num
+    end
+    local r
+    if ty == 'increment' then r = cur + op.by else r = cur - op.by end
+    local node = num(r)
+    if node == nil then fail('type_error', i, 'result ' .. tostring(r) .. ' is not a finite number') end
+    return node
+  else -- append
+    if absent(v) then return {t = 'a', items = {op.value}} end
+    if v.t == 'a' then v.items[#v.items + 1] = op.value return v end
+    if v.t == 's' and op.value.t == 's' then
+      return {t = 's', raw = sub(v.raw, 1, -2) .. sub(op.value.raw, 2)}
+    end
+    fail('type_error', i, 'cannot append ' .. describe(op.value) .. ' to ' .. describe(v) .. '; append needs an array (or two strings)')
+  end
+end
+
+local function apply(root, op, i)
+  local path = op.path
+  if #path == 0 then return leaf(root, op, i) end
+  if absent(root) then
+    if op.type == 'remove' then return root end
+    root = {t = 'o', keys = {}, vals = {}}
+  end
+  local node = root
+  for d = 1, #path - 1 do
+    local c = container(node, path, d - 1, i)
+    local k = seg_key(c, path[d], i)
+    local child = get(c, k)
+    if absent(child) then
+      if op.type == 'remove' then return root end
+      child = {t = 'o', keys = {}, vals = {}}
+      put(c, k, child)
+    end
+    node = child
+  end
+  local parent = container(node, path, #path - 1, i)
+  local k = seg_key(parent, path[#path], i)
+  if op.type == 'remove' then remove(parent, k) return root end
+  put(parent, k, leaf(get(parent, k), op, i))
+  return root
+end
+
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+local root = nil
+if old then root = parse(old, 1) end
+local n = 0
+for a = 4, #ARGV, 3 do
+  local op = {type = ARGV[a], path = cjson.decode(ARGV[a + 1])}
+  local operand = ARGV[a + 2]
+  if op.type == 'increment' or op.type == 'decrement' then op.by = tonumber(operand)
+  elseif op.type ~= 'remove' then op.value = parse(operand, 1) end
+  root = apply(root, op, n)
+  n = n + 1
+end
+if root == nil then
+  if old then
+    redis.call('HDEL', KEYS[1], ARGV[1])
+    if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[2]) end
+  end
+  return {old or '', ''}
+end
+local out = {}
+encode(root, out)
+local json = table.concat(out)
+if #json > tonumber(ARGV[3]) then fail('value_too_large', -1, tostring(#json)) end
+if json ~= old then
+  redis.call('HSET', KEYS[1], ARGV[1], json)
+  if not old then redis.call('SADD', KEYS[2], ARGV[2]) end
+end
+return {old or '', json}
+`;

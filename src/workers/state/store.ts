@@ -1,0 +1,227 @@
+/**
+ * The state store interface behind `svc-state`, with the types, limits and errors every store
+ * shares. Two implementations exist (embedded-store.ts on LMDB, redis-store.ts on Redis) and one
+ * conformance suite (test/workers/state/conformance.ts) runs against both, so anything a caller can
+ * observe is defined here or in ops.ts, never by a store.
+ *
+ * Validation happens once, in the functions below, before a store is touched: stores receive
+ * well-formed scopes, keys and normalized ops.
+ */
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
+
+/** A path into a value: object property names and array indexes. `[]` is the whole value. */
+export type PathSegment = string | number;
+export type Path = PathSegment[];
+
+/** An update op after validation (see normalizeOps for the accepted input forms). */
+export type UpdateOp =
+  | { type: 'set'; path: Path; value: JsonValue }
+  | { type: 'merge'; path: Path; value: { [k: string]: JsonValue } }
+  | { type: 'increment'; path: Path; by: number }
+  | { type: 'decrement'; path: Path; by: number }
+  | { type: 'append'; path: Path; value: JsonValue }
+  | { type: 'remove'; path: Path };
+
+export const OP_TYPES = ['set', 'merge', 'increment', 'decrement', 'append', 'remove'] as const;
+
+/**
+ * What a write did. `old_value`/`new_value` are null when the key was absent before/after;
+ * `existed`/`exists` tell an absent key from a stored null (the trigger event type needs it).
+ */
+export interface Change {
+  old_value: JsonValue;
+  new_value: JsonValue;
+  existed: boolean;
+  exists: boolean;
+}
+
+export interface Entry {
+  key: string;
+  value: JsonValue;
+}
+
+export interface StateStore {
+  /** The stored value, or null when nothing is stored. */
+  get(scope: string, key: string): Promise<JsonValue>;
+  /** Store `json` (the JSON text of a value already checked against the size limit). */
+  set(scope: string, key: string, json: string): Promise<Change>;
+  delete(scope: string, key: string): Promise<Change>;
+  /** Apply all ops atomically: either every op applies or the value is unchanged and this throws. */
+  update(scope: string, key: string, ops: UpdateOp[]): Promise<Change>;
+  /** Entries of a scope, ordered by key (UTF-8 byte order). */
+  list(scope: string): Promise<Entry[]>;
+  /** Scopes holding at least one key, ordered (UTF-8 byte order). */
+  listGroups(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+export interface StoreLimits {
+  /** Largest value, measured as the UTF-8 bytes of its JSON text. */
+  maxValueBytes: number;
+}
+
+export const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;
+/** LMDB keys are at most 1978 bytes; these limits keep scope + key inside that in every store. */
+export const MAX_SCOPE_BYTES = 256;
+export const MAX_KEY_BYTES = 1024;
+/** Deepest path an op may name; deeper paths are almost certainly a bug in the caller. */
+export const MAX_PATH_DEPTH = 64;
+
+export type StateErrorCode =
+  | 'invalid_payload'
+  | 'invalid_op'
+  | 'invalid_path'
+  | 'key_too_large'
+  | 'value_too_large'
+  | 'type_error'
+  | 'store_unavailable'
+  | 'invalid_config';
+
+/** Every error svc-state returns: the SDK sends `code` and `message` to the caller. */
+export class StateError extends Error {
+  readonly code: StateErrorCode;
+  constructor(code: StateErrorCode, message: string) {
+    super(message);
+    this.name = 'StateError';
+    this.code = code;
+  }
+}
+
+// ---- validation -------------------------------------------------------------------------------
+
+export function describe(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)}`;
+  if (typeof v === 'object') return 'an object';
+  return `${typeof v} ${String(v)}`;
+}
+
+export function quote(s: string): string {
+  return JSON.stringify(s.length > 80 ? s.slice(0, 80) + '…' : s);
+}
+
+export function payloadObject(fn: string, data: unknown): Record<string, unknown> {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    throw new StateError('invalid_payload', `${fn}: payload must be an object, got ${describe(data)}`);
+  }
+  return data as Record<string, unknown>;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+function checkName(fn: string, field: 'scope' | 'key', v: unknown, max: number): string {
+  if (typeof v !== 'string' || v.length === 0) {
+    throw new StateError('invalid_payload', `${fn}: "${field}" must be a non-empty string, got ${describe(v)}`);
+  }
+  const bytes = Buffer.byteLength(v, 'utf8');
+  if (bytes > max) {
+    throw new StateError('key_too_large', `${fn}: ${field} ${quote(v)} is ${bytes} bytes; the limit is ${max}`);
+  }
+  // A lone surrogate cannot be encoded as UTF-8 and would come back as U+FFFD: refuse it.
+  if (LONE_SURROGATE.test(v)) {
+    throw new StateError('invalid_payload', `${fn}: ${field} ${quote(v)} is not valid Unicode (lone surrogate)`);
+  }
+  return v;
+}
+
+export function checkScope(fn: string, v: unknown): string {
+  return checkName(fn, 'scope', v, MAX_SCOPE_BYTES);
+}
+export function checkKey(fn: string, v: unknown): string {
+  return checkName(fn, 'key', v, MAX_KEY_BYTES);
+}
+
+/** JSON text of a value to store, or a clear error (too large, or not representable as JSON). */
+export function encodeValue(fn: string, scope: string, key: string, value: unknown, limits: StoreLimits): string {
+  if (value === undefined) {
+    throw new StateError('invalid_payload', `${fn}: "value" is missing (scope ${quote(scope)}, key ${quote(key)}); use null to store null`);
+  }
+  const json = JSON.stringify(value);
+  checkSize(fn, scope, key, json, limits);
+  return json;
+}
+
+export function checkSize(fn: string, scope: string, key: string, json: string, limits: StoreLimits): void {
+  // Cheap bound first: a UTF-8 string has at most 3 bytes per UTF-16 unit.
+  if (json.length * 3 <= limits.maxValueBytes) return;
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > limits.maxValueBytes) {
+    throw new StateError(
+      'value_too_large',
+      `${fn}: value for scope ${quote(scope)}, key ${quote(key)} is ${bytes} bytes of JSON; the limit (max_value_bytes) is ${limits.maxValueBytes}`,
+    );
+  }
+}
+
+/** Parse a path: a dotted string ("a.b.0"), an array of names and indexes, or absent (root). */
+export function parsePath(fn: string, opIndex: number, raw: unknown): Path {
+  if (raw === undefined || raw === null || raw === '') return [];
+  let segs: unknown[];
+  if (typeof raw === 'string') segs = raw.split('.');
+  else if (Array.isArray(raw)) segs = raw;
+  else throw new StateError('invalid_path', `${fn}: ops[${opIndex}].path must be a dotted string or an array, got ${describe(raw)}`);
+  if (segs.length > MAX_PATH_DEPTH) {
+    throw new StateError('invalid_path', `${fn}: ops[${opIndex}].path has ${segs.length} segments; the limit is ${MAX_PATH_DEPTH}`);
+  }
+  const path: Path = [];
+  for (const s of segs) {
+    const shown = typeof raw === 'string' ? quote(raw) : JSON.stringify(raw);
+    if (typeof s === 'number') {
+      if (!Number.isSafeInteger(s) || s < 0) {
+        throw new StateError('invalid_path', `${fn}: ops[${opIndex}].path ${shown}: index ${s} must be a non-negative integer`);
+      }
+      path.push(s);
+    } else if (typeof s === 'string') {
+      if (s === '') throw new StateError('invalid_path', `${fn}: ops[${opIndex}].path ${shown} has an empty segment`);
+      // Would reach Object.prototype through a plain object; never a legitimate field name here.
+      if (s === '__proto__') throw new StateError('invalid_path', `${fn}: ops[${opIndex}].path ${shown}: segment "__proto__" is not allowed`);
+      path.push(s);
+    } else {
+      throw new StateError('invalid_path', `${fn}: ops[${opIndex}].path ${shown}: segments must be strings or integers, got ${describe(s)}`);
+    }
+  }
+  return path;
+}
+
+/** Validate `ops` from a `state::update` payload into UpdateOps, naming the first bad op. */
+export function normalizeOps(fn: string, raw: unknown): UpdateOp[] {
+  if (!Array.isArray(raw)) throw new StateError('invalid_payload', `${fn}: "ops" must be an array of ops, got ${describe(raw)}`);
+  return raw.map((op, i): UpdateOp => {
+    if (typeof op !== 'object' || op === null || Array.isArray(op)) {
+      throw new StateError('invalid_op', `${fn}: ops[${i}] must be an object like {"type":"set","path":"a.b","value":1}, got ${describe(op)}`);
+    }
+    const o = op as Record<string, unknown>;
+    const path = parsePath(fn, i, o.path);
+    switch (o.type) {
+      case 'set':
+      case 'append':
+        if (o.value === undefined) throw new StateError('invalid_op', `${fn}: ops[${i}] (${o.type}) needs a "value"`);
+        return { type: o.type, path, value: o.value as JsonValue };
+      case 'merge':
+        if (typeof o.value !== 'object' || o.value === null || Array.isArray(o.value)) {
+          throw new StateError('invalid_op', `${fn}: ops[${i}] (merge) "value" must be an object, got ${describe(o.value)}`);
+        }
+        if (Object.hasOwn(o.value, '__proto__')) throw new StateError('invalid_op', `${fn}: ops[${i}] (merge) field "__proto__" is not allowed`);
+        return { type: 'merge', path, value: o.value as { [k: string]: JsonValue } };
+      case 'increment':
+      case 'decrement': {
+        const by = o.by ?? o.value ?? 1;
+        if (typeof by !== 'number' || !Number.isFinite(by)) {
+          throw new StateError('invalid_op', `${fn}: ops[${i}] (${o.type}) "by" must be a finite number, got ${describe(by)}`);
+        }
+        return { type: o.type, path, by };
+      }
+      case 'remove':
+        return { type: 'remove', path };
+      default:
+        throw new StateError('invalid_op', `${fn}: ops[${i}].type must be one of ${OP_TYPES.join(', ')}; got ${describe(o.type)}`);
+    }
+  });
+}
+
+export function pathText(path: Path): string {
+  return path.length === 0 ? '(root)' : JSON.stringify(path.join('.'));
+}

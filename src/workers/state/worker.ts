@@ -1,0 +1,140 @@
+/**
+ * svc-state on the wire: an ordinary worker, written on svc-sdk, that registers the `state::*`
+ * functions and provides the `state` trigger type. Everything a caller sees is decided in
+ * service.ts (handlers), ops.ts (update ops) and the stores; this file only connects them.
+ */
+import { registerWorker, Logger, type TriggerBinding, type Worker } from 'svc-sdk';
+import { openEmbeddedStore } from './embedded-store.js';
+import { openRedisStore } from './redis-store.js';
+import { FUNCTION_DESCRIPTIONS, stateFunctions, type StateEvent, type StateFunctions } from './service.js';
+import { StateError, type StateStore } from './store.js';
+import { parseStateConfig, type StateConfig } from './config.js';
+
+export interface StateWorkerOptions {
+  /** Engine address; default env SVC_URL, else ws://localhost:49134. */
+  url?: string;
+  /** Parsed config, or the raw config.yaml object (snake_case keys). Default: all defaults. */
+  config?: StateConfig | Record<string, unknown>;
+  workerName?: string;
+  /** Resolve only once the functions are callable through the engine (default true). */
+  waitReady?: boolean;
+  readyTimeoutMs?: number;
+}
+
+export interface RunningStateWorker {
+  worker: Worker;
+  config: StateConfig;
+  shutdown(): Promise<void>;
+}
+
+/** A `state` trigger binding: fires `function_id` on changes matching the optional filters. */
+interface Binding {
+  function_id: string;
+  scope?: string;
+  key?: string;
+  condition_function_id?: string;
+}
+
+function isParsed(c: StateWorkerOptions['config']): c is StateConfig {
+  return typeof c === 'object' && c !== null && 'dataDir' in c && 'maxValueBytes' in c;
+}
+
+export async function openStore(config: StateConfig): Promise<StateStore> {
+  const limits = { maxValueBytes: config.maxValueBytes };
+  return config.store === 'redis'
+    ? openRedisStore({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix, ...limits })
+    : openEmbeddedStore({ dataDir: config.dataDir, ...limits });
+}
+
+function parseBinding(b: TriggerBinding): Binding {
+  const c = (b.config ?? {}) as Record<string, unknown>;
+  const refuse = (msg: string) => new StateError('invalid_payload', `state trigger ${b.id} for ${b.function_id}: ${msg}`);
+  if (typeof c !== 'object' || Array.isArray(c)) throw refuse('config must be an object {scope?, key?, condition_function_id?}');
+  const out: Binding = { function_id: b.function_id };
+  for (const f of ['scope', 'key', 'condition_function_id'] as const) {
+    const v = c[f];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'string' || v === '') throw refuse(`config.${f} must be a non-empty string, got ${JSON.stringify(v)}`);
+    out[f] = v;
+  }
+  return out;
+}
+
+export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<RunningStateWorker> {
+  const config = isParsed(opts.config) ? opts.config : parseStateConfig(opts.config);
+  const store = await openStore(config);
+  const worker = registerWorker(opts.url, { workerName: opts.workerName ?? 'svc-state', metadata: { store: config.store } });
+  const log = new Logger(worker);
+  const bindings = new Map<string, Binding>();
+
+  const fire = async (b: Binding, event: StateEvent) => {
+    try {
+      if (b.condition_function_id) {
+        const ok = await worker.trigger({ function_id: b.condition_function_id, payload: event });
+        if (!ok) return;
+      }
+      await worker.trigger({ function_id: b.function_id, payload: event, action: { type: 'void' } });
+    } catch (e) {
+      log.warn(`state trigger for ${b.function_id} failed on ${event.event_type} of ${event.scope}/${event.key}: ${(e as Error).message}`);
+    }
+  };
+  const onChange = (event: StateEvent) => {
+    if (bindings.size === 0) return; // the hot path: no triggers, no work
+    for (const b of bindings.values()) {
+      if (b.scope !== undefined && b.scope !== event.scope) continue;
+      if (b.key !== undefined && b.key !== event.key) continue;
+      void fire(b, event);
+    }
+  };
+
+  // Calls in flight, so shutdown can let acknowledged writes finish before closing the store.
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  const fns = stateFunctions(store, { maxValueBytes: config.maxValueBytes }, onChange);
+  for (const id of Object.keys(fns) as (keyof StateFunctions)[]) {
+    const handler = fns[id];
+    worker.registerFunction(
+      id,
+      async (data: unknown) => {
+        inFlight++;
+        try {
+          return await handler(data);
+        } finally {
+          if (--inFlight === 0) drained?.();
+        }
+      },
+      { description: FUNCTION_DESCRIPTIONS[id] },
+    );
+  }
+  await worker.registerTriggerType(
+    {
+      id: 'state',
+      description: 'Fires the bound function when a state key changes. Config {scope?, key?, condition_function_id?}; payload {type: "state", event_type: created|updated|deleted, scope, key, old_value, new_value}.',
+    },
+    {
+      registerTrigger: (b: TriggerBinding) => {
+        bindings.set(b.id, parseBinding(b));
+      },
+      unregisterTrigger: (b: TriggerBinding) => {
+        bindings.delete(b.id);
+      },
+    },
+  );
+
+  const shutdown = async () => {
+    await worker.shutdown();
+    if (inFlight > 0) await new Promise<void>((resolve) => (drained = resolve));
+    await store.close();
+  };
+
+  if (opts.waitReady !== false) {
+    try {
+      // A call to ourselves through the engine: once it answers, our registrations were processed.
+      await worker.trigger({ function_id: 'state::list_groups', payload: {}, timeoutMs: opts.readyTimeoutMs ?? 30_000 });
+    } catch (e) {
+      await shutdown().catch(() => {});
+      throw e;
+    }
+  }
+  return { worker, config, shutdown };
+}

@@ -1,0 +1,252 @@
+/**
+ * The state store conformance suite: one function, run against every StateStore (store.test.ts).
+ * It drives the `state::*` handlers of service.ts, so it checks what a caller sees: results,
+ * error codes and messages, atomicity and concurrency.
+ */
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { stateFunctions, type StateEvent, type StateFunctions } from '../../../src/workers/state/service.js';
+import type { StateStore, StoreLimits } from '../../../src/workers/state/store.js';
+
+/** Opens a fresh, empty, isolated store. */
+export type OpenStore = (limits: StoreLimits) => Promise<StateStore>;
+
+interface Ctx {
+  fn: StateFunctions;
+  events: StateEvent[];
+  store: StateStore;
+}
+
+const LIMITS: StoreLimits = { maxValueBytes: 1024 * 1024 };
+
+async function rejectsWith(p: Promise<unknown>, code: string, ...mentions: string[]): Promise<Error> {
+  let err: unknown;
+  try {
+    await p;
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof Error, `expected an error with code ${code}, got a result`);
+  assert.equal((err as { code?: string }).code, code, `wrong code for: ${err.message}`);
+  for (const m of mentions) assert.ok(err.message.includes(m), `message ${JSON.stringify(err.message)} should mention ${JSON.stringify(m)}`);
+  return err;
+}
+
+export function conformance(name: string, open: OpenStore): void {
+  describe(`state store conformance: ${name}`, () => {
+    const withStore = (title: string, body: (c: Ctx) => Promise<void>, limits: StoreLimits = LIMITS) =>
+      test(title, async () => {
+        const store = await open(limits);
+        const events: StateEvent[] = [];
+        try {
+          await body({ fn: stateFunctions(store, limits, (e) => events.push(e)), events, store });
+        } finally {
+          await store.close();
+        }
+      });
+
+    withStore('get, set, delete and their results', async ({ fn, events }) => {
+      assert.equal(await fn['state::get']({ scope: 's', key: 'k' }), null);
+      assert.equal(await fn['state::delete']({ scope: 's', key: 'k' }), null);
+      assert.deepEqual(await fn['state::set']({ scope: 's', key: 'k', value: { a: 1 } }), { old_value: null, new_value: { a: 1 } });
+      assert.deepEqual(await fn['state::get']({ scope: 's', key: 'k' }), { a: 1 });
+      assert.deepEqual(await fn['state::set']({ scope: 's', key: 'k', value: [1, 'two'] }), { old_value: { a: 1 }, new_value: [1, 'two'] });
+      assert.deepEqual(await fn['state::delete']({ scope: 's', key: 'k' }), [1, 'two']);
+      assert.equal(await fn['state::get']({ scope: 's', key: 'k' }), null);
+      assert.deepEqual(
+        events.map((e) => [e.event_type, e.old_value, e.new_value]),
+        [
+          ['created', null, { a: 1 }],
+          ['updated', { a: 1 }, [1, 'two']],
+          ['deleted', [1, 'two'], null],
+        ],
+      );
+      assert.ok(events.every((e) => e.type === 'state' && e.scope === 's' && e.key === 'k'));
+    });
+
+    withStore('every JSON value round-trips exactly', async ({ fn }) => {
+      const values = [null, true, false, 0, -1.5, 1e300, 2 ** 53 - 1, 0.1, '', 'text', [], {}, [[], {}], { z: 1, a: { b: [null, 'x'] } }, 'ünïcødé ✓ 🔑', 'quote " back \\ nl \n /'];
+      for (const [i, v] of values.entries()) {
+        await fn['state::set']({ scope: 'types', key: `k${i}`, value: v });
+        assert.deepEqual(await fn['state::get']({ scope: 'types', key: `k${i}` }), v, `value #${i}`);
+      }
+      // A stored null is a value: listed, and deleting it is an event.
+      const entries = await fn['state::list']({ scope: 'types' });
+      assert.equal(entries.length, values.length);
+    });
+
+    withStore('list and list_groups: ordered, isolated scopes, unicode', async ({ fn }) => {
+      assert.deepEqual(await fn['state::list_groups'](undefined), { groups: [] });
+      assert.deepEqual(await fn['state::list']({ scope: 'a' }), []);
+      const keys = ['b', 'a', 'ключ', '🔑', 'a.b', 'with space', 'nul\u0000key', 'Z'];
+      for (const k of keys) await fn['state::set']({ scope: 'a', key: k, value: k.length });
+      await fn['state::set']({ scope: 'ab', key: 'x', value: 'other scope' }); // "a" is a prefix of "ab"
+      await fn['state::set']({ scope: 'ü-scope', key: 'x', value: 1 });
+      const listed = await fn['state::list']({ scope: 'a' });
+      const sorted = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+      assert.deepEqual(listed, sorted.map((k) => ({ key: k, value: k.length })));
+      for (const k of keys) assert.equal(await fn['state::get']({ scope: 'a', key: k }), k.length, `key ${JSON.stringify(k)}`);
+      assert.deepEqual(await fn['state::list']({ scope: 'ab' }), [{ key: 'x', value: 'other scope' }]);
+      assert.deepEqual(await fn['state::list_groups']({}), { groups: ['a', 'ab', 'ü-scope'] });
+      // An emptied scope is no longer a group.
+      await fn['state::delete']({ scope: 'ab', key: 'x' });
+      await fn['state::update']({ scope: 'ü-scope', key: 'x', ops: [{ type: 'remove' }] });
+      assert.deepEqual(await fn['state::list_groups']({}), { groups: ['a'] });
+    });
+
+    withStore('update: set and remove, at the root and on paths', async ({ fn, events }) => {
+      const u = (key: string, ops: unknown[]) => fn['state::update']({ scope: 'u', key, ops });
+      assert.deepEqual(await u('k', [{ type: 'set', value: { a: 1 } }]), { old_value: null, new_value: { a: 1 } });
+      assert.deepEqual(await u('k', [{ type: 'set', path: 'b.c', value: 2 }]), { old_value: { a: 1 }, new_value: { a: 1, b: { c: 2 } } });
+      assert.deepEqual((await u('k', [{ type: 'set', path: ['x.y'], value: true }])).new_value, { a: 1, b: { c: 2 }, 'x.y': true });
+      assert.deepEqual((await u('k', [{ type: 'remove', path: 'b.c' }])).new_value, { a: 1, b: {}, 'x.y': true });
+      assert.deepEqual((await u('k', [{ type: 'remove', path: 'no.such.path' }])).new_value, { a: 1, b: {}, 'x.y': true });
+      assert.deepEqual(await u('k', [{ type: 'remove' }]), { old_value: { a: 1, b: {}, 'x.y': true }, new_value: null });
+      assert.equal(await fn['state::get']({ scope: 'u', key: 'k' }), null);
+      // Removing what is absent writes nothing and is no event.
+      const before = events.length;
+      assert.deepEqual(await u('gone', [{ type: 'remove' }]), { old_value: null, new_value: null });
+      assert.deepEqual(await u('gone', []), { old_value: null, new_value: null });
+      assert.equal(events.length, before);
+      assert.deepEqual(await fn['state::list']({ scope: 'u' }), []);
+      assert.deepEqual(
+        events.map((e) => e.event_type),
+        ['created', 'updated', 'updated', 'updated', 'updated', 'deleted'],
+      );
+    });
+
+    withStore('update: merge', async ({ fn }) => {
+      const u = (ops: unknown[]) => fn['state::update']({ scope: 'm', key: 'k', ops });
+      assert.deepEqual((await u([{ type: 'merge', value: { a: 1, b: 2 } }])).new_value, { a: 1, b: 2 });
+      assert.deepEqual((await u([{ type: 'merge', value: { b: 3, c: [] } }])).new_value, { a: 1, b: 3, c: [] });
+      assert.deepEqual((await u([{ type: 'merge', path: 'n.o', value: { p: {} } }])).new_value, { a: 1, b: 3, c: [], n: { o: { p: {} } } });
+      await rejectsWith(u([{ type: 'merge', path: 'c', value: { x: 1 } }]), 'type_error', '"c"', 'merge', 'array');
+      await rejectsWith(u([{ type: 'merge', value: [1] }]), 'invalid_op', 'ops[0]', 'merge');
+    });
+
+    withStore('update: increment and decrement', async ({ fn }) => {
+      const u = (ops: unknown[]) => fn['state::update']({ scope: 'n', key: 'k', ops });
+      assert.deepEqual(await u([{ type: 'increment', by: 5 }]), { old_value: null, new_value: 5 });
+      assert.deepEqual(await u([{ type: 'increment' }]), { old_value: 5, new_value: 6 });
+      assert.deepEqual(await u([{ type: 'decrement', by: 10 }]), { old_value: 6, new_value: -4 });
+      assert.equal((await u([{ type: 'increment', by: 0.25 }])).new_value, -3.75);
+      await fn['state::set']({ scope: 'n', key: 'k', value: { hits: { total: 0.1 } } });
+      assert.deepEqual((await u([{ type: 'increment', path: 'hits.total', by: 0.2 }])).new_value, { hits: { total: 0.1 + 0.2 } });
+      assert.deepEqual((await u([{ type: 'increment', path: 'hits.new', by: 2 ** 52 }])).new_value, { hits: { total: 0.1 + 0.2, new: 2 ** 52 } });
+      assert.equal(((await u([{ type: 'decrement', path: ['hits', 'other'], by: 3 }])).new_value as { hits: { other: number } }).hits.other, -3);
+      await rejectsWith(u([{ type: 'increment', by: '1' }]), 'invalid_op', 'ops[0]', '"by"');
+      await rejectsWith(u([{ type: 'increment', by: 1 }]), 'type_error', 'ops[0]', 'an object');
+      await fn['state::set']({ scope: 'n', key: 'max', value: 1.7e308 });
+      await rejectsWith(fn['state::update']({ scope: 'n', key: 'max', ops: [{ type: 'increment', by: 1e308 }] }), 'type_error', 'finite');
+      assert.equal(await fn['state::get']({ scope: 'n', key: 'max' }), 1.7e308);
+    });
+
+    withStore('update: append', async ({ fn }) => {
+      const u = (key: string, ops: unknown[]) => fn['state::update']({ scope: 'ap', key, ops });
+      assert.deepEqual((await u('list', [{ type: 'append', value: 1 }])).new_value, [1]);
+      assert.deepEqual((await u('list', [{ type: 'append', value: { x: [] } }, { type: 'append', value: null }])).new_value, [1, { x: [] }, null]);
+      assert.deepEqual(await fn['state::get']({ scope: 'ap', key: 'list' }), [1, { x: [] }, null]);
+      assert.deepEqual((await u('doc', [{ type: 'append', path: 'tags', value: 'a' }])).new_value, { tags: ['a'] });
+      await fn['state::set']({ scope: 'ap', key: 's', value: 'ab' });
+      assert.equal((await u('s', [{ type: 'append', value: 'cd"é' }])).new_value, 'abcd"é');
+      await rejectsWith(u('s', [{ type: 'append', value: 1 }]), 'type_error', 'append', 'the string "abcd\\"é"');
+    });
+
+    withStore('update: arrays on paths', async ({ fn }) => {
+      await fn['state::set']({ scope: 'arr', key: 'k', value: { items: [{ n: 1 }, { n: 2 }] } });
+      const u = (ops: unknown[]) => fn['state::update']({ scope: 'arr', key: 'k', ops });
+      assert.deepEqual((await u([{ type: 'increment', path: 'items.1.n', by: 10 }])).new_value, { items: [{ n: 1 }, { n: 12 }] });
+      assert.deepEqual((await u([{ type: 'set', path: ['items', 2], value: { n: 3 } }])).new_value, { items: [{ n: 1 }, { n: 12 }, { n: 3 }] });
+      assert.deepEqual((await u([{ type: 'remove', path: 'items.0' }])).new_value, { items: [{ n: 12 }, { n: 3 }] });
+      await rejectsWith(u([{ type: 'set', path: 'items.5', value: 1 }]), 'invalid_path', 'items.5', 'past the end');
+      await rejectsWith(u([{ type: 'set', path: 'items.x', value: 1 }]), 'type_error', 'items.x', 'integer');
+      assert.deepEqual(await fn['state::get']({ scope: 'arr', key: 'k' }), { items: [{ n: 12 }, { n: 3 }] });
+    });
+
+    withStore('type errors leave the value unchanged, and a failed op undoes earlier ops', async ({ fn, events }) => {
+      await fn['state::set']({ scope: 't', key: 'k', value: { name: 'ada', count: 1 } });
+      const n = events.length;
+      await rejectsWith(fn['state::update']({ scope: 't', key: 'k', ops: [{ type: 'increment', path: 'name' }] }), 'type_error', 'ops[0]', '"name"', 'the string "ada"', 'scope "t"', 'key "k"');
+      await rejectsWith(
+        fn['state::update']({ scope: 't', key: 'k', ops: [{ type: 'increment', path: 'count' }, { type: 'set', path: 'name.first', value: 'x' }] }),
+        'type_error',
+        'ops[1]',
+        '"name"',
+      );
+      await fn['state::set']({ scope: 't', key: 'str', value: 'a string' });
+      await rejectsWith(fn['state::update']({ scope: 't', key: 'str', ops: [{ type: 'increment' }] }), 'type_error', 'increment');
+      assert.deepEqual(await fn['state::get']({ scope: 't', key: 'k' }), { name: 'ada', count: 1 });
+      assert.equal(await fn['state::get']({ scope: 't', key: 'str' }), 'a string');
+      assert.equal(events.length, n + 1); // only the set of "str"
+    });
+
+    withStore('invalid payloads name the offending input', async ({ fn }) => {
+      await rejectsWith(fn['state::get']('nope'), 'invalid_payload', 'state::get', 'object');
+      await rejectsWith(fn['state::get']({ key: 'k' }), 'invalid_payload', '"scope"');
+      await rejectsWith(fn['state::set']({ scope: 's', key: 7, value: 1 }), 'invalid_payload', '"key"', 'number 7');
+      await rejectsWith(fn['state::set']({ scope: 's', key: 'k' }), 'invalid_payload', '"value"', 'key "k"');
+      await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: {} }), 'invalid_payload', '"ops"');
+      await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: [{ type: 'multiply' }] }), 'invalid_op', 'ops[0]', 'multiply');
+      await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: [{ type: 'set', path: 'a..b', value: 1 }] }), 'invalid_path', 'a..b');
+      await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: [{ type: 'set', path: '__proto__.x', value: 1 }] }), 'invalid_path', '__proto__');
+      await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: [{ type: 'set', path: [-1], value: 1 }] }), 'invalid_path', '-1');
+      await rejectsWith(fn['state::list']({ scope: '' }), 'invalid_payload', '"scope"');
+      await rejectsWith(fn['state::get']({ scope: 's', key: 'x'.repeat(1025) }), 'key_too_large', 'key', '1025');
+      await rejectsWith(fn['state::get']({ scope: 'é'.repeat(129), key: 'k' }), 'key_too_large', 'scope', '258');
+      await rejectsWith(fn['state::set']({ scope: 's', key: 'bad\uD800', value: 1 }), 'invalid_payload', 'surrogate');
+      assert.deepEqual(await fn['state::list_groups']({}), { groups: [] });
+    });
+
+    withStore(
+      'large values: stored up to max_value_bytes, refused above it with value_too_large',
+      async ({ fn }) => {
+        const big = 'é'.repeat(30_000); // 60,000 bytes of UTF-8
+        assert.equal((await fn['state::set']({ scope: 'big', key: 'k', value: big })).new_value, big);
+        assert.equal(await fn['state::get']({ scope: 'big', key: 'k' }), big);
+        await rejectsWith(fn['state::set']({ scope: 'big', key: 'k2', value: 'x'.repeat(64 * 1024) }), 'value_too_large', 'scope "big"', 'key "k2"', '65538', '65536');
+        await rejectsWith(fn['state::update']({ scope: 'big', key: 'k', ops: [{ type: 'append', value: 'é'.repeat(3000) }] }), 'value_too_large', 'scope "big"', 'key "k"');
+        assert.equal(await fn['state::get']({ scope: 'big', key: 'k' }), big);
+        assert.equal(await fn['state::get']({ scope: 'big', key: 'k2' }), null);
+      },
+      { maxValueBytes: 64 * 1024 },
+    );
+
+    withStore('a 900 KiB value under the default 1 MiB limit', async ({ fn }) => {
+      const value = { rows: Array.from({ length: 9000 }, (_, i) => ({ i, text: 'x'.repeat(80) })) };
+      await fn['state::set']({ scope: 'big', key: 'doc', value });
+      const r = await fn['state::update']({ scope: 'big', key: 'doc', ops: [{ type: 'increment', path: 'rows.8999.i' }] });
+      assert.equal((r.new_value as typeof value).rows[8999]!.i, 9000);
+      assert.deepEqual((await fn['state::get']({ scope: 'big', key: 'doc' }) as typeof value).rows.length, 9000);
+    });
+
+    withStore('key order, empty containers and exact numbers survive an update elsewhere in the value', async ({ fn }) => {
+      const value = { zeta: [], alpha: {}, big: 2 ** 53 - 1, tiny: 5e-324, neg: -0.000001, s: 'a/b\u2028', n: { m: 1 } };
+      await fn['state::set']({ scope: 'o', key: 'k', value });
+      const r = await fn['state::update']({ scope: 'o', key: 'k', ops: [{ type: 'increment', path: 'n.m' }] });
+      const got = await fn['state::get']({ scope: 'o', key: 'k' });
+      const want = { ...value, n: { m: 2 } };
+      assert.deepEqual(got, want);
+      assert.deepEqual(r.new_value, want);
+      assert.deepEqual(Object.keys(got as object), Object.keys(want));
+    });
+
+    withStore('1,000 concurrent increments on one key end exact', async ({ fn }) => {
+      const calls = Array.from({ length: 1000 }, (_, i) => fn['state::update']({ scope: 'c', key: 'total', ops: [{ type: 'increment', path: 'sum', by: (i % 7) + 1 }] }));
+      const results = await Promise.all(calls);
+      const expected = Array.from({ length: 1000 }, (_, i) => (i % 7) + 1).reduce((a, b) => a + b, 0);
+      assert.deepEqual(await fn['state::get']({ scope: 'c', key: 'total' }), { sum: expected });
+      // Every call saw a distinct before-state: no two read the same old value.
+      const olds = new Set(results.map((r) => JSON.stringify(r.old_value)));
+      assert.equal(olds.size, 1000);
+    });
+
+    withStore('concurrent appends and sets on one key lose nothing', async ({ fn }) => {
+      await Promise.all(Array.from({ length: 300 }, (_, i) => fn['state::update']({ scope: 'c', key: 'log', ops: [{ type: 'append', path: 'items', value: i }] })));
+      const got = (await fn['state::get']({ scope: 'c', key: 'log' })) as { items: number[] };
+      assert.deepEqual([...got.items].sort((a, b) => a - b), Array.from({ length: 300 }, (_, i) => i));
+      const sets = await Promise.all(Array.from({ length: 100 }, (_, i) => fn['state::set']({ scope: 'c', key: 'reg', value: i })));
+      // The old values form one chain: each write saw exactly one predecessor.
+      assert.equal(new Set(sets.map((s) => s.old_value)).size, 100);
+    });
+  });
+}

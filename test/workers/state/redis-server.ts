@@ -1,0 +1,59 @@
+/**
+ * A private redis-server for a test: a child process on 127.0.0.1 and a free port, no persistence.
+ * Needs Debian's redis-server on PATH (.ci/run installs it).
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RedisServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startRedis(): Promise<RedisServer> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`redis-server did not start within 10 s:\n${output}`)), 10_000);
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot run redis-server (install Debian's redis-server): ${e.message}`));
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`redis-server exited with ${code}:\n${output}`));
+    });
+    child.stdout!.on('data', (d: Buffer) => {
+      output += d.toString();
+      if (output.includes('Ready to accept connections')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  });
+  child.removeAllListeners('exit');
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGKILL');
+      }),
+  };
+}
