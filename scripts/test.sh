@@ -36,7 +36,7 @@ python_tests() {
 stage "system packages" bash scripts/install-system-deps.sh
 stage "npm ci" npm ci --no-audit --no-fund
 stage "build" npm run build
-stage "engine + sdk tests" node_tests dist/test/engine dist/test/sdk
+stage "engine, sdk, supervisor tests" node_tests dist/test/engine dist/test/sdk dist/test/supervisor/supervisor.test.js
 if [ -d dist/test/workers ]; then stage "built-in worker tests" node_tests dist/test/workers; fi
 if [ -d dist/test/compat ]; then stage "iii compatibility tests" node_tests dist/test/compat; fi
 if [ -d dist/e2e ]; then stage "e2e tests" node_tests dist/e2e; fi

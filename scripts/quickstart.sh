@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The main job: build svc, scaffold the quickstart project, start the engine, add the four workers
+# and make the calls a new user would make, printing each command and what it answered.
+# Embedded defaults only (no Redis, no Docker). Usage: bash scripts/quickstart.sh [DIR] [--keep]
+#   DIR     where to create the project (default: ./quickstart beside this checkout's README)
+#   --keep  leave the engine and workers running at the end (stop them with Ctrl-C / kill)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+KEEP=0
+DIR="$ROOT/quickstart"
+for a in "$@"; do
+  case "$a" in
+    --keep) KEEP=1 ;;
+    *) DIR=$(realpath -m "$a") ;;
+  esac
+done
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
+
+step "Installing svc (npm ci, build) and system packages"
+bash scripts/install-system-deps.sh
+[ -d node_modules ] || npm ci --no-audit --no-fund
+npm run build >/dev/null
+export PATH="$ROOT/bin:$PATH"
+
+step "Creating the quickstart project in $DIR"
+run svc create --template quickstart --directory "$DIR" --force
+cd "$DIR"
+
+step "Starting the engine (svc --config config.yaml), log in $DIR/engine.log"
+svc --config config.yaml >engine.log 2>&1 &
+ENGINE_PID=$!
+cleanup() {
+  if [ "$KEEP" = 1 ]; then return; fi
+  kill -TERM "$ENGINE_PID" 2>/dev/null || true
+  wait "$ENGINE_PID" 2>/dev/null || true
+}
+trap cleanup EXIT
+for _ in $(seq 1 100); do grep -q 'svc engine ready' engine.log && break; sleep 0.1; done
+cat engine.log
+
+step "Adding the workers"
+run svc worker add svc-state
+run svc worker add svc-http
+run svc worker add ./workers/math-worker
+run svc worker add ./workers/caller-worker
+
+step "Waiting for the workers to register"
+for _ in $(seq 1 150); do
+  if svc trigger engine::functions::info function_id=http::add_two_numbers >/dev/null 2>&1 &&
+     svc trigger engine::functions::info function_id=math::add >/dev/null 2>&1; then break; fi
+  sleep 0.2
+done
+run svc worker list
+
+step "Calling functions"
+run svc trigger math::add a=2 b=3
+run svc trigger --function-id=math::add_two_numbers --payload='{"a":1,"b":1}'
+run curl -s -i -X POST localhost:3111/math/add-two-numbers -H 'Content-Type: application/json' -d '{"a":2,"b":3}'
+echo
+run svc worker logs math-worker --lines 5
+
+if [ "$KEEP" = 1 ]; then
+  step "Still running (engine pid $ENGINE_PID). Stop it with: kill $ENGINE_PID"
+else
+  step "Stopping the engine (its workers stop with it)"
+fi

@@ -1,0 +1,219 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadManifest, ManifestError } from '../../src/supervisor/manifest.js';
+import { ConfigError, DEFAULT_CONFIG_YAML, loadConfig } from '../../src/supervisor/config.js';
+import { parseWorkerEntries, removeWorkerEntry, upsertWorkerEntry } from '../../src/supervisor/worker-entries.js';
+import { dependencyHash, ensureInstalled, isInstalled } from '../../src/supervisor/install.js';
+import { Supervisor } from '../../src/supervisor/supervisor.js';
+import { eventually, sleep } from '../helpers/util.js';
+
+let root: string;
+before(() => {
+  root = mkdtempSync(join(tmpdir(), 'svc-sup-'));
+});
+after(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+function workerDir(name: string, manifest: string, files: Record<string, string> = {}): string {
+  const dir = join(root, name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'svc.worker.yaml'), manifest);
+  for (const [f, body] of Object.entries(files)) writeFileSync(join(dir, f), body);
+  return dir;
+}
+
+const nodeManifest = (name: string, start: string): string =>
+  `name: ${name}\nruntime:\n  kind: typescript\n  package_manager: npm\n  entry: w.mjs\nscripts:\n  install: "true"\n  start: ${start}\n`;
+
+describe('svc.worker.yaml', () => {
+  test('a valid manifest loads with defaults for missing scripts', () => {
+    const dir = workerDir('ok', 'name: ok\nruntime:\n  kind: python\n  package_manager: pip\n  entry: main.py\n', { 'main.py': '' });
+    const m = loadManifest(dir);
+    assert.equal(m.scripts.install, 'pip install -r requirements.txt');
+    assert.equal(m.scripts.start, 'python main.py');
+  });
+
+  const cases: Array<[string, string, RegExp]> = [
+    ['bad-kind', 'name: x\nruntime:\n  kind: ruby\n  entry: a.rb\n', /runtime\.kind: must be one of python, typescript, got "ruby"/],
+    ['bad-pm', 'name: x\nruntime:\n  kind: python\n  package_manager: npm\n  entry: a.py\n', /runtime\.package_manager: for kind python must be pip, got "npm"/],
+    ['bad-name', 'name: Bad Name\nruntime:\n  kind: python\n  entry: a.py\n', /name: must be lowercase/],
+    ['no-entry', 'name: x\nruntime:\n  kind: python\n  entry: missing.py\n', /runtime\.entry: file missing\.py does not exist/],
+    ['bad-yaml', 'name: [x\n', /invalid YAML/],
+    ['bad-script', 'name: x\nruntime:\n  kind: python\n  entry: a.py\nscripts:\n  start: 5\n', /scripts\.start: must be a shell command/],
+  ];
+  for (const [dirName, text, re] of cases) {
+    test(`errors name the file, field and problem: ${dirName}`, () => {
+      const dir = workerDir(dirName, text, { 'a.py': '', 'a.rb': '' });
+      assert.throws(() => loadManifest(dir), (e: unknown) => {
+        assert.ok(e instanceof ManifestError);
+        assert.ok(e.message.startsWith(join(dir, 'svc.worker.yaml') + ':'), e.message);
+        assert.match(e.message, re);
+        return true;
+      });
+    });
+  }
+});
+
+describe('config.yaml', () => {
+  test('a missing file is created with defaults; engine keys are validated by name', () => {
+    const f = join(root, 'c1.yaml');
+    const c = loadConfig(f);
+    assert.equal(c.created, true);
+    assert.equal(c.engine.port, 49134);
+    writeFileSync(f, 'engine:\n  port: "abc"\n');
+    assert.throws(() => loadConfig(f), /engine\.port: must be an integer port/);
+    writeFileSync(f, 'engine:\n  prot: 1\n');
+    assert.throws(() => loadConfig(f), /engine\.prot: unknown key/);
+    writeFileSync(f, 'enigne:\n  port: 1\n');
+    assert.throws(() => loadConfig(f), (e: unknown) => e instanceof ConfigError && /enigne: unknown top-level key/.test(e.message));
+  });
+
+  test('worker add appends once, keeps comments, and remove takes it out again', () => {
+    const f = join(root, 'c2.yaml');
+    writeFileSync(f, DEFAULT_CONFIG_YAML.replace('workers: []', '# my note about workers\nworkers: []'));
+    assert.equal(upsertWorkerEntry(f, { name: 'svc-state', builtin: 'svc-state' }), 'added');
+    assert.equal(upsertWorkerEntry(f, { name: 'svc-state', builtin: 'svc-state' }), 'unchanged');
+    assert.equal(upsertWorkerEntry(f, { name: 'math-worker', path: join(root, 'proj', 'workers', 'math') }), 'added');
+    const text = readFileSync(f, 'utf8');
+    assert.match(text, /# my note about workers/);
+    assert.match(text, /# Largest frame a worker may send/);
+    assert.equal(text.match(/name: svc-state/g)?.length, 1);
+    assert.match(text, /path: \.\/proj\/workers\/math/);
+    const entries = parseWorkerEntries(f, loadConfig(f).workers);
+    assert.deepEqual(entries.map((e) => e.name), ['svc-state', 'math-worker']);
+    assert.equal(entries[1]!.path, join(root, 'proj', 'workers', 'math'));
+    assert.equal(removeWorkerEntry(f, 'svc-state'), true);
+    assert.equal(removeWorkerEntry(f, 'svc-state'), false);
+    assert.deepEqual(parseWorkerEntries(f, loadConfig(f).workers).map((e) => e.name), ['math-worker']);
+  });
+
+  test('worker entries are validated with their index', () => {
+    const f = join(root, 'c3.yaml');
+    writeFileSync(f, 'workers:\n  - name: a\n    builtin: svc-nope\n');
+    assert.throws(() => parseWorkerEntries(f, loadConfig(f).workers), /workers\[0\]\.builtin: must be one of svc-state, svc-http/);
+    writeFileSync(f, 'workers:\n  - name: a\n    builtin: svc-http\n  - name: a\n    builtin: svc-state\n');
+    assert.throws(() => parseWorkerEntries(f, loadConfig(f).workers), /workers\[1\]\.name: a is listed twice/);
+    writeFileSync(f, 'workers:\n  - name: a\n    path: ./x\n    replicas: 0\n');
+    assert.throws(() => parseWorkerEntries(f, loadConfig(f).workers), /workers\[0\]\.replicas: must be an integer from 1 to 64/);
+  });
+});
+
+describe('dependency install cache', () => {
+  test('installs once, skips while the dependency files are unchanged, reinstalls on change or force', async () => {
+    const dir = workerDir('inst', nodeManifest('inst', 'node w.mjs').replace('install: "true"', 'install: "echo run >> installs.txt"'), {
+      'w.mjs': '',
+      'package.json': '{"name":"inst","version":"1.0.0"}',
+    });
+    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    const m = loadManifest(dir);
+    const lines: string[] = [];
+    assert.equal((await ensureInstalled(m, { onLine: (l) => lines.push(l) })).status, 'installed');
+    assert.ok(lines.some((l) => l.includes('echo run')));
+    assert.equal(isInstalled(m), true);
+    assert.equal((await ensureInstalled(m)).status, 'cached');
+    const before = dependencyHash(m);
+    writeFileSync(join(dir, 'package.json'), '{"name":"inst","version":"1.0.1"}');
+    assert.notEqual(dependencyHash(m), before);
+    assert.equal((await ensureInstalled(m)).status, 'installed');
+    assert.equal((await ensureInstalled(m, { force: true })).status, 'installed');
+    assert.equal(readFileSync(join(dir, 'installs.txt'), 'utf8').trim().split('\n').length, 3);
+  });
+
+  test('a failing install reports the command and its output', async () => {
+    const dir = workerDir('instfail', nodeManifest('instfail', 'node w.mjs').replace('install: "true"', 'install: "echo broken-dep >&2; exit 3"'), { 'w.mjs': '' });
+    await assert.rejects(ensureInstalled(loadManifest(dir)), /failed with exit code 3:\nbroken-dep/);
+  });
+});
+
+describe('supervision (process runtime)', () => {
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  function sup(configFile: string): Supervisor {
+    return new Supervisor({ configFile, engineUrl: 'ws://127.0.0.1:1', restartDelayMs: 50, crashLoopExits: 3, crashWindowMs: 10_000, stopGraceMs: 2000 });
+  }
+
+  test('starts a worker with SVC_URL and its name, keeps its output, restarts it after kill -9, and stops its whole process group', async () => {
+    const dir = workerDir(
+      'steady',
+      nodeManifest('steady', 'node w.mjs'),
+      {
+        // Prints its env, spawns a grandchild (as npx/tsx would), then idles.
+        'w.mjs': `import { spawn } from 'node:child_process';
+console.log('url=' + process.env.SVC_URL + ' name=' + process.env.SVC_WORKER_NAME);
+const g = spawn('sleep', ['300'], { stdio: 'ignore' });
+console.log('grandchild=' + g.pid);
+setInterval(() => {}, 1000);`,
+      },
+    );
+    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    const cfg = join(root, 'steady.yaml');
+    writeFileSync(cfg, 'workers: []\n');
+    const s = sup(cfg);
+    const [entry] = parseWorkerEntries(cfg, [{ name: 'steady', path: dir }]);
+    const m = s.describe(await s.start(entry!));
+    assert.equal(m.status, 'running');
+    const pid = m.pid as number;
+    assert.ok(alive(pid));
+    const log = m.log_file as string;
+    await eventually(() => assert.match(readFileSync(log, 'utf8'), /url=ws:\/\/127\.0\.0\.1:1 name=steady/));
+    const grandchild = Number(/grandchild=(\d+)/.exec(readFileSync(log, 'utf8'))![1]);
+    process.kill(pid, 'SIGKILL');
+    await eventually(() => {
+      const d = s.get('steady')!;
+      assert.equal(d.status, 'running');
+      assert.notEqual(d.pid, pid);
+      assert.equal(d.restarts, 1);
+    });
+    // The killed leader's grandchild went with its group.
+    await eventually(() => assert.equal(alive(grandchild), false));
+    const pid2 = s.get('steady')!.pid as number;
+    await s.stopAll();
+    assert.equal(alive(pid2), false);
+    assert.equal(s.get('steady')!.status, 'stopped');
+  });
+
+  test('a worker that keeps crashing is reported as a crash loop and not restarted forever', async () => {
+    const dir = workerDir('crashy', nodeManifest('crashy', 'node w.mjs'), { 'w.mjs': 'console.error("dying"); process.exit(3);' });
+    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    const cfg = join(root, 'crashy.yaml');
+    writeFileSync(cfg, 'workers: []\n');
+    const logs: string[] = [];
+    const s = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', restartDelayMs: 20, crashLoopExits: 3, crashWindowMs: 10_000, log: (_l, msg) => logs.push(msg) });
+    const [entry] = parseWorkerEntries(cfg, [{ name: 'crashy', path: dir }]);
+    await s.start(entry!);
+    await eventually(() => assert.equal(s.get('crashy')!.status, 'crash-loop'), 5000);
+    const restarts = s.get('crashy')!.restarts;
+    await sleep(300);
+    assert.equal(s.get('crashy')!.restarts, restarts, 'no restarts after the crash loop was detected');
+    assert.match(String(s.get('crashy')!.last_error), /exited 3 times within 10s \(last: exit code 3\)/);
+    assert.ok(logs.some((l) => l.includes('crash-looping') && l.includes('svc worker restart crashy')));
+    assert.match(readFileSync(s.get('crashy')!.log_file as string, 'utf8'), /dying/);
+    await s.stopAll();
+  });
+
+  test('replicas start that many instances', async () => {
+    const dir = workerDir('multi', nodeManifest('multi', 'node w.mjs'), { 'w.mjs': 'setInterval(() => {}, 1000);' });
+    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    const cfg = join(root, 'multi.yaml');
+    writeFileSync(cfg, 'workers: []\n');
+    const s = sup(cfg);
+    const [entry] = parseWorkerEntries(cfg, [{ name: 'multi', path: dir, replicas: 3 }]);
+    const d = s.describe(await s.start(entry!));
+    assert.equal((d.pids as number[]).length, 3);
+    assert.equal(new Set(d.pids as number[]).size, 3);
+    await s.stopAll();
+    for (const p of d.pids as number[]) assert.equal(alive(p), false);
+    assert.ok(existsSync(d.log_file as string));
+  });
+});
