@@ -21,30 +21,17 @@ node_tests() {
   node --test --test-concurrency=1 "$@"
 }
 
-python_venv() {
-  local venv="$ROOT/.venv-test"
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip >/dev/null
-  "$venv/bin/pip" install -q "$ROOT/sdk/python[dev]"
-}
-
-python_tests() {
-  local venv="$ROOT/.venv-test"
-  (cd sdk/python && "$venv/bin/ruff" check . && "$venv/bin/mypy" --strict src/svc_sdk && "$venv/bin/pytest" -q tests)
-}
-
 stage "system packages" bash scripts/install-system-deps.sh
 stage "npm ci" npm ci --no-audit --no-fund
 stage "build" npm run build
+# The console (React + Vite) is served from console/dist; e2e/console drives it in Chromium.
+stage "build console" npm run build:console
 stage "engine, sdk, supervisor tests" node_tests dist/test/engine dist/test/sdk dist/test/supervisor/supervisor.test.js
-if [ -d dist/test/workers ]; then stage "built-in worker tests" node_tests dist/test/workers; fi
-if [ -d dist/test/compat ]; then stage "iii compatibility tests" node_tests dist/test/compat; fi
-if [ -d dist/e2e ]; then stage "e2e tests" node_tests dist/e2e; fi
-if [ -f sdk/python/pyproject.toml ]; then
-  stage "python venv" python_venv
-  stage "python sdk tests" python_tests
-fi
-
+stage "built-in worker tests" node_tests dist/test/workers
+stage "iii compatibility tests" node_tests dist/test/compat
+stage "scaffold tests" node_tests dist/test/cli
+stage "e2e tests" node_tests dist/e2e
+stage "python sdk (ruff, mypy, pytest)" bash sdk/python/scripts/test.sh
 echo
 echo "stage durations:"
 printf '  %s\n' "${STAGES[@]}"

@@ -9,8 +9,9 @@ export function engineAddress(flag?: string): string {
  * Connect as a short-lived client (hidden from worker lists), run `fn`, disconnect. A missing
  * engine is reported plainly instead of retrying forever as a worker would.
  */
-export async function withClient<T>(address: string, fn: (w: Worker) => Promise<T>, connectTimeoutMs = 5000): Promise<T> {
+export async function withClient<T>(address: string, fn: (w: Worker) => Promise<T>, connectTimeoutMs = 5000, token?: string): Promise<T> {
   const w = new Worker(address, {
+    ...(token ? { token } : {}),
     workerName: `svc-cli:${process.pid}`,
     role: 'client',
     echoLogs: false,
@@ -23,7 +24,8 @@ export async function withClient<T>(address: string, fn: (w: Worker) => Promise<
   try {
     try {
       await w.ready(connectTimeoutMs);
-    } catch {
+    } catch (e) {
+      if (e instanceof InvocationError && e.code === 'unauthorized') throw e;
       throw new InvocationError('connection_failed', `Cannot reach the engine at ${address} (is \`svc --config config.yaml\` running? set --address or SVC_URL)`);
     }
     return await fn(w);

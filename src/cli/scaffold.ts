@@ -25,9 +25,12 @@ export class ScaffoldError extends Error {
   }
 }
 
-/** Directories never copied out of a template (left behind if someone ran the template in place). */
-const SKIPPED = new Set(['node_modules', '.venv', '__pycache__', 'data', '.svc']);
-/** Stored under another name so that git and npm leave the template's copy alone. */
+/**
+ * Never copied out of a template: what installing or running it in place leaves behind. Names
+ * starting with '.' (.venv, .mypy_cache, …) are skipped too; a template stores its dotfiles under
+ * the names in RENAMED, so that git and npm leave the template's own copies alone.
+ */
+const SKIPPED = new Set(['node_modules', '__pycache__', 'data', 'package-lock.json']);
 const RENAMED: Record<string, string> = { _gitignore: '.gitignore' };
 
 let cachedRoot: string | undefined;
@@ -56,6 +59,15 @@ export function listTemplates(root = svcRoot()): string[] {
     .filter((e) => e.isDirectory())
     .map((e) => e.name)
     .sort();
+}
+
+/** The template names for help texts; never throws (help must work even in a broken checkout). */
+export function templateChoices(): string {
+  try {
+    return listTemplates().join(', ');
+  } catch {
+    return DEFAULT_TEMPLATE;
+  }
 }
 
 /** The values filled into `{{name}}` placeholders of a template's files. */
@@ -127,7 +139,7 @@ export function scaffold(opts: ScaffoldOptions): ScaffoldResult {
 function templateFiles(dir: string, prefix = ''): string[] {
   const out: string[] = [];
   for (const e of readdirSync(dir, { withFileTypes: true }).sort((x, y) => x.name.localeCompare(y.name))) {
-    if (SKIPPED.has(e.name)) continue;
+    if (SKIPPED.has(e.name) || e.name.startsWith('.')) continue;
     const rel = prefix ? `${prefix}/${e.name}` : e.name;
     if (e.isDirectory()) out.push(...templateFiles(join(dir, e.name), rel));
     else if (e.isFile()) out.push(rel);

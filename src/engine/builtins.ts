@@ -100,17 +100,20 @@ export function installBuiltins(d: BuiltinDeps): void {
   for (const level of LOG_LEVELS) {
     r.addBuiltin(`engine::log::${level}`, `Store a ${level} log line from the calling worker`, (data, caller) => {
       const m = obj(data);
-      const entry: Omit<LogEntry, 'seq' | 'time'> = {
+      // One object literal, fields filled or undefined (JSON leaves those out): this runs for
+      // every Logger line of every worker.
+      const tp = m.traceparent;
+      d.logs.add({
         level,
         message: typeof m.message === 'string' ? m.message.slice(0, 64 * 1024) : JSON.stringify(m.message ?? ''),
         source: 'worker',
-        ...(caller ? { worker_id: caller.id, worker_name: caller.name } : {}),
-        ...(typeof m.function_id === 'string' && m.function_id ? { function_id: m.function_id } : {}),
-        ...(typeof m.invocation_id === 'string' && m.invocation_id ? { invocation_id: m.invocation_id } : {}),
-        ...(m.data !== undefined ? { data: m.data } : {}),
-      };
-      const tp = typeof m.traceparent === 'string' ? m.traceparent.split('-')[1] : undefined;
-      d.logs.add(tp ? { ...entry, trace_id: tp } : entry);
+        worker_id: caller?.id,
+        worker_name: caller?.name,
+        function_id: typeof m.function_id === 'string' && m.function_id ? m.function_id : undefined,
+        invocation_id: typeof m.invocation_id === 'string' && m.invocation_id ? m.invocation_id : undefined,
+        trace_id: typeof tp === 'string' && tp.length >= 35 && tp[2] === '-' ? tp.slice(3, 35) : undefined,
+        data: m.data,
+      } as Omit<LogEntry, 'seq' | 'time'>);
       return null;
     });
   }

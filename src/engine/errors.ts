@@ -19,6 +19,13 @@ export const engineErrors = {
     message: `"timeout_ms" must be a positive number of milliseconds up to ${max}, got ${v}`,
   }),
   invalidFunctionId: (id: string, why: string): ErrorBody => ({ code: 'invalid_function_id', message: `Function id ${JSON.stringify(id.slice(0, 200))} ${why}` }),
+  forbiddenCall: (token: string, id: string): ErrorBody => ({ code: 'forbidden', message: `Token "${token}" may not call ${id}` }),
+  forbiddenRegister: (token: string, what: string, id: string): ErrorBody => ({ code: 'forbidden', message: `Token "${token}" may not register ${what} ${id}` }),
+  overloaded: (why: string): ErrorBody => ({ code: 'overloaded', message: why }),
+  tooManyRegistrations: (limit: number, id: string): ErrorBody => ({
+    code: 'too_many_registrations',
+    message: `Cannot register ${id}: this connection already holds ${limit} registrations (engine.limits.max_registrations_per_worker)`,
+  }),
   enqueueUnavailable: (queue: string): ErrorBody => ({
     code: 'enqueue_error',
     message: `Cannot enqueue on queue "${queue}": no queue provider is registered (function engine::queue::enqueue)`,

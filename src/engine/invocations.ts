@@ -4,6 +4,7 @@ import { EngineError, engineErrors } from './errors.js';
 import type { EngineOptions } from './options.js';
 import type { Registry } from './registry.js';
 import type { Session } from './session.js';
+import { parseTraceparent, type SpanStatus, type TraceBuffer } from './traces.js';
 
 export interface Invocation {
   /** Minted by the engine and sent to the callee; callers' own ids never reach callees. */
@@ -18,6 +19,12 @@ export interface Invocation {
   startedAt: number;
   timeoutMs: number;
   timer: NodeJS.Timeout;
+  /** Tracing (empty strings when off): this call's span, its trace and its parent span. */
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  /** High-resolution epoch ms of the start, for the span. */
+  traceStart: number;
 }
 
 export interface CallOutcome {
@@ -44,6 +51,8 @@ export class Invocations {
     private readonly registry: Registry,
     private readonly opts: EngineOptions,
     private readonly warn: (message: string, data?: Record<string, unknown>) => void,
+    /** null: tracing off. */
+    private readonly traces: TraceBuffer | null = null,
   ) {}
 
   get size(): number {
@@ -75,6 +84,14 @@ export class Invocations {
             ...(o.traceparent ? { traceparent: o.traceparent } : {}),
             ...(o.baggage ? { baggage: o.baggage } : {}),
           });
+    if (!caller.access.canCall(fid)) {
+      reply({ error: engineErrors.forbiddenCall(caller.access.name, fid) });
+      return;
+    }
+    if (!isVoid && caller.outgoing.size >= this.opts.maxInFlightPerWorker) {
+      reply({ error: engineErrors.overloaded(`${caller.name} already waits on ${caller.outgoing.size} calls (engine.limits.max_in_flight_per_worker)`) });
+      return;
+    }
     if (!isVoid && caller.outgoing.has(callerId)) {
       reply({ error: { code: 'invalid_frame', message: `invocation_id ${callerId} is already in flight from this connection` } });
       return;
@@ -99,7 +116,7 @@ export class Invocations {
 
   private dispatch(caller: Session | null, callerId: string | undefined, msg: InvokeFunctionMsg, reply: Reply): void {
     let fid = msg.function_id;
-    let data = msg.data ?? {};
+    let data = msg.data === undefined ? {} : msg.data;
     if (msg.action?.type === 'enqueue') {
       // Queues are served by a worker providing engine::queue::enqueue, as in iii.
       const queue = msg.action.queue;
@@ -136,12 +153,33 @@ export class Invocations {
         );
       return;
     }
+    if (this.all.size >= this.opts.maxInFlightTotal) {
+      reply({ error: engineErrors.overloaded(`The engine has ${this.all.size} calls in flight (engine.limits.max_in_flight_total); retry later`) });
+      return;
+    }
     const callee = this.registry.pick(entry);
     if (!callee) {
       reply({ error: engineErrors.functionNotFound(fid) });
       return;
     }
+    // pick() chose the least loaded provider: if it is full, all are.
+    if (callee.incoming.size >= this.opts.maxInFlightPerWorker) {
+      reply({ error: engineErrors.overloaded(`Every worker serving ${fid} has ${callee.incoming.size} calls in flight (engine.limits.max_in_flight_per_worker); retry later`) });
+      return;
+    }
     const id = randomUUID();
+    // The callee gets a traceparent naming this call's span, so its own calls become children.
+    let traceparent = msg.traceparent;
+    let traceId = '';
+    let spanId = '';
+    let parentSpanId = '';
+    if (this.traces) {
+      const parent = parseTraceparent(traceparent);
+      traceId = parent ? parent.traceId : this.traces.ids.traceId();
+      parentSpanId = parent ? parent.parentId : '';
+      spanId = this.traces.ids.spanId();
+      traceparent = `00-${traceId}-${spanId}-${parent ? parent.flags : '01'}`;
+    }
     const inv: Invocation = {
       id,
       callerInvocationId: callerId,
@@ -152,6 +190,10 @@ export class Invocations {
       startedAt: Date.now(),
       timeoutMs,
       timer: setTimeout(() => this.expire(inv), timeoutMs),
+      traceId,
+      spanId,
+      parentSpanId,
+      traceStart: this.traces ? performance.timeOrigin + performance.now() : 0,
     };
     // Fire-and-forget calls are tracked too: they count as the callee's load until answered.
     if (caller && callerId !== undefined) {
@@ -165,7 +207,7 @@ export class Invocations {
       invocation_id: id,
       function_id: fid,
       data,
-      ...(msg.traceparent ? { traceparent: msg.traceparent } : {}),
+      ...(traceparent ? { traceparent } : {}),
       ...(msg.baggage ? { baggage: msg.baggage } : {}),
       ...(msg.metadata !== undefined ? { metadata: msg.metadata } : {}),
     });
@@ -181,7 +223,7 @@ export class Invocations {
       this.warn(`ignored a result for invocation ${msg.invocation_id} from ${from.name}: the call was sent to ${inv.callee.name}`);
       return;
     }
-    this.finish(inv);
+    this.finish(inv, msg.error ? 'error' : 'ok', msg.error);
     this.deliver(inv, msg.error ? { error: msg.error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
   }
 
@@ -189,7 +231,7 @@ export class Invocations {
   fail(from: Session, invocationId: string, error: ErrorBody): void {
     const inv = this.all.get(invocationId);
     if (!inv || inv.callee !== from) return;
-    this.finish(inv);
+    this.finish(inv, 'error', error);
     this.deliver(inv, { error });
   }
 
@@ -197,18 +239,19 @@ export class Invocations {
   cancel(caller: Session, callerInvocationId: string, reason: string): void {
     const inv = caller.outgoing.get(callerInvocationId);
     if (!inv) return;
-    this.finish(inv);
+    this.finish(inv, 'cancelled');
     this.tellCancel(inv, reason);
   }
 
   /** A session is gone: its callers learn at once, its callees are told to stop. */
   halt(session: Session, why: string): void {
     for (const inv of [...session.incoming.values()]) {
-      this.finish(inv);
-      this.deliver(inv, { error: engineErrors.invocationStopped(inv.functionId, why) });
+      const error = engineErrors.invocationStopped(inv.functionId, why);
+      this.finish(inv, 'stopped', error);
+      this.deliver(inv, { error });
     }
     for (const inv of [...session.outgoing.values()]) {
-      this.finish(inv);
+      this.finish(inv, 'cancelled');
       this.tellCancel(inv, 'caller disconnected');
     }
   }
@@ -216,7 +259,7 @@ export class Invocations {
   /** End everything still in flight (after the shutdown grace period). */
   haltAll(error: ErrorBody): void {
     for (const inv of [...this.all.values()]) {
-      this.finish(inv);
+      this.finish(inv, 'stopped', error);
       this.deliver(inv, { error });
       this.tellCancel(inv, error.message);
     }
@@ -229,8 +272,9 @@ export class Invocations {
 
   private expire(inv: Invocation): void {
     if (this.all.get(inv.id) !== inv) return;
-    this.finish(inv);
-    this.deliver(inv, { error: engineErrors.timeout(inv.functionId, inv.timeoutMs) });
+    const error = engineErrors.timeout(inv.functionId, inv.timeoutMs);
+    this.finish(inv, 'timeout', error);
+    this.deliver(inv, { error });
     this.tellCancel(inv, 'timeout');
   }
 
@@ -238,8 +282,25 @@ export class Invocations {
     if (inv.callee.features.has('cancel')) inv.callee.send({ type: 'cancel', invocation_id: inv.id, reason });
   }
 
-  private finish(inv: Invocation): void {
+  private finish(inv: Invocation, status: SpanStatus, error?: ErrorBody): void {
     clearTimeout(inv.timer);
+    if (this.traces && inv.traceId) {
+      this.traces.add({
+        trace_id: inv.traceId,
+        span_id: inv.spanId,
+        parent_span_id: inv.parentSpanId || null,
+        function_id: inv.functionId,
+        invocation_id: inv.id,
+        caller_worker_id: inv.caller ? inv.caller.id : null,
+        caller_worker_name: inv.caller ? inv.caller.name : 'engine',
+        callee_worker_id: inv.callee.id,
+        callee_worker_name: inv.callee.name,
+        start_ms: inv.traceStart,
+        duration_ms: performance.timeOrigin + performance.now() - inv.traceStart,
+        status,
+        error: error ? { code: error.code, message: error.message } : null,
+      });
+    }
     this.all.delete(inv.id);
     inv.callee.incoming.delete(inv.id);
     if (inv.caller && inv.callerInvocationId !== undefined) inv.caller.outgoing.delete(inv.callerInvocationId);

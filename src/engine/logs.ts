@@ -37,8 +37,14 @@ export class LogBuffer {
     this.ring = new Array(Math.max(1, capacity));
   }
 
+  /**
+   * Stores `e` itself (no copy: callers hand over a fresh object). Called once per Logger line of
+   * every worker, so it stays allocation-free apart from the time string.
+   */
   add(e: Omit<LogEntry, 'seq' | 'time'> & { time?: string }): LogEntry {
-    const entry: LogEntry = { ...e, seq: ++this.seq, time: e.time ?? new Date().toISOString() };
+    const entry = e as LogEntry;
+    entry.seq = ++this.seq;
+    if (entry.time === undefined) entry.time = new Date().toISOString();
     this.ring[this.next] = entry;
     this.next = (this.next + 1) % this.ring.length;
     for (const l of this.listeners) l(entry);

@@ -1,3 +1,4 @@
+import type { TokenSpec } from './auth.js';
 import { DEFAULT_ENGINE_PORT, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES } from 'svc-sdk';
 
 /** Everything the engine can be told; config.yaml's `engine:` block maps onto this (src/supervisor/config.ts). */
@@ -19,6 +20,22 @@ export interface EngineOptions {
   logBufferSize: number;
   /** Print engine events (connects, disconnects) to stdout. */
   printEvents: boolean;
+  /** Record a span per routed call and forward W3C traceparent (engine::traces::*). */
+  tracing: boolean;
+  /** Spans kept in memory (a ring: the oldest go first). */
+  traceBufferSize: number;
+  /** Tokens a connection must present (none: auth off, loopback only). */
+  tokens: TokenSpec[];
+  /** Open connections; more are refused with `overloaded`. */
+  maxConnections: number;
+  /** Calls one worker may be serving, and may be waiting on, at once. */
+  maxInFlightPerWorker: number;
+  /** Calls in flight in the whole engine. */
+  maxInFlightTotal: number;
+  /** The HTTP upgrade must complete within this. */
+  handshakeTimeoutMs: number;
+  /** Functions + triggers + trigger types one connection may register. */
+  maxRegistrationsPerWorker: number;
 }
 
 export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
@@ -31,6 +48,14 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   pingIntervalMs: 20_000,
   logBufferSize: 10_000,
   printEvents: true,
+  tracing: true,
+  traceBufferSize: 20_000,
+  tokens: [],
+  maxConnections: 10_000,
+  maxInFlightPerWorker: 10_000,
+  maxInFlightTotal: 100_000,
+  handshakeTimeoutMs: 10_000,
+  maxRegistrationsPerWorker: 10_000,
 };
 
 export const ENGINE_VERSION = '0.1.0';

@@ -1,4 +1,4 @@
-import { FEATURES, PROTOCOL_VERSION, decodeFrame, type Feature, type Message } from 'svc-sdk';
+import { FEATURES, PROTOCOL_VERSION, decodeFrame, type ErrorBody, type Feature, type Message } from 'svc-sdk';
 import { checkFunctionId, engineErrors } from './errors.js';
 import type { Invocations } from './invocations.js';
 import { ENGINE_VERSION, type EngineOptions } from './options.js';
@@ -66,6 +66,10 @@ export class Router {
       case 'registerfunction': {
         const bad = checkFunctionId(m.id);
         if (bad) return s.sendError(bad, { type: m.type, id: m.id });
+        if (!s.access.canRegister(m.id)) return s.sendError(engineErrors.forbiddenRegister(s.access.name, 'function', m.id), { type: m.type, id: m.id });
+        if (!s.functions.has(m.id) && s.registrations >= this.d.opts.maxRegistrationsPerWorker) {
+          return s.sendError(engineErrors.tooManyRegistrations(this.d.opts.maxRegistrationsPerWorker, m.id), { type: m.type, id: m.id });
+        }
         if (!registry.add(s, m)) {
           s.sendError(
             { code: 'invalid_function_id', message: `Function id ${m.id} is reserved by the engine and cannot be registered by a worker` },
@@ -78,14 +82,31 @@ export class Router {
         registry.remove(s, m.id);
         return;
       case 'registertriggertype':
+        if (!s.access.canProvideTriggerType(m.id)) return s.sendError(engineErrors.forbiddenRegister(s.access.name, 'trigger type', m.id), { type: m.type, id: m.id });
+        if (!s.triggerTypes.has(m.id) && s.registrations >= this.d.opts.maxRegistrationsPerWorker) {
+          return s.sendError(engineErrors.tooManyRegistrations(this.d.opts.maxRegistrationsPerWorker, m.id), { type: m.type, id: m.id });
+        }
         triggers.registerType(s, m);
         return;
       case 'unregistertriggertype':
         triggers.unregisterType(s, m.id);
         return;
-      case 'registertrigger':
+      case 'registertrigger': {
+        // Binding a function to an event source lets that source call it: the token must be
+        // allowed to register or to call the function.
+        let refusal: ErrorBody | null = null;
+        if (!s.access.canRegister(m.function_id) && !s.access.canCall(m.function_id)) {
+          refusal = engineErrors.forbiddenRegister(s.access.name, 'a trigger for', m.function_id);
+        } else if (!s.triggers.has(m.id) && s.registrations >= this.d.opts.maxRegistrationsPerWorker) {
+          refusal = engineErrors.tooManyRegistrations(this.d.opts.maxRegistrationsPerWorker, `trigger ${m.id}`);
+        }
+        if (refusal) {
+          s.send({ type: 'triggerregistrationresult', id: m.id, trigger_type: m.trigger_type, function_id: m.function_id, error: refusal });
+          return;
+        }
         triggers.register(s, m);
         return;
+      }
       case 'unregistertrigger':
         triggers.unregister(s, m.id);
         return;

@@ -1,5 +1,7 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { Access, isLoopbackHost, presentedToken, TokenTable } from './auth.js';
 import { installBuiltins } from './builtins.js';
 import { Invocations } from './invocations.js';
 import { LogBuffer, type LogEntry } from './logs.js';
@@ -8,6 +10,8 @@ import { Registry } from './registry.js';
 import { Router } from './router.js';
 import { Session } from './session.js';
 import { Triggers } from './triggers.js';
+import { installTraceBuiltins } from './trace-builtins.js';
+import { TraceBuffer } from './traces.js';
 
 /**
  * The engine daemon: a WebSocket server that workers connect to. It owns the sessions and wires
@@ -17,11 +21,16 @@ export class Engine {
   readonly opts: EngineOptions;
   readonly registry = new Registry();
   readonly logs: LogBuffer;
+  /** null when tracing is off (engine.tracing: false). */
+  readonly traces: TraceBuffer | null;
   readonly triggers: Triggers;
   readonly invocations: Invocations;
   private readonly router: Router;
   private readonly sessions = new Map<string, Session>();
   private wss: WebSocketServer | null = null;
+  private http: Server | null = null;
+  /** Tokens in force; the supervisor adds its own at start. */
+  readonly tokens: TokenTable;
   private liveness: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
   readonly startedAt = Date.now();
@@ -29,9 +38,11 @@ export class Engine {
   constructor(options: Partial<EngineOptions> = {}) {
     this.opts = { ...DEFAULT_ENGINE_OPTIONS, ...options };
     this.logs = new LogBuffer(this.opts.logBufferSize);
+    this.tokens = new TokenTable([...this.opts.tokens]);
     const warn = (message: string, data?: Record<string, unknown>): void => this.event('warn', message, data);
     this.triggers = new Triggers(warn);
-    this.invocations = new Invocations(this.registry, this.opts, warn);
+    this.traces = this.opts.tracing ? new TraceBuffer(this.opts.traceBufferSize) : null;
+    this.invocations = new Invocations(this.registry, this.opts, warn, this.traces);
     this.router = new Router({
       opts: this.opts,
       registry: this.registry,
@@ -52,13 +63,35 @@ export class Engine {
         if (s.role !== 'client') this.event('info', `worker ${s.name} registered (${String(s.metadata.runtime ?? 'unknown')}, pid ${String(s.metadata.pid ?? '?')})`, { worker_id: s.id });
       },
     });
+    installTraceBuiltins(this.registry, this.traces);
   }
 
   /** Listen; resolves with the bound address once ready. */
   async start(): Promise<{ host: string; port: number; url: string }> {
+    if (!this.tokens.enabled && !isLoopbackHost(this.opts.host)) {
+      throw new EngineStartError(
+        'insecure_listen',
+        `engine.host is ${this.opts.host} but no tokens are configured (engine.auth.tokens): anyone who can reach port ${this.opts.port} could register or call any function. Configure tokens (docs/security.md) or listen on 127.0.0.1.`,
+      );
+    }
+    // Our own HTTP server, so that a client that opens a socket and never finishes the upgrade
+    // is cut off after handshake_timeout_ms instead of holding a connection forever.
+    const http = createServer({ connectionsCheckingInterval: Math.max(100, Math.min(1000, this.opts.handshakeTimeoutMs / 2)) }, (_req, res) => {
+      res.writeHead(426, { 'content-type': 'text/plain', upgrade: 'websocket' });
+      res.end('svc engine: connect with a WebSocket (docs/protocol.md)\n');
+    });
+    http.headersTimeout = this.opts.handshakeTimeoutMs;
+    http.requestTimeout = this.opts.handshakeTimeoutMs;
+    this.http = http;
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(this.opts.port, this.opts.host, () => {
+        http.off('error', reject);
+        resolve();
+      });
+    });
     const wss = new WebSocketServer({
-      host: this.opts.host,
-      port: this.opts.port,
+      server: http,
       // Frames between max_frame_bytes and this hard cap are read and refused with a clear error;
       // only beyond it does ws close the connection (1009) to protect memory.
       maxPayload: this.opts.maxFrameBytes * 4,
@@ -71,15 +104,13 @@ export class Engine {
       },
     });
     this.wss = wss;
-    await new Promise<void>((resolve, reject) => {
-      wss.once('listening', resolve);
-      wss.once('error', reject);
-    });
     wss.on('error', (err) => this.event('error', `server error: ${err.message}`));
     wss.on('connection', (ws, req) => {
       const path = (req.url ?? '/').split('?')[0];
+      const access = this.authenticate(ws, req);
+      if (!access) return;
       if (path === '/otel') return this.acceptTelemetry(ws);
-      this.accept(ws, req.socket.remoteAddress ?? 'unknown');
+      this.accept(ws, req.socket.remoteAddress ?? 'unknown', access);
     });
     this.liveness = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
     this.liveness.unref();
@@ -87,7 +118,7 @@ export class Engine {
   }
 
   address(): { host: string; port: number; url: string } {
-    const a = this.wss?.address() as AddressInfo | undefined;
+    const a = this.http?.address() as AddressInfo | undefined;
     if (!a) throw new Error('engine is not listening');
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
     const shown = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
@@ -108,12 +139,35 @@ export class Engine {
     ws.on('error', () => {});
   }
 
-  private accept(ws: WebSocket, ip: string): void {
+  /**
+   * With tokens configured, a connection without a valid one is told why and closed before it
+   * sees anything of the registry (no `workerregistered`). Close code 4401 tells SDKs it is final.
+   */
+  private authenticate(ws: WebSocket, req: IncomingMessage): Access | null {
+    if (this.sessions.size >= this.opts.maxConnections) {
+      refuse(ws, 'overloaded', `The engine has ${this.sessions.size} connections (engine.limits.max_connections); retry later`, 1013);
+      return null;
+    }
+    if (!this.tokens.enabled) return new Access(null);
+    const secret = presentedToken(req);
+    const spec = this.tokens.find(secret);
+    if (!spec) {
+      const why = secret
+        ? 'The token presented is not valid for this engine'
+        : 'This engine requires a token: set SVC_TOKEN (or the SDK option token, or an Authorization: Bearer header)';
+      refuse(ws, 'unauthorized', why, 4401);
+      return null;
+    }
+    return new Access(spec);
+  }
+
+  private accept(ws: WebSocket, ip: string, access: Access): void {
     if (this.stopping) {
       ws.close(1001, 'engine shutting down');
       return;
     }
     const s = new Session(ws, ip);
+    s.access = access;
     this.sessions.set(s.id, s);
     ws.on('message', (data, isBinary) => {
       s.alive = true;
@@ -185,6 +239,7 @@ export class Engine {
         s.close(1001, 'engine shutting down');
       }
       const wss = this.wss;
+      const http = this.http;
       if (wss) {
         // Give peers a moment to complete the close handshake, then cut the rest.
         await new Promise<void>((resolve) => {
@@ -197,8 +252,27 @@ export class Engine {
           });
         });
       }
+      if (http) {
+        const closed = new Promise<void>((resolve) => http.close(() => resolve()));
+        http.closeAllConnections();
+        await closed;
+      }
       for (const s of [...this.sessions.values()]) this.cleanup(s, 'engine stopped', true);
     })();
     return this.stopping;
   }
+}
+
+export class EngineStartError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function refuse(ws: WebSocket, code: string, message: string, closeCode: number): void {
+  ws.send(JSON.stringify({ type: 'error', error: { code, message } }));
+  ws.close(closeCode, `${code}: ${message}`.slice(0, 120));
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { sendCoalesced, type ErrorBody, type Feature, type Message } from 'svc-sdk';
+import { OPEN_ACCESS, type Access } from './auth.js';
 import type { Invocation } from './invocations.js';
 
 /**
@@ -20,6 +21,8 @@ export class Session {
   /** Answered the last ping (or sent anything) since the previous liveness tick. */
   alive = true;
   closed = false;
+  /** What this connection's token allows. */
+  access: Access = OPEN_ACCESS;
 
   readonly functions = new Set<string>();
   readonly triggerTypes = new Set<string>();
@@ -35,6 +38,10 @@ export class Session {
     readonly ip: string,
   ) {
     this.name = `anonymous-${this.id.slice(0, 8)}`;
+  }
+
+  get registrations(): number {
+    return this.functions.size + this.triggers.size + this.triggerTypes.size;
   }
 
   get open(): boolean {
@@ -89,6 +96,7 @@ export class Session {
       trigger_types: [...this.triggerTypes],
       in_flight: this.incoming.size,
       features: [...this.features],
+      token: this.access.token ? this.access.name : null,
       metadata: this.metadata,
     };
   }

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from '../engine/options.js';
+import { parseAuth, parseLimits } from './auth-config.js';
 
 /**
  * config.yaml: the engine block and the workers the engine supervises. Parsed with `yaml` as a
@@ -44,6 +45,8 @@ const ENGINE_KEYS: Record<string, { field: keyof EngineOptions; kind: 'port' | '
   ping_interval_ms: { field: 'pingIntervalMs', kind: 'positive' },
   log_buffer_size: { field: 'logBufferSize', kind: 'positive' },
   print_events: { field: 'printEvents', kind: 'bool' },
+  tracing: { field: 'tracing', kind: 'bool' },
+  trace_buffer_size: { field: 'traceBufferSize', kind: 'positive' },
 };
 
 const TOP_LEVEL_KEYS = ['engine', 'workers'];
@@ -85,8 +88,16 @@ export function parseConfig(file: string, text: string): Omit<LoadedConfig, 'cre
   const e = r.engine ?? {};
   if (typeof e !== 'object' || e === null || Array.isArray(e)) throw new ConfigError(file, '"engine" must be a mapping');
   for (const [key, value] of Object.entries(e as Record<string, unknown>)) {
+    if (key === 'auth') {
+      engine.tokens = parseAuth(file, value);
+      continue;
+    }
+    if (key === 'limits') {
+      parseLimits(file, value, engine);
+      continue;
+    }
     const spec = ENGINE_KEYS[key];
-    if (!spec) throw new ConfigError(file, `engine.${key}: unknown key (known: ${Object.keys(ENGINE_KEYS).join(', ')})`);
+    if (!spec) throw new ConfigError(file, `engine.${key}: unknown key (known: ${[...Object.keys(ENGINE_KEYS), 'auth', 'limits'].join(', ')})`);
     (engine as unknown as Record<string, unknown>)[spec.field] = checkValue(file, `engine.${key}`, spec.kind, value);
   }
   const workers = r.workers ?? [];

@@ -8,6 +8,8 @@ export interface EngineState {
   url: string;
   config: string;
   started_at: string;
+  /** The supervisor's admin token when the engine requires tokens: lets local `svc worker …` commands in. */
+  token?: string;
 }
 
 function stateFile(configFile: string): string {
@@ -16,7 +18,8 @@ function stateFile(configFile: string): string {
 
 export function writeEngineState(configFile: string, s: EngineState): void {
   mkdirSync(projectStateDir(configFile), { recursive: true });
-  writeFileSync(stateFile(configFile), JSON.stringify(s, null, 2) + '\n');
+  // Readable by the owner only: it may hold the supervisor's token.
+  writeFileSync(stateFile(configFile), JSON.stringify(s, null, 2) + '\n', { mode: 0o600 });
 }
 
 export function clearEngineState(configFile: string, pid: number): void {

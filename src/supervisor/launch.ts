@@ -51,12 +51,14 @@ export function launchSpecOf(entry: WorkerEntry, configFile: string, engineUrl: 
     };
   }
   const manifest = loadManifest(entry.path!);
+  const own = { ...common, ...(Object.keys(entry.config).length ? { SVC_WORKER_CONFIG: JSON.stringify(entry.config) } : {}) };
   return {
     name: entry.name,
     replica,
     cwd: manifest.dir,
     command: manifest.scripts.start,
-    env: { ...workerEnv(manifest), ...common, ...(Object.keys(entry.config).length ? { SVC_WORKER_CONFIG: JSON.stringify(entry.config) } : {}) },
+    env: { ...workerEnv(manifest), ...own },
+    containerEnv: own,
     logFile: logFileOf(configFile, entry.name),
     manifest,
   };

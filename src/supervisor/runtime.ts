@@ -11,6 +11,11 @@ export interface LaunchSpec {
   /** Shell command that runs the worker in the foreground. */
   command: string;
   env: Record<string, string>;
+  /**
+   * Only the variables svc gives the worker (SVC_URL, SVC_WORKER_NAME, SVC_WORKER_CONFIG and the
+   * entry's env:), without the engine's own environment: what a container gets.
+   */
+  containerEnv?: Record<string, string>;
   /** Where the instance's stdout and stderr are appended. */
   logFile: string;
   /** For user workers: their manifest (the docker runtime builds an image from it). */

@@ -20,6 +20,8 @@ export interface SupervisorOptions {
   crashWindowMs?: number;
   stopGraceMs?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
+  /** The secret a worker presents (SVC_TOKEN), when the engine requires tokens. */
+  tokenFor?: (entry: WorkerEntry) => string | undefined;
 }
 
 interface Replica {
@@ -58,6 +60,7 @@ export class Supervisor {
       crashWindowMs: 60_000,
       stopGraceMs: 5000,
       log: () => {},
+      tokenFor: () => undefined,
       ...opts,
     };
   }
@@ -100,6 +103,8 @@ export class Supervisor {
 
   private async launch(m: Managed, i: number, force = false): Promise<void> {
     const spec = launchSpecOf(m.entry, this.o.configFile, this.o.engineUrl, i);
+    const token = this.o.tokenFor(m.entry);
+    if (token) spec.env.SVC_TOKEN = token;
     const inst = await this.runtimeFor(m.entry).launch({ ...spec, ...(force ? { force } : {}) });
     const rep = m.replicas[i]!;
     rep.instance = inst;

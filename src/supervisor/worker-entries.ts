@@ -21,6 +21,8 @@ export interface WorkerEntry {
   env: Record<string, string>;
   /** Passed to the worker as the JSON env var SVC_WORKER_CONFIG (built-ins read it). */
   config: Record<string, unknown>;
+  /** Name of an engine.auth token to start it with (default: the supervisor's own admin token). */
+  token?: string;
 }
 
 export function parseWorkerEntries(file: string, raw: unknown[]): WorkerEntry[] {
@@ -53,6 +55,7 @@ export function parseWorkerEntries(file: string, raw: unknown[]): WorkerEntry[] 
       if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') fail(`env.${k}`, `must be a string, number or boolean, got ${JSON.stringify(v)}`);
       envOut[k] = String(v);
     }
+    if (e.token !== undefined && (typeof e.token !== 'string' || e.token === '')) fail('token', `must be the name of a token in engine.auth.tokens, got ${JSON.stringify(e.token)}`);
     const config = e.config ?? {};
     if (typeof config !== 'object' || config === null || Array.isArray(config)) fail('config', 'must be a mapping');
     return {
@@ -63,6 +66,7 @@ export function parseWorkerEntries(file: string, raw: unknown[]): WorkerEntry[] 
       replicas: replicas as number,
       env: envOut,
       config: config as Record<string, unknown>,
+      ...(e.token !== undefined ? { token: e.token as string } : {}),
     };
   });
 }

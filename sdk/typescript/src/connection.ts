@@ -3,6 +3,9 @@ import WebSocket from 'ws';
 import { decodeFrame, type Message } from './protocol.js';
 import { sendCoalesced } from './transport.js';
 
+/** WebSocket close code the engine uses when it refuses a connection's token. */
+export const UNAUTHORIZED_CLOSE = 4401;
+
 export type ConnectionState = 'connecting' | 'connected' | 'disconnected' | 'closed';
 
 export interface ReconnectOptions {
@@ -113,6 +116,12 @@ export class Connection extends EventEmitter {
       if (this._state !== 'closed') {
         this.setState('disconnected');
         this.emit('down', { code, reason: reason.toString(), wasConnected });
+        // Refused for its token (4401): retrying at once cannot help; keep trying slowly, as a
+        // token may be added to the engine's config and the engine restarted.
+        if (code === UNAUTHORIZED_CLOSE) {
+          this.emit('unauthorized', reason.toString());
+          this.attempt = Math.max(this.attempt, 30);
+        }
         this.scheduleReconnect();
       }
     });

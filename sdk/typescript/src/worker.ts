@@ -41,6 +41,8 @@ export interface WorkerOptions {
   role?: 'worker' | 'client';
   /** Print Logger lines locally too (default true). */
   echoLogs?: boolean;
+  /** Sent as `Authorization: Bearer …` when the engine requires tokens. Default: env SVC_TOKEN. */
+  token?: string;
 }
 
 export interface InvocationContext {
@@ -149,8 +151,14 @@ export class Worker extends EventEmitter implements LogSink {
   private registered: WorkerRegisteredMsg | null = null;
   private granted = new Set<string>();
   private engineInfo: HelloMsg['engine'] | undefined;
+  /** The engine accepted this connection (`workerregistered` arrived); a socket merely open is not enough. */
+  private live = false;
   private connectedWaiters: Array<() => void> = [];
+  private refusalWaiters: Array<(e: InvocationError) => void> = [];
+  private lastRefusal: InvocationError | null = null;
   private shuttingDown = false;
+  /** shutdown() began: incoming calls are refused, running ones may finish. */
+  private draining = false;
   readonly logger: Logger;
 
   constructor(url: string, options: WorkerOptions = {}) {
@@ -163,10 +171,12 @@ export class Worker extends EventEmitter implements LogSink {
       ...options,
     };
     this.workerName = options.workerName ?? process.env.SVC_WORKER_NAME ?? `${hostname()}:${process.pid}`;
+    const token = options.token ?? process.env.SVC_TOKEN;
     this.conn = new Connection(url, {
       reconnect: { ...DEFAULT_RECONNECT, ...options.reconnect },
       maxFrameBytes: this.opts.maxFrameBytes,
       pingIntervalMs: options.pingIntervalMs ?? 20_000,
+      ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
     });
     this.logger = new Logger(this, { echo: options.echoLogs !== false });
     if (this.opts.role === 'worker') setDefaultLogSink(this);
@@ -175,6 +185,14 @@ export class Worker extends EventEmitter implements LogSink {
     this.conn.on('down', () => this.onDown());
     this.conn.on('state', (s: ConnectionState) => this.emit('state', s));
     this.conn.on('fatal', (e: Error) => this.report(e));
+    this.conn.on('unauthorized', (reason: string) => {
+      const err = new InvocationError('unauthorized', `The engine at ${this.url} refused this connection: ${reason.replace(/^unauthorized: /, '')}`);
+      this.lastRefusal = err;
+      const waiters = this.refusalWaiters;
+      this.refusalWaiters = [];
+      for (const w of waiters) w(err);
+      this.report(err);
+    });
     this.conn.on('socket-error', () => {
       /* close follows and drives reconnect */
     });
@@ -197,18 +215,29 @@ export class Worker extends EventEmitter implements LogSink {
 
   /** Resolves when connected (now, or at the next successful connect); rejects after `timeoutMs`. */
   ready(timeoutMs = this.opts.invocationTimeoutMs): Promise<void> {
-    if (this.conn.state === 'connected') return Promise.resolve();
+    if (this.live) return Promise.resolve();
     if (this.shuttingDown) return Promise.reject(new InvocationError('shutting_down', 'Worker is shut down'));
     return new Promise((resolve, reject) => {
-      const done = (): void => {
+      const cleanup = (): void => {
         clearTimeout(t);
+        this.connectedWaiters = this.connectedWaiters.filter((f) => f !== done);
+        this.refusalWaiters = this.refusalWaiters.filter((f) => f !== refused);
+      };
+      const done = (): void => {
+        cleanup();
         resolve();
       };
+      // A refused token fails the wait at once with the engine's reason, not after the timeout.
+      const refused = (e: InvocationError): void => {
+        cleanup();
+        reject(e);
+      };
       const t = setTimeout(() => {
-        this.connectedWaiters = this.connectedWaiters.filter((f) => f !== done);
-        reject(new InvocationError('connection_lost', `Could not connect to the engine at ${this.url} within ${timeoutMs} ms`));
+        cleanup();
+        reject(this.lastRefusal ?? new InvocationError('connection_lost', `Could not connect to the engine at ${this.url} within ${timeoutMs} ms`));
       }, timeoutMs);
       this.connectedWaiters.push(done);
+      this.refusalWaiters.push(refused);
     });
   }
 
@@ -260,6 +289,9 @@ export class Worker extends EventEmitter implements LogSink {
       config: input.config ?? {},
       ...(input.metadata !== undefined ? { metadata: input.metadata } : {}),
     };
+    // A worker may register before the engine is up: wait for the connection as long as it takes
+    // (the SDK reconnects forever); the deadline below is for the provider's answer only.
+    if (!this.live) await this.ready(2 ** 31 - 1);
     this.triggers.set(id, msg);
     const acked = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -268,10 +300,8 @@ export class Worker extends EventEmitter implements LogSink {
       }, this.opts.invocationTimeoutMs);
       this.acks.set(id, { resolve, reject, timer });
     });
-    // Sent now if connected; otherwise the replay on connect sends it.
-    if (this.conn.state === 'connected' && !this.conn.send(msg)) {
-      /* replay covers it */
-    }
+    // Sent now; if the socket just dropped, the replay on reconnect sends it.
+    this.conn.send(msg);
     try {
       await acked;
     } catch (e) {
@@ -295,7 +325,7 @@ export class Worker extends EventEmitter implements LogSink {
     }
     if (this.shuttingDown) throw new InvocationError('shutting_down', 'Worker is shut down', req.function_id);
     const timeoutMs = req.timeoutMs ?? this.opts.invocationTimeoutMs;
-    if (this.conn.state !== 'connected') await this.ready(timeoutMs);
+    if (!this.live) await this.ready(timeoutMs);
     const scope = invocationScope.getStore();
     const isVoid = req.action?.type === 'void';
     const invocationId = isVoid ? undefined : randomUUID();
@@ -405,13 +435,10 @@ export class Worker extends EventEmitter implements LogSink {
     for (const { msg } of this.triggerTypes.values()) this.conn.send(msg);
     for (const { msg } of this.functions.values()) this.conn.send(msg);
     for (const msg of this.triggers.values()) this.conn.send(msg);
-    const waiters = this.connectedWaiters;
-    this.connectedWaiters = [];
-    for (const w of waiters) w();
-    this.emit('connected');
   }
 
   private onDown(): void {
+    this.live = false;
     // Calls in flight are lost with the socket (the engine halts them); fail them now, not at timeout.
     for (const [id, call] of this.calls) {
       clearTimeout(call.timer);
@@ -433,9 +460,16 @@ export class Worker extends EventEmitter implements LogSink {
       case 'invocationresult':
         this.handleResult(m);
         return;
-      case 'workerregistered':
+      case 'workerregistered': {
         this.registered = m;
+        this.live = true;
+        this.lastRefusal = null;
+        const waiters = this.connectedWaiters;
+        this.connectedWaiters = [];
+        for (const w of waiters) w();
+        this.emit('connected');
         return;
+      }
       case 'hello':
         this.granted = new Set(m.features);
         this.engineInfo = m.engine;
@@ -457,7 +491,8 @@ export class Worker extends EventEmitter implements LogSink {
         this.conn.send({ type: 'pong' });
         return;
       case 'error':
-        this.report(InvocationError.from(m.error));
+        // `unauthorized` is followed by a 4401 close, reported once from there.
+        if (m.error.code !== 'unauthorized') this.report(InvocationError.from(m.error));
         return;
       default:
         return;
@@ -475,6 +510,10 @@ export class Worker extends EventEmitter implements LogSink {
 
   private async handleInvoke(m: InvokeFunctionMsg): Promise<void> {
     const invocationId = m.invocation_id ?? undefined;
+    if (this.draining) {
+      if (invocationId) this.reply(invocationId, m.function_id, undefined, { code: 'shutting_down', message: `Worker ${this.workerName} is shutting down` });
+      return;
+    }
     const fn = this.functions.get(m.function_id);
     if (!fn) {
       if (invocationId) this.reply(invocationId, m.function_id, undefined, { code: 'function_not_found', message: `Function ${m.function_id} not found` });
@@ -603,9 +642,15 @@ export class Worker extends EventEmitter implements LogSink {
     else process.stderr.write(`svc-sdk [${this.workerName}]: ${err.message}\n`);
   }
 
-  /** Stop: refuse new calls, close the connection, fail what is pending. */
-  async shutdown(): Promise<void> {
-    if (this.shuttingDown) return;
+  /**
+   * Stop: refuse new incoming calls, let handlers already running finish and answer (up to
+   * `graceMs`; their nested calls still work), then close and fail what this worker still awaits.
+   */
+  async shutdown(graceMs = 5000): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    const end = Date.now() + graceMs;
+    while (this.running.size > 0 && this.live && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
     this.shuttingDown = true;
     for (const [id, call] of this.calls) {
       clearTimeout(call.timer);

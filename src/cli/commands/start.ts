@@ -1,9 +1,11 @@
 import { resolve } from 'node:path';
 import { fail } from '../client.js';
 import { Command, Flags } from '@oclif/core';
-import { Engine } from '../../engine/server.js';
+import { newSecret } from '../../engine/auth.js';
+import { Engine, EngineStartError } from '../../engine/server.js';
 import { ConfigError, loadConfig } from '../../supervisor/config.js';
 import { installSupervisorFunctions } from '../../supervisor/control.js';
+import { DockerRuntime } from '../../supervisor/docker-runtime.js';
 import { clearEngineState, writeEngineState } from '../../supervisor/engine-state.js';
 import { Supervisor } from '../../supervisor/supervisor.js';
 import { parseWorkerEntries, type WorkerEntry } from '../../supervisor/worker-entries.js';
@@ -37,6 +39,9 @@ export default class Start extends Command {
       if (e instanceof ConfigError) fail(e.message, 2);
       throw e;
     }
+    for (const e of entries) {
+      if (e.token && !cfg.engine.tokens.some((t) => t.name === e.token)) fail(`${file}: workers: ${e.name}.token: no token named ${e.token} in engine.auth.tokens`, 2);
+    }
     const engine = new Engine({
       ...cfg.engine,
       ...(flags.port !== undefined ? { port: flags.port } : {}),
@@ -46,19 +51,39 @@ export default class Start extends Command {
     try {
       address = await engine.start();
     } catch (e) {
+      if (e instanceof EngineStartError) fail(e.message, 2);
       const err = e as NodeJS.ErrnoException;
       const host = flags.host ?? cfg.engine.host;
       const port = flags.port ?? cfg.engine.port;
       const why = err.code === 'EADDRINUSE' ? `port ${port} is already in use (is another engine running?)` : err.message;
       fail(`cannot start the engine on ${host}:${port}: ${why}`, 1);
     }
+    // With tokens on, workers the engine starts itself get a token of the engine's own (admin),
+    // unless their entry names a configured token.
+    let supervisorToken: string | undefined;
+    if (engine.tokens.enabled) {
+      supervisorToken = newSecret();
+      engine.tokens.add({ name: 'supervisor', token: supervisorToken, admin: true, call: [], register: [], trigger_types: [] });
+      this.log(`auth: ${cfg.engine.tokens.length} token(s) configured; connections without a valid token are refused`);
+    } else {
+      this.log(`auth: no tokens configured, so the engine listens on ${cfg.engine.host} only (local connections); see docs/security.md to expose it`);
+    }
+    const byName = new Map(cfg.engine.tokens.map((t) => [t.name, t.token]));
+    // Docker is reached lazily: an engine without docker workers never needs it.
+    const docker = new DockerRuntime({ configFile: file });
+    await docker
+      .removeStale()
+      .then((n) => n > 0 && this.log(`removed ${n} container(s) left by an earlier engine of ${flags.config}`))
+      .catch(() => undefined);
     const supervisor = new Supervisor({
       configFile: file,
       engineUrl: address.url,
+      runtimes: { docker },
       log: (level, message) => engine.event(level, message),
+      tokenFor: (e) => (e.token ? byName.get(e.token) : supervisorToken),
     });
     installSupervisorFunctions(engine, supervisor, file);
-    writeEngineState(file, { pid: process.pid, url: address.url, config: file, started_at: new Date().toISOString() });
+    writeEngineState(file, { pid: process.pid, url: address.url, config: file, started_at: new Date().toISOString(), ...(supervisorToken ? { token: supervisorToken } : {}) });
     this.log(`svc engine ready on ${address.url}`);
     if (entries.length > 0) {
       this.log(`starting ${entries.length} worker(s) from ${flags.config}: ${entries.map((e) => e.name).join(', ')}`);

@@ -1,18 +1,18 @@
 import { fail } from '../../client.js';
 import { Args, Command, Flags } from '@oclif/core';
-import { DEFAULT_TEMPLATE, describeResult, scaffold, ScaffoldError } from '../../scaffold.js';
+import { DEFAULT_TEMPLATE, describeResult, scaffold, ScaffoldError, templateChoices } from '../../scaffold.js';
 
 export default class ProjectInit extends Command {
   static override summary = 'Create the project ./<name> from a template (same as `svc create --directory <name>`).';
-  static override description = `Copies templates/<template> of this svc checkout into ./<name> and prints the files and the
-commands to run next. Exit code 2 for an unknown template, or a directory that is not empty
-(unless --force, which writes the template's files into it and replaces files with the same names).`;
+  static override description = `Copies templates/<template> of this svc checkout into ./<name> and prints the files and the commands to run next.
+
+Exit code 2 for an unknown template, or for a directory that is not empty (unless --force, which writes the template's files into it and replaces files with the same names).`;
   static override examples = ['svc project init my-project', 'svc project init my-project --template quickstart --force'];
   static override args = {
     name: Args.string({ description: 'Name of the project directory to create.', required: true }),
   };
   static override flags = {
-    template: Flags.string({ char: 't', summary: 'Template to use.', default: DEFAULT_TEMPLATE }),
+    template: Flags.string({ char: 't', summary: `Template to use: ${templateChoices()}.`, default: DEFAULT_TEMPLATE }),
     force: Flags.boolean({ char: 'f', summary: 'Write into a non-empty directory, replacing files of the same names.', default: false }),
   };
 

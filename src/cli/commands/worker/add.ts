@@ -2,6 +2,8 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Args, Command, Flags } from '@oclif/core';
 import { ConfigError, loadConfig } from '../../../supervisor/config.js';
+import { ensureWorkerImage, ImageBuildError } from '../../../supervisor/docker-image.js';
+import { DockerRuntime, DockerUnavailableError } from '../../../supervisor/docker-runtime.js';
 import { ensureInstalled, InstallError } from '../../../supervisor/install.js';
 import { loadManifest, ManifestError } from '../../../supervisor/manifest.js';
 import { BUILTIN_WORKERS, RUNTIMES, upsertWorkerEntry, type RuntimeName } from '../../../supervisor/worker-entries.js';
@@ -55,6 +57,17 @@ with the engine the next time it starts.`;
       name = manifest.name;
       entry = { name, path: dir, runtime, ...(flags.replicas ? { replicas: flags.replicas } : {}) };
     }
+    // A docker worker needs a Docker engine: say so before config.yaml is touched.
+    let docker: DockerRuntime | undefined;
+    if (runtime === 'docker' && manifest) {
+      docker = new DockerRuntime({ configFile });
+      try {
+        await docker.reachable();
+      } catch (e) {
+        if (e instanceof DockerUnavailableError) fail(e.message, 1);
+        throw e;
+      }
+    }
     const change = upsertWorkerEntry(configFile, entry);
     this.log(
       change === 'added'
@@ -73,6 +86,17 @@ with the engine the next time it starts.`;
         throw e;
       }
     }
+    if (manifest && docker) {
+      // Built here, with its output shown; the engine then finds the image cached (same context hash).
+      this.log(`building the image of ${name} (images/${manifest.runtime.kind}/Dockerfile + ${args.target}) …`);
+      try {
+        const img = await ensureWorkerImage(docker.docker, manifest, { force: flags.force, onLine: (l) => this.log(`  │ ${l}`) });
+        this.log(img.status === 'cached' ? `✓ image ${img.tag} up to date (unchanged worker; --force rebuilds)` : `✓ image ${img.tag} built in ${img.seconds.toFixed(1)}s (base ${img.base})`);
+      } catch (e) {
+        if (e instanceof ImageBuildError) fail(e.message, 1);
+        throw e;
+      }
+    }
     const engine = runningEngine(configFile);
     if (!engine) {
       this.log(`${name} will start with the engine: svc --config ${flags.config}`);
@@ -81,6 +105,8 @@ with the engine the next time it starts.`;
     try {
       const d = (await withClient(engine.url, (w) =>
         w.trigger({ function_id: 'engine::supervisor::add', payload: { name, force: flags.force || change === 'updated' }, timeoutMs: 600_000 }),
+        5000,
+        process.env.SVC_TOKEN ?? engine.token,
       )) as { pid: number | null; instances: Array<string | null>; status: string; runtime: string };
       const where = d.pid ? `pid ${d.pid}` : `container ${String(d.instances[0] ?? '?').slice(0, 12)}`;
       this.log(`✓ ${name} auto-started (${where}), supervised by the engine at ${engine.url}`);

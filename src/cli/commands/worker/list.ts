@@ -46,7 +46,7 @@ export default class WorkerList extends Command {
               functions: fns,
             };
           });
-        });
+        }, 5000, process.env.SVC_TOKEN ?? engine.token);
       } catch (e) {
         process.stderr.write(formatError(e) + '\n');
         return this.exit(1);

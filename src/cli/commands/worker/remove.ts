@@ -17,7 +17,7 @@ export default class WorkerRemove extends Command {
     let stopped = false;
     if (engine) {
       try {
-        stopped = ((await withClient(engine.url, (w) => w.trigger({ function_id: 'engine::supervisor::remove', payload: { name: args.name } }))) as { removed: boolean }).removed;
+        stopped = ((await withClient(engine.url, (w) => w.trigger({ function_id: 'engine::supervisor::remove', payload: { name: args.name } }), 5000, process.env.SVC_TOKEN ?? engine.token)) as { removed: boolean }).removed;
       } catch (e) {
         process.stderr.write(formatError(e) + '\n');
         return this.exit(1);

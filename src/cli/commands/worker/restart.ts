@@ -15,6 +15,8 @@ export default class WorkerRestart extends Command {
     try {
       const d = (await withClient(engine.url, (w) =>
         w.trigger({ function_id: 'engine::supervisor::restart', payload: { name: args.name, force: flags.force }, timeoutMs: 600_000 }),
+        5000,
+        process.env.SVC_TOKEN ?? engine.token,
       )) as { pid: number | null; status: string };
       this.log(`✓ restarted ${args.name} (${d.pid ? `pid ${d.pid}` : d.status})`);
     } catch (e) {

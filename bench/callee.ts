@@ -1,0 +1,31 @@
+/**
+ * The callee of the benchmark: an ordinary SDK worker serving `bench::add` ({a, b} → {c: a + b}).
+ *
+ *   node dist/bench/callee.js <url>   → prints `READY` once a call of its own function went through
+ *
+ * That self-call proves the server has the registration, so the caller can start at full speed.
+ */
+import { registerWorker } from 'svc-sdk';
+
+const url = process.argv[2];
+if (!url) {
+  process.stderr.write('usage: callee.js <ws-url>\n');
+  process.exit(2);
+}
+const w = registerWorker(url, { workerName: 'bench-callee', echoLogs: false });
+w.registerFunction('bench::add', (data: { a: number; b: number }) => ({ c: data.a + data.b }));
+await w.ready(10_000);
+const deadline = Date.now() + 10_000;
+for (;;) {
+  try {
+    const r = await w.trigger<{ c: number }>({ function_id: 'bench::add', payload: { a: 1, b: 2 }, timeoutMs: 1000 });
+    if (r.c !== 3) throw new Error(`bench::add returned ${JSON.stringify(r)}`);
+    break;
+  } catch (e) {
+    if (Date.now() > deadline) throw e;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+process.stdout.write('READY\n');
+// Exit through process.exit so that `node --cpu-prof` writes its profile.
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => process.exit(0));

@@ -1,0 +1,286 @@
+/**
+ * `npm run bench`: one routed call (caller worker → server → callee worker → back), each a separate
+ * process on loopback, at 1, 64 and 256 calls in flight, against three servers measured in the same
+ * run: a plain `ws` relay, the same relay coalescing writes per event-loop turn, and the svc engine.
+ * Cells are interleaved per round (target order rotating) and the median of the rounds is shown,
+ * because this machine is shared and noisy. Results and their reading: bench/RESULTS.md.
+ *
+ *   npm run bench                     5 rounds, 0.5 s warm-up + 2 s measured per cell (~2.5 min)
+ *   npm run bench -- --quick          1 round, 0.3 s + 1 s (~20 s)
+ *   npm run bench -- --rounds 5 --warmup 1000 --measure 4000 --json out.json
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+interface Target {
+  key: string;
+  label: string;
+  script: string;
+  args: string[];
+}
+const TARGETS: Target[] = [
+  { key: 'plain', label: 'ws relay (plain)', script: 'relay.js', args: ['plain'] },
+  { key: 'coalescing', label: 'ws relay (coalescing)', script: 'relay.js', args: ['coalescing'] },
+  { key: 'svc', label: 'svc engine', script: 'engine.js', args: [] },
+];
+const CONCURRENCY = [1, 64, 256];
+const THROUGHPUT_TARGET = 0.9; // svc ≥ 0.9 × coalescing relay, calls/s at 64 in flight
+const LATENCY_TARGET = 1.15; // svc ≤ 1.15 × plain relay, p50 at 1 in flight
+
+interface Cell {
+  throughput: number;
+  p50_us: number;
+  p99_us: number;
+  calls: number;
+  /** CPU time of the server process per call in the measured window (µs), from /proc. */
+  server_cpu_us: number;
+  callee_cpu_us: number;
+  caller_cpu_us: number;
+}
+
+// ---- arguments ---------------------------------------------------------------------------------
+
+class UsageError extends Error {}
+
+function parseArgs(argv: string[]): { rounds: number; warmupMs: number; measureMs: number; json?: string } {
+  const quick = argv.includes('--quick');
+  const o: { rounds: number; warmupMs: number; measureMs: number; json?: string } = quick
+    ? { rounds: 1, warmupMs: 300, measureMs: 1000 }
+    : { rounds: 5, warmupMs: 500, measureMs: 2000 };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const v = argv[i + 1];
+    const num = (): number => {
+      const n = Number(v);
+      if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${a} needs a positive number, got ${v ?? 'nothing'}`);
+      i++;
+      return n;
+    };
+    if (a === '--quick') continue;
+    else if (a === '--rounds') o.rounds = Math.round(num());
+    else if (a === '--warmup') o.warmupMs = num();
+    else if (a === '--measure') o.measureMs = num();
+    else if (a === '--json') {
+      if (!v) throw new UsageError('--json needs a file name');
+      o.json = v;
+      i++;
+    } else throw new UsageError(`unknown argument ${a} (known: --quick, --rounds N, --warmup MS, --measure MS, --json FILE)`);
+  }
+  return o;
+}
+
+// ---- processes ---------------------------------------------------------------------------------
+
+interface Proc {
+  child: ChildProcess;
+  /** Resolves with the first stdout line starting with `prefix` (rest of the line). */
+  line(prefix: string, timeoutMs: number): Promise<string>;
+  stop(): Promise<void>;
+}
+
+function start(script: string, args: string[]): Proc {
+  const child = spawn(process.execPath, [join(HERE, script), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const waiters: Array<() => void> = [];
+  let buf = '';
+  let stderr = '';
+  let exited = false;
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    buf += d;
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      lines.push(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+    }
+    for (const w of waiters.splice(0)) w();
+  });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exit = new Promise<void>((resolve) =>
+    child.on('exit', () => {
+      exited = true;
+      for (const w of waiters.splice(0)) w();
+      resolve();
+    }),
+  );
+  return {
+    child,
+    line(prefix, timeoutMs) {
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`${script} ${args.join(' ')}: no "${prefix}" line within ${timeoutMs} ms\n${stderr}`)), timeoutMs);
+        const check = (): void => {
+          const l = lines.find((x) => x.startsWith(prefix));
+          if (l !== undefined) {
+            clearTimeout(t);
+            resolve(l.slice(prefix.length).trim());
+          } else if (exited) {
+            clearTimeout(t);
+            reject(new Error(`${script} ${args.join(' ')} exited (${child.exitCode ?? child.signalCode}) before "${prefix}"\n${stderr}`));
+          } else waiters.push(check);
+        };
+        check();
+      });
+    },
+    async stop() {
+      if (!exited) child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 2000);
+      await exit;
+      clearTimeout(t);
+    },
+  };
+}
+
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** utime + stime of a process, in µs (resolution 1/CLK_TCK s). */
+function cpuMicros(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields after "(comm)": state is index 0, utime 11, stime 12.
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
+  } catch {
+    return NaN;
+  }
+}
+
+async function runCell(t: Target, inFlight: number, warmupMs: number, measureMs: number): Promise<Cell> {
+  const procs: Proc[] = [];
+  try {
+    const server = start(t.script, t.args);
+    procs.push(server);
+    const url = await server.line('READY ', 10_000);
+    const callee = start('callee.js', [url]);
+    procs.push(callee);
+    await callee.line('READY', 15_000);
+    const caller = start('caller.js', [url, String(inFlight), String(warmupMs), String(measureMs)]);
+    procs.push(caller);
+    await caller.line('MEASURE_START', 15_000 + warmupMs);
+    const s0 = cpuMicros(server.child.pid);
+    const c0 = cpuMicros(callee.child.pid);
+    await caller.line('MEASURE_END', 15_000 + measureMs);
+    const s1 = cpuMicros(server.child.pid);
+    const c1 = cpuMicros(callee.child.pid);
+    const r = JSON.parse(await caller.line('RESULT ', 10_000)) as Omit<Cell, 'server_cpu_us' | 'callee_cpu_us'> & { caller_cpu_us: number | null };
+    return { ...r, caller_cpu_us: r.caller_cpu_us ?? NaN, server_cpu_us: (s1 - s0) / r.calls, callee_cpu_us: (c1 - c0) / r.calls };
+  } finally {
+    for (const p of procs.reverse()) await p.stop();
+  }
+}
+
+// ---- report ------------------------------------------------------------------------------------
+
+function median(xs: number[]): number {
+  const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+function machine(): Record<string, string | number> {
+  let model = cpus()[0]?.model ?? 'unknown';
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) model = m[1]!.trim();
+  } catch {
+    /* not Linux */
+  }
+  return {
+    nproc: availableParallelism(),
+    cpu: model,
+    memory_gib: Math.round(totalmem() / 2 ** 30),
+    kernel: release(),
+    node: process.version,
+  };
+}
+
+const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—');
+
+async function main(): Promise<void> {
+  const o = parseArgs(process.argv.slice(2));
+  const m = machine();
+  const cells = TARGETS.length * CONCURRENCY.length * o.rounds;
+  process.stdout.write(
+    `svc bench: one routed call, caller → server → callee → caller, separate processes on loopback\n` +
+      `machine: ${m.nproc} cores, ${m.cpu}, ${m.memory_gib} GiB, Linux ${m.kernel}, node ${m.node}\n` +
+      `${o.rounds} round(s) × ${cells / o.rounds} cells, ${o.warmupMs} ms warm-up + ${o.measureMs} ms measured each; median of rounds\n` +
+      (process.env.SVC_BENCH_ENGINE_OPTIONS ? `engine options: ${process.env.SVC_BENCH_ENGINE_OPTIONS}\n` : '') +
+      '\n',
+  );
+  // Other work on the machine shows up as noise; the load average says how much there was.
+  const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
+  const loadBefore = load();
+  process.stdout.write(`load average before: ${loadBefore}\n`);
+  const samples = new Map<string, Cell[]>();
+  const key = (t: Target, c: number): string => `${t.key}@${c}`;
+  for (let round = 0; round < o.rounds; round++) {
+    for (const c of CONCURRENCY) {
+      for (let k = 0; k < TARGETS.length; k++) {
+        const t = TARGETS[(k + round) % TARGETS.length]!;
+        const r = await runCell(t, c, o.warmupMs, o.measureMs);
+        const list = samples.get(key(t, c)) ?? [];
+        list.push(r);
+        samples.set(key(t, c), list);
+        process.stdout.write(
+          `  round ${round + 1} ${t.label.padEnd(22)} ${String(c).padStart(3)} in flight: ${fmt(r.throughput).padStart(7)} calls/s  p50 ${fmt(r.p50_us).padStart(5)} µs  p99 ${fmt(r.p99_us).padStart(6)} µs\n`,
+        );
+      }
+    }
+  }
+
+  const loadAfter = load();
+  process.stdout.write(`load average after: ${loadAfter}\n`);
+  const med = (t: Target, c: number, f: keyof Cell): number => median((samples.get(key(t, c)) ?? []).map((x) => x[f]));
+  const rows: string[] = [];
+  rows.push('| server | in flight | calls/s | p50 µs | p99 µs | CPU µs/call: server | caller | callee |');
+  rows.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+  for (const c of CONCURRENCY) {
+    for (const t of TARGETS) {
+      rows.push(
+        `| ${t.label} | ${c} | ${fmt(med(t, c, 'throughput'))} | ${fmt(med(t, c, 'p50_us'))} | ${fmt(med(t, c, 'p99_us'))} | ${fmt(med(t, c, 'server_cpu_us'), 1)} | ${fmt(med(t, c, 'caller_cpu_us'), 1)} | ${fmt(med(t, c, 'callee_cpu_us'), 1)} |`,
+      );
+    }
+  }
+  const [plain, coalescing, svc] = TARGETS as [Target, Target, Target];
+  const tputRatio = med(svc, 64, 'throughput') / med(coalescing, 64, 'throughput');
+  const p50Ratio = med(svc, 1, 'p50_us') / med(plain, 1, 'p50_us');
+  const verdict = (ok: boolean): string => (ok ? 'PASS' : 'MISS');
+  // The same ratios within each round (cells of one round ran back to back), to show the spread.
+  const perRound = (num: Target, den: Target, c: number, f: keyof Cell): string =>
+    Array.from({ length: o.rounds }, (_, i) => (samples.get(key(num, c))![i]![f] / samples.get(key(den, c))![i]![f]).toFixed(2)).join(', ');
+  rows.push('');
+  rows.push('| target | ratio of medians | goal | | per round |');
+  rows.push('|---|---:|---:|---|---|');
+  rows.push(
+    `| calls/s at 64 in flight, svc / coalescing relay | ${tputRatio.toFixed(2)} | ≥ ${THROUGHPUT_TARGET} | ${verdict(tputRatio >= THROUGHPUT_TARGET)} | ${perRound(svc, coalescing, 64, 'throughput')} |`,
+  );
+  rows.push(`| p50 at 1 in flight, svc / plain relay | ${p50Ratio.toFixed(2)} | ≤ ${LATENCY_TARGET} | ${verdict(p50Ratio <= LATENCY_TARGET)} | ${perRound(svc, plain, 1, 'p50_us')} |`);
+  process.stdout.write(`\n${rows.join('\n')}\n`);
+
+  if (o.json) {
+    const out = {
+      date: new Date().toISOString(),
+      machine: m,
+      load_average: { before: loadBefore, after: loadAfter },
+      options: o,
+      samples: Object.fromEntries(samples),
+      ratios: { throughput_64_svc_over_coalescing: tputRatio, p50_1_svc_over_plain: p50Ratio },
+    };
+    writeFileSync(o.json, JSON.stringify(out, null, 2) + '\n');
+    process.stdout.write(`\nraw samples written to ${o.json}\n`);
+  }
+}
+
+main().catch((e: unknown) => {
+  if (e instanceof UsageError) {
+    process.stderr.write(`bench: ${e.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`bench failed: ${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});

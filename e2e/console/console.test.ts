@@ -1,0 +1,281 @@
+/**
+ * The console in headless Chromium (Debian's `chromium`, driven by playwright-core) against a real
+ * engine running the real quickstart, set up as a new user does: `svc create`, `svc --config`,
+ * `svc worker add` ×4, then `svc console`. Needs console/dist (`npm run build:console`).
+ * Screenshots of every page go to test-results/console/.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { EngineProcess, ROOT, SVC_BIN, closedPort, runSvc, tempDir, until } from '../helpers/cli.js';
+
+const SHOTS = join(ROOT, 'test-results', 'console');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/**
+ * Debian's chromium, headless, nothing reaching out to the network. playwright gives every launch
+ * a fresh temporary profile (it refuses --user-data-dir here).
+ */
+export async function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+/** `svc console` as a child process; resolves with its URL once it prints it. */
+export async function startConsole(engineUrl: string): Promise<{ url: string; child: ChildProcess; output: () => string }> {
+  const child = spawn(process.execPath, [SVC_BIN, 'console', '--port', '0', '--address', engineUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  process.on('exit', () => child.kill('SIGKILL'));
+  const m = await until('svc console to print its URL', () => /svc console on (http:\/\/\S+)/.exec(out) ?? (child.exitCode !== null ? Promise.reject(new Error(out)) : null), 15_000);
+  return { url: m[1]!, child, output: () => out };
+}
+
+async function shot(page: Page, name: string, fullPage = true): Promise<void> {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage });
+}
+
+describe('console on the quickstart', { timeout: 240_000 }, () => {
+  const tmp = tempDir();
+  const project = join(tmp.dir, 'quickstart');
+  let engine: EngineProcess;
+  let httpPort: number;
+  let consoleProc: Awaited<ReturnType<typeof startConsole>>;
+  let browser: Browser;
+  let page: Page;
+
+  before(async () => {
+    assert.ok(existsSync(join(ROOT, 'console', 'dist', 'index.html')), 'console/dist is missing: run `npm run build:console` first');
+    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium`);
+    const created = await runSvc(['create', '--template', 'quickstart', '--directory', project], { cwd: tmp.dir });
+    assert.equal(created.code, 0, created.stderr);
+    // Free ports instead of 49134 and 3111, so this test runs beside anything else on the machine.
+    const enginePort = await closedPort();
+    httpPort = await closedPort();
+    const cfg = join(project, 'config.yaml');
+    writeFileSync(cfg, readFileSync(cfg, 'utf8').replace('port: 49134', `port: ${enginePort}`).replace(/workers: \[\]\s*$/, `workers:\n  - name: svc-http\n    builtin: svc-http\n    config:\n      port: ${httpPort}\n`));
+    engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: project });
+    for (const w of ['svc-state', 'svc-http', './workers/math-worker', './workers/caller-worker']) {
+      const r = await runSvc(['worker', 'add', w], { cwd: project, timeoutMs: 180_000 });
+      assert.equal(r.code, 0, `svc worker add ${w}\n${r.stdout}\n${r.stderr}`);
+    }
+    const env = { SVC_URL: engine.url };
+    await until(
+      'the quickstart to answer over HTTP',
+      async () => {
+        const r = await fetch(`http://127.0.0.1:${httpPort}/math/add-two-numbers`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"a":0,"b":0}' }).catch(() => null);
+        if (r?.status === 200) return true;
+        await new Promise((res) => setTimeout(res, 250));
+        return false;
+      },
+      60_000,
+    );
+    const list = await runSvc(['trigger', 'engine::workers::list'], { env });
+    assert.match(list.stdout, /math-worker/);
+    consoleProc = await startConsole(engine.url);
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  });
+
+  after(async () => {
+    await browser?.close();
+    consoleProc?.child.kill('SIGTERM');
+    await engine?.stop('SIGTERM', 20_000);
+    tmp.remove();
+  });
+
+  test('opens on the Workers page, listing math-worker and caller-worker with their details', async () => {
+    await page.goto(consoleProc.url);
+    await page.locator('[data-testid=page-workers]').waitFor();
+    const math = page.locator('[data-testid=worker-row][data-name=math-worker]');
+    const caller = page.locator('[data-testid=worker-row][data-name=caller-worker]');
+    await math.waitFor();
+    await caller.waitFor();
+    assert.match(await math.innerText(), /python/);
+    assert.match(await math.innerText(), /math::add/);
+    assert.match(await caller.innerText(), /node/);
+    assert.match(await caller.innerText(), /math::add_two_numbers/);
+    assert.match(await math.innerText(), /connected/);
+    await page.locator('[data-testid=worker-row][data-name=svc-state]').waitFor();
+    await shot(page, '1-workers');
+  });
+
+  test('the Functions page invokes math::add and shows c with the duration', async () => {
+    await page.click('[data-testid=nav-functions]');
+    await page.locator('[data-testid=function-item][data-id="math::add"]').click();
+    await page.fill('[data-testid=payload]', '{"a": 2, "b": 3}');
+    await page.click('[data-testid=invoke]');
+    const result = page.locator('[data-testid=result]');
+    await result.waitFor();
+    const value = JSON.parse(await result.innerText()) as { c: number; running_total: number };
+    assert.equal(value.c, 5);
+    assert.equal(typeof value.running_total, 'number');
+    assert.match(await page.locator('[data-testid=duration]').innerText(), /^in [\d.]+ (µs|ms|s)$/);
+    // Bad JSON is refused in the page, before any call.
+    await page.fill('[data-testid=payload]', '{a: 2');
+    await page.click('[data-testid=invoke]');
+    await page.getByText(/Not valid JSON/).waitFor();
+    await page.fill('[data-testid=payload]', '{"a": 2, "b": 3}');
+    await page.click('[data-testid=invoke]');
+    await result.waitFor();
+    await shot(page, '2-functions');
+  });
+
+  test('the Triggers page lists the http binding and sends a test request through svc-http', async () => {
+    await page.click('[data-testid=nav-triggers]');
+    const http = page.locator('[data-testid=trigger-type][data-type=http]');
+    await http.waitFor();
+    assert.match(await http.innerText(), /POST \/math\/add-two-numbers/);
+    assert.match(await http.innerText(), /http::add_two_numbers/);
+    assert.match(await http.innerText(), /active/);
+    await page.click('[data-testid=http-test-toggle]');
+    await page.click('[data-testid=http-send]');
+    const out = page.locator('[data-testid=http-outcome]');
+    await out.waitFor();
+    assert.match(await out.innerText(), /^200/);
+    assert.match(await out.innerText(), /"c": 5/);
+    await shot(page, '3-triggers');
+  });
+
+  test('the Queues page shows every function with its in-flight and waiting calls', async () => {
+    await page.click('[data-testid=nav-queues]');
+    await page.locator('[data-testid=queue-row]').first().waitFor();
+    const text = await page.locator('[data-testid=queues-table]').innerText();
+    for (const f of ['math::add', 'math::add_two_numbers', 'http::add_two_numbers', 'state::update']) assert.ok(text.includes(f), `${f} in ${text}`);
+    await shot(page, '4-queues');
+  });
+
+  test('after an HTTP call the Traces page shows one trace with the spans of all four functions in order', async () => {
+    const r = await fetch(`http://127.0.0.1:${httpPort}/math/add-two-numbers`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"a":20,"b":22}' });
+    assert.equal(r.status, 200);
+    assert.equal(((await r.json()) as { c: number }).c, 42);
+    await page.click('[data-testid=nav-traces]');
+    const row = page.locator('[data-testid=trace-row][data-root="http::add_two_numbers"]').first();
+    await row.waitFor();
+    await shot(page, '5-traces');
+    await row.click();
+    await page.locator('[data-testid=waterfall]').waitFor();
+    // Fail with what is there rather than a bare timeout.
+    await page.locator('[data-testid=span-row]').nth(3).waitFor({ timeout: 5000 }).catch(() => undefined);
+    await shot(page, '6-trace-waterfall');
+    const spans = await page.locator('[data-testid=span-row]').evaluateAll((rows) => rows.map((r) => [r.getAttribute('data-function'), r.getAttribute('data-status')]));
+    assert.deepEqual(spans, [
+      ['http::add_two_numbers', 'ok'],
+      ['math::add_two_numbers', 'ok'],
+      ['math::add', 'ok'],
+      ['state::update', 'ok'],
+    ]);
+    const text = await page.locator('[data-testid=waterfall]').innerText();
+    for (const w of ['caller-worker', 'math-worker', 'svc-state']) assert.match(text, new RegExp(w));
+  });
+
+  test("the Logs page shows math::add's info line, live, and filters by level and text", async () => {
+    await page.click('[data-testid=nav-logs]');
+    const line = page.locator('[data-testid=log-row]', { hasText: 'adding a=20 and b=22' }).first();
+    await line.waitFor();
+    const text = await line.innerText();
+    assert.match(text, /INFO/);
+    assert.match(text, /math-worker/);
+    assert.match(text, /math::add/);
+    // Live: a new call's line appears without a reload.
+    await runSvc(['trigger', 'math::add', 'a=7', 'b=8'], { env: { SVC_URL: engine.url } });
+    await page.locator('[data-testid=log-row]', { hasText: 'adding a=7 and b=8' }).waitFor();
+    await shot(page, '7-logs', false);
+    await page.selectOption('[data-testid=log-level]', 'warn');
+    await until('info lines to be filtered out', async () => (await page.locator('[data-testid=log-row]', { hasText: 'adding a=7' }).count()) === 0);
+    await page.selectOption('[data-testid=log-level]', 'debug');
+    await page.fill('[data-testid=log-text]', 'a=7 and');
+    await until('the text filter', async () => (await page.locator('[data-testid=log-row]').count()) === 1);
+    await page.fill('[data-testid=log-text]', '');
+  });
+
+  test('the State page shows math/running_total, and edits and deletes keys', async () => {
+    await page.click('[data-testid=nav-state]');
+    await page.locator('[data-testid=scope-item][data-scope=math]').click();
+    const row = page.locator('[data-testid=state-row][data-key=running_total]');
+    await row.waitFor();
+    const total = Number(await row.locator('[data-testid=state-value]').innerText());
+    assert.ok(total >= 5 + 5 + 42 + 15, `running_total is ${total}`);
+    await shot(page, '8-state');
+    // Add a key, then delete it.
+    await page.fill('input[aria-label="new key"]', 'note');
+    await page.fill('input[aria-label="new value"]', '{"set": "from the console"}');
+    await page.click('button:has-text("Set")');
+    await page.locator('[data-testid=state-row][data-key=note]').waitFor();
+    const stored = await runSvc(['trigger', 'state::get', 'scope=math', 'key=note'], { env: { SVC_URL: engine.url } });
+    assert.deepEqual(JSON.parse(stored.stdout), { set: 'from the console' });
+    page.once('dialog', (d) => void d.accept());
+    await page.locator('[data-testid=state-row][data-key=note] button:has-text("Delete")').click();
+    await until('the key to go', async () => (await page.locator('[data-testid=state-row][data-key=note]').count()) === 0);
+  });
+
+  test('a lost engine is shown plainly', async () => {
+    await page.click('[data-testid=nav-workers]');
+    await page.locator('[data-testid=worker-row]').first().waitFor();
+    await engine.stop('SIGTERM', 20_000);
+    const banner = page.locator('[data-testid=banner]');
+    await banner.waitFor({ timeout: 10_000 });
+    assert.match(await banner.innerText(), /Connection to the engine lost/);
+    await shot(page, '9-engine-lost');
+  });
+});
+
+describe('console without workers', { timeout: 60_000 }, () => {
+  const tmp = tempDir();
+  let engine: EngineProcess;
+  let consoleProc: Awaited<ReturnType<typeof startConsole>>;
+  let browser: Browser;
+  let page: Page;
+
+  before(async () => {
+    writeFileSync(join(tmp.dir, 'config.yaml'), 'engine:\n  host: 127.0.0.1\n  port: 0\n');
+    engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: tmp.dir });
+    consoleProc = await startConsole(engine.url);
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 600 } });
+  });
+  after(async () => {
+    await browser?.close();
+    consoleProc?.child.kill('SIGTERM');
+    await engine?.stop('SIGKILL');
+    tmp.remove();
+  });
+
+  test('empty pages say so and what to do', async () => {
+    await page.goto(consoleProc.url);
+    const empty = page.locator('[data-testid=page-workers] [data-testid=empty]');
+    await empty.waitFor();
+    assert.match(await empty.innerText(), /No workers are connected/);
+    await shot(page, 'empty-workers');
+    await page.click('[data-testid=nav-traces]');
+    assert.match(await page.locator('[data-testid=page-traces] [data-testid=empty]').innerText(), /No traces yet/);
+    await page.click('[data-testid=nav-state]');
+    assert.match(await page.locator('[data-testid=page-state] [data-testid=empty]').innerText(), /svc-state is not running/);
+    await page.click('[data-testid=nav-functions]');
+    assert.match(await page.locator('[data-testid=page-functions] [data-testid=empty]').innerText(), /No functions are registered/);
+  });
+
+  test('a stopped console server is shown plainly', async () => {
+    consoleProc.child.kill('SIGTERM');
+    const banner = page.locator('[data-testid=banner]');
+    await banner.waitFor({ timeout: 10_000 });
+    assert.match(await banner.innerText(), /console server is not reachable/);
+  });
+});

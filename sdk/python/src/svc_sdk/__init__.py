@@ -1,0 +1,42 @@
+"""svc-sdk: connect Python workers to an svc engine.
+
+from svc_sdk import register_worker, InitOptions, Logger
+
+worker = register_worker("ws://localhost:49134", InitOptions(worker_name="math-worker"))
+worker.register_function("math::add", lambda data: {"c": data["a"] + data["b"]})
+"""
+
+from ._version import __version__
+from .context import InvocationContext, current_invocation
+from .errors import ErrorCode, InvocationError, SvcError, TriggerRegistrationError
+from .logger import Logger
+from .options import InitOptions, ReconnectOptions, default_url
+from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES, TriggerConfig, TriggerRequest, TriggerTypeInfo
+from .triggers import Trigger, TriggerInstance, TriggerTypeHandler
+from .worker import FunctionRef, TriggerTypeRef, Worker, register_worker
+
+__all__ = [
+    "DEFAULT_ENGINE_URL",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "ErrorCode",
+    "FunctionRef",
+    "InitOptions",
+    "InvocationContext",
+    "InvocationError",
+    "Logger",
+    "ReconnectOptions",
+    "SvcError",
+    "Trigger",
+    "TriggerConfig",
+    "TriggerInstance",
+    "TriggerRegistrationError",
+    "TriggerRequest",
+    "TriggerTypeHandler",
+    "TriggerTypeInfo",
+    "TriggerTypeRef",
+    "Worker",
+    "__version__",
+    "current_invocation",
+    "default_url",
+    "register_worker",
+]

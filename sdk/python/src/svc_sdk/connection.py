@@ -1,0 +1,297 @@
+"""The WebSocket to the engine: connect, handshake, read frames, reconnect with backoff forever.
+
+A `Connection` knows nothing about functions or calls. Each open socket is a `Session`; the worker
+gets `on_open` once the svc handshake (`hello`, then `reattach` on a reconnect) is done, every other
+frame through `on_frame`, and `on_close` when the socket is gone. Everything runs on one asyncio loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from typing import Any, Protocol
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from ._background import spawn
+from ._version import __version__
+from .errors import ErrorCode, SvcError
+from .options import InitOptions, ReconnectOptions
+from .protocol import FEATURES, PROTOCOL_VERSION, Frame, encode, utf8_size
+
+log = logging.getLogger("svc_sdk")
+
+
+class Session:
+    """One open socket, what the engine told us on it, and sending on it."""
+
+    def __init__(self, ws: ClientConnection, max_frame_bytes: int) -> None:
+        self.ws = ws
+        self.max_frame_bytes = max_frame_bytes
+        self.features: frozenset[str] = frozenset()
+        self.engine: dict[str, Any] = {}
+        self.worker_id: str | None = None
+        self.reattach_token: str | None = None
+        self.closed = False
+        self.hello: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def encode_checked(self, frame: Frame) -> str:
+        """Serialize `frame`, refusing one the engine would reject for its size.
+
+        Raises SvcError(payload_too_large), or TypeError/ValueError for values that are not JSON.
+        """
+        text = encode(frame)
+        # A character is at most 4 bytes in UTF-8: most frames skip the exact count.
+        if len(text) * 4 > self.max_frame_bytes:
+            size = utf8_size(text)
+            if size > self.max_frame_bytes:
+                raise SvcError(
+                    ErrorCode.PAYLOAD_TOO_LARGE,
+                    f"{frame.get('type')} frame is {size} bytes, over the limit of {self.max_frame_bytes} bytes",
+                )
+        return text
+
+    async def send(self, frame: Frame) -> None:
+        await self.send_text(self.encode_checked(frame))
+
+    async def send_text(self, text: str) -> None:
+        if self.closed:
+            raise SvcError(ErrorCode.CONNECTION_LOST, "The connection to the engine is closed")
+        try:
+            await self.ws.send(text)
+        except ConnectionClosed as exc:
+            raise SvcError(ErrorCode.CONNECTION_LOST, f"The connection to the engine closed ({exc})") from None
+
+
+class ConnectionHandler(Protocol):
+    async def on_open(self, session: Session) -> None: ...
+    def on_frame(self, session: Session, frame: Frame) -> None: ...
+    def on_close(self, session: Session, reason: str) -> None: ...
+
+
+def backoff_delay(options: ReconnectOptions, attempt: int) -> float:
+    """Seconds to wait before reconnect attempt number `attempt` (1-based).
+
+    Jitter only shortens a delay, so the cap holds and workers that lost the engine together still
+    come back spread out, at the cap too.
+    """
+    base = min(options.max_delay_ms, options.initial_delay_ms * options.factor ** min(max(0, attempt - 1), 64))
+    return base * random.uniform(1 - options.jitter, 1) / 1000
+
+
+class Connection:
+    def __init__(self, url: str, options: InitOptions, handler: ConnectionHandler) -> None:
+        self.url = url
+        self._options = options
+        self._handler = handler
+        self.session: Session | None = None  # set while open and past on_open
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        # Identity of the last socket, sent as `reattach` on the next one so the engine hands our
+        # functions over to the new socket instead of racing the old one's cleanup.
+        self._previous: tuple[str, str | None] | None = None
+        self._connecting: asyncio.Future[ClientConnection] | None = None
+        self._ws: ClientConnection | None = None  # the current socket, in any state
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    async def run(self) -> None:
+        """Connect, serve, and reconnect after any close, until `stop()`."""
+        attempt = 0
+        while not self._stop.is_set():
+            was_ready, reason = await self._connect_and_serve()
+            if was_ready:
+                attempt = 0  # this socket completed its handshake: start backoff from scratch
+            if self._stop.is_set():
+                break
+            attempt += 1
+            limit = self._options.reconnect.max_attempts
+            if limit is not None and attempt > limit:
+                log.error("svc: giving up on the engine at %s after %d attempts (%s)", self.url, limit, reason)
+                self._stop.set()
+                break
+            delay = backoff_delay(self._options.reconnect, attempt)
+            log.warning("svc: %s; reconnecting to %s in %.1f s", reason, self.url, delay)
+            try:
+                await asyncio.wait_for(self._stop.wait(), delay)
+            except TimeoutError:
+                pass
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._connecting is not None:
+            self._connecting.cancel()
+        if self._ws is not None:
+            await self._ws.close(1000, "worker shutting down")
+
+    async def wait_ready(self, timeout: float) -> Session:
+        """The open session, waiting up to `timeout` seconds for one. Raises TimeoutError or SvcError."""
+        session = self.session
+        if session is not None and not session.closed:
+            return session
+        if self._stop.is_set():
+            raise SvcError(ErrorCode.SHUTTING_DOWN, "The worker is shutting down")
+        ready = asyncio.ensure_future(self._ready.wait())
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({ready, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+            stop.cancel()
+        session = self.session
+        if session is not None and not session.closed:
+            return session
+        if self._stop.is_set():
+            raise SvcError(ErrorCode.SHUTTING_DOWN, "The worker is shutting down")
+        raise TimeoutError
+
+    async def _connect_and_serve(self) -> tuple[bool, str]:
+        """One socket's life: whether it got past the handshake, and why it ended."""
+        opts = self._options
+        keepalive = opts.keepalive_interval_ms / 1000 if opts.keepalive_interval_ms else None
+        self._connecting = asyncio.ensure_future(
+            connect(
+                self.url,
+                # The engine re-wraps what it forwards (ids, function_id, timeout_ms), so a payload
+                # it accepted may reach us a little larger than the limit itself.
+                max_size=opts.max_frame_bytes + 64 * 1024,
+                # Many small frames arrive together under load; the default (16) pauses and resumes
+                # reading around every frame.
+                max_queue=1024,
+                open_timeout=opts.connect_timeout_ms / 1000,
+                ping_interval=keepalive,
+                ping_timeout=keepalive,
+                close_timeout=2,
+                compression=None,
+                user_agent_header=f"svc-sdk-python/{__version__}",
+            )
+        )
+        try:
+            ws = await self._connecting
+        except asyncio.CancelledError:
+            if self._stop.is_set():
+                return False, "stopped"
+            raise
+        except Exception as exc:
+            return False, f"cannot connect ({exc or type(exc).__name__})"
+        finally:
+            self._connecting = None
+        self._ws = ws
+        session = Session(ws, opts.max_frame_bytes)
+        reader = asyncio.create_task(self._read(session))
+        ready = False
+        failure: str | None = None
+        try:
+            await asyncio.wait_for(self._handshake(session), opts.connect_timeout_ms / 1000)
+            await self._handler.on_open(session)
+            if not session.closed:
+                ready = True
+                self.session = session
+                self._ready.set()
+                log.info("svc: connected to %s as worker %s", self.url, session.worker_id)
+            await reader
+        except TimeoutError:
+            failure = f"the engine did not answer the handshake within {opts.connect_timeout_ms} ms"
+        except (SvcError, ConnectionClosed) as exc:
+            failure = f"the connection closed during the handshake ({exc})"
+        except Exception as exc:
+            log.exception("svc: unexpected error on the connection to %s", self.url)
+            failure = f"unexpected error {exc!r}"
+        finally:
+            session.closed = True
+            self.session = None
+            self._ready.clear()
+            reader.cancel()
+            if session.worker_id is not None:
+                self._previous = (session.worker_id, session.reattach_token)
+            code, why = ws.close_code, ws.close_reason
+            if failure is None:
+                failure = (
+                    f"connection closed (code {code}{', ' + why if why else ''})"
+                    if code is not None
+                    else "connection lost without a close frame"
+                )
+            # Fail calls in flight before the (possibly slow) closing handshake.
+            self._handler.on_close(session, failure)
+            await ws.close()
+            self._ws = None
+        return ready, failure
+
+    async def _handshake(self, session: Session) -> None:
+        await session.send(
+            {"type": "hello", "protocol": PROTOCOL_VERSION, "features": list(FEATURES), "role": "worker"}
+        )
+        await session.hello
+        if self._previous is not None:
+            worker_id, token = self._previous
+            reattach: Frame = {"type": "reattach", "previous_worker_id": worker_id}
+            if token is not None:
+                reattach["reattach_token"] = token
+            await session.send(reattach)
+
+    async def _read(self, session: Session) -> None:
+        try:
+            async for message in session.ws:
+                try:
+                    frame = json.loads(message)
+                except ValueError:
+                    log.warning("svc: ignoring a frame that is not JSON: %.100r", message)
+                    continue
+                if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+                    log.warning("svc: ignoring a frame without a string type: %.100r", message)
+                    continue
+                try:
+                    self._dispatch(session, frame)
+                except Exception:
+                    log.exception("svc: error while handling a %s frame", frame["type"])
+        except ConnectionClosed:
+            pass
+        finally:
+            session.closed = True
+            if not session.hello.done():
+                session.hello.set_exception(SvcError(ErrorCode.CONNECTION_LOST, "closed during handshake"))
+                session.hello.exception()  # mark retrieved: nobody may be waiting any more
+
+    def _dispatch(self, session: Session, frame: Frame) -> None:
+        kind = frame["type"]
+        if kind == "hello":
+            features = frame.get("features")
+            session.features = (
+                frozenset(f for f in features if isinstance(f, str)) if isinstance(features, list) else frozenset()
+            )
+            engine = frame.get("engine")
+            if isinstance(engine, dict):
+                session.engine = engine
+                limit = engine.get("max_frame_bytes")
+                if isinstance(limit, int) and limit > 0:
+                    session.max_frame_bytes = min(session.max_frame_bytes, limit)
+            if not session.hello.done():
+                session.hello.set_result(None)
+        elif kind == "workerregistered":
+            worker_id, token = frame.get("worker_id"), frame.get("reattach_token")
+            session.worker_id = worker_id if isinstance(worker_id, str) else None
+            session.reattach_token = token if isinstance(token, str) else None
+        elif kind == "ping":
+            spawn(self._pong(session))
+        elif kind == "pong":
+            pass
+        elif kind == "error":
+            error = frame.get("error")
+            ref = frame.get("ref")
+            log.warning("svc: the engine reported an error: %s (about %s)", error, ref)
+            # An engine without the svc extensions refuses `hello`: carry on as a plain iii client.
+            if isinstance(ref, dict) and ref.get("type") == "hello" and not session.hello.done():
+                session.hello.set_result(None)
+        else:
+            self._handler.on_frame(session, frame)
+
+    async def _pong(self, session: Session) -> None:
+        try:
+            await session.send({"type": "pong"})
+        except SvcError:
+            pass

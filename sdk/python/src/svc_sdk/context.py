@@ -1,0 +1,22 @@
+"""Which invocation the current code runs for, so log lines can name it without being told."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class InvocationContext:
+    function_id: str
+    #: None for fire-and-forget invocations.
+    invocation_id: str | None
+
+
+#: Set by the SDK around every handler call (in its thread, or in its task for async handlers).
+invocation_var: ContextVar[InvocationContext | None] = ContextVar("svc_invocation", default=None)
+
+
+def current_invocation() -> InvocationContext | None:
+    """The invocation whose handler is running in this thread or task, if any."""
+    return invocation_var.get()

@@ -1,0 +1,235 @@
+"""Running this worker's functions when the engine invokes them, and answering with their results.
+
+Plain (sync) handlers run in one thread pool created with the worker, so a handler may block, even
+in a nested `trigger()`, without stalling the connection. `async def` handlers run on the loop.
+
+The sync path is the hot one (the quickstart's `math::add`), so it avoids per-call asyncio
+machinery: the frame goes straight to a pool thread, which runs the handler and encodes the answer
+there, and answers reach the loop through an outbox that wakes it once per batch, not per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+import traceback
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ._background import spawn
+from .connection import Session
+from .context import InvocationContext, invocation_var
+from .errors import ErrorCode, SvcError
+from .pool import HandlerPool
+from .protocol import ErrorBody, Frame
+
+log = logging.getLogger("svc_sdk")
+
+#: A function handler: takes the call's payload, returns a JSON-compatible value (or an awaitable of one).
+Handler = Callable[[Any], Any]
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with an async __call__
+    return inspect.iscoroutinefunction(fn) or (call is not None and inspect.iscoroutinefunction(call))
+
+
+def error_body(exc: BaseException, with_stack: bool = True) -> ErrorBody:
+    """How an exception raised by a handler travels: its string `code` attribute, else invocation_failed."""
+    code = getattr(exc, "code", None)
+    if not isinstance(code, str) or not code:
+        code = ErrorCode.INVOCATION_FAILED
+    message = exc.message if isinstance(exc, SvcError) else str(exc)
+    body: ErrorBody = {"code": code, "message": message or type(exc).__name__}
+    if with_stack:
+        body["stacktrace"] = "".join(traceback.format_exception(exc))
+    return body
+
+
+def encode_reply(session: Session, function_id: str, invocation_id: str, result: Any, error: ErrorBody | None) -> str:
+    """The `invocationresult` text; a result too large or not JSON becomes an error the caller can read."""
+    head: Frame = {"type": "invocationresult", "invocation_id": invocation_id, "function_id": function_id}
+    try:
+        return session.encode_checked({**head, "error": error} if error is not None else {**head, "result": result})
+    except SvcError as exc:  # payload_too_large: the caller gets that instead of a dead socket
+        failure: ErrorBody = {"code": exc.code, "message": f"Result of {function_id}: {exc.message}"}
+    except (TypeError, ValueError) as exc:
+        failure = {
+            "code": ErrorCode.INVOCATION_FAILED,
+            "message": f"Result of {function_id} is not JSON-serializable: {exc}",
+        }
+    return session.encode_checked({**head, "error": failure})
+
+
+@dataclass
+class RegisteredFunction:
+    id: str
+    handler: Handler
+    is_async: bool
+    frame: Frame  # the registerfunction frame, replayed on every reconnect
+
+
+@dataclass
+class _SyncCall:
+    fn: RegisteredFunction
+    data: Any
+    ctx: InvocationContext
+    session: Session
+    cancelled: bool = False
+
+
+class Outbox:
+    """Answers from pool threads to the loop: one wake-up per batch, one writer at a time."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._items: deque[tuple[Session, str]] = deque()
+        self._lock = threading.Lock()
+        self._scheduled = False
+
+    def put(self, session: Session, text: str) -> None:
+        with self._lock:
+            self._items.append((session, text))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            self._loop.call_soon_threadsafe(self._start_writer)
+        except RuntimeError:
+            pass  # loop closed: the worker has shut down
+
+    def _start_writer(self) -> None:
+        spawn(self._write())
+
+    async def _write(self) -> None:
+        while True:
+            with self._lock:
+                if not self._items:
+                    self._scheduled = False
+                    return
+                batch = list(self._items)
+                self._items.clear()
+            for session, text in batch:
+                try:
+                    await session.send_text(text)
+                except SvcError:
+                    pass  # the socket it came on is gone; the engine has already failed this call
+
+
+class Invoker:
+    """The function table and the invocations currently running."""
+
+    def __init__(self, max_threads: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.functions: dict[str, RegisteredFunction] = {}
+        self.pool = HandlerPool(max_threads, "svc-handler")
+        self._loop = loop
+        self._outbox = Outbox(loop)
+        self._tasks: dict[str, asyncio.Task[None]] = {}  # async handlers, by invocation id
+        self._sync: dict[str, _SyncCall] = {}  # sync handlers, by invocation id
+
+    def invoke(self, session: Session, frame: Frame) -> None:
+        """Start running an `invokefunction` frame; its result is sent when the handler finishes."""
+        function_id = frame.get("function_id")
+        invocation_id = frame.get("invocation_id")
+        if not isinstance(function_id, str):
+            log.warning("svc: ignoring an invokefunction frame without a function_id")
+            return
+        if not isinstance(invocation_id, str):
+            invocation_id = None
+        ctx = InvocationContext(function_id, invocation_id)
+        fn = self.functions.get(function_id)
+        if fn is None:
+            error: ErrorBody = {"code": ErrorCode.FUNCTION_NOT_FOUND, "message": f"Function {function_id} not found"}
+            self._answer(session, ctx, None, error)
+        elif fn.is_async:
+            handler, data = fn.handler, frame.get("data")
+            task = spawn(self._run_async(session, lambda: handler(data), ctx))
+            if invocation_id is not None:
+                self._tasks[invocation_id] = task
+                task.add_done_callback(lambda _: self._tasks.pop(invocation_id, None))
+        else:
+            call = _SyncCall(fn, frame.get("data"), ctx, session)
+            if invocation_id is not None:
+                self._sync[invocation_id] = call
+            self.pool.run_soon(self._run_sync, call)
+
+    def cancel(self, invocation_id: str) -> None:
+        """The engine no longer wants this result. A sync handler already running runs on; its result is dropped."""
+        task = self._tasks.get(invocation_id)
+        if task is not None:
+            task.cancel()
+        call = self._sync.pop(invocation_id, None)
+        if call is not None:
+            call.cancelled = True
+
+    async def run_callable(self, fn: Callable[[Any], Any], arg: Any) -> Any:
+        """Run a plain callable in the pool or await an async one (trigger providers use this)."""
+        if is_async_callable(fn):
+            return await fn(arg)
+        result = await asyncio.get_running_loop().run_in_executor(self.pool, fn, arg)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def close(self) -> None:
+        for task in list(self._tasks.values()):
+            task.cancel()
+        for call in self._sync.values():
+            call.cancelled = True
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def _run_sync(self, call: _SyncCall) -> None:
+        """In a pool thread."""
+        if call.cancelled:
+            return
+        result: Any = None
+        error: ErrorBody | None = None
+        token = invocation_var.set(call.ctx)
+        try:
+            result = call.fn.handler(call.data)
+        except Exception as exc:
+            error = error_body(exc)
+        finally:
+            invocation_var.reset(token)
+        if inspect.isawaitable(result):  # a plain function that returned a coroutine: finish on the loop
+            try:
+                self._loop.call_soon_threadsafe(self._finish_awaitable, call, result)
+            except RuntimeError:
+                pass
+            return
+        if call.ctx.invocation_id is not None and self._sync.pop(call.ctx.invocation_id, None) is None:
+            return  # cancelled while running
+        self._answer(call.session, call.ctx, result, error)
+
+    def _finish_awaitable(self, call: _SyncCall, awaitable: Awaitable[Any]) -> None:
+        spawn(self._run_async(call.session, lambda: awaitable, call.ctx))
+
+    async def _run_async(self, session: Session, start: Callable[[], Awaitable[Any]], ctx: InvocationContext) -> None:
+        invocation_var.set(ctx)  # this task's own context: nothing to reset
+        result: Any = None
+        error: ErrorBody | None = None
+        try:
+            result = await start()
+        except asyncio.CancelledError:
+            return  # cancelled by the engine or by shutdown: nobody waits for an answer
+        except Exception as exc:
+            error = error_body(exc)
+        if ctx.invocation_id is not None:
+            self._sync.pop(ctx.invocation_id, None)
+        self._answer(session, ctx, result, error)
+
+    def _answer(self, session: Session, ctx: InvocationContext, result: Any, error: ErrorBody | None) -> None:
+        """From any thread: queue the invocationresult (fire-and-forget calls only log failures)."""
+        if ctx.invocation_id is None:
+            if error is not None:
+                log.warning(
+                    "svc: fire-and-forget call of %s failed: [%s] %s", ctx.function_id, error["code"], error["message"]
+                )
+            return
+        if session.closed:
+            return  # the socket it came on is gone; the engine has already failed this call
+        self._outbox.put(session, encode_reply(session, ctx.function_id, ctx.invocation_id, result, error))

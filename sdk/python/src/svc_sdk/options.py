@@ -1,0 +1,80 @@
+"""Options for `register_worker`: worker identity, timeouts, limits and reconnect behaviour."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+
+from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES
+
+
+def default_url() -> str:
+    """The engine address: `$SVC_URL` when set, else ws://localhost:49134."""
+    return os.environ.get("SVC_URL") or DEFAULT_ENGINE_URL
+
+
+def default_worker_name() -> str:
+    return os.environ.get("SVC_WORKER_NAME") or f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class ReconnectOptions:
+    """Backoff after any close, clean ones (1000/1001) included: initial * factor**n, capped, with jitter.
+
+    The counter resets once a connection completes its handshake; reconnecting never stops before
+    `shutdown()` unless `max_attempts` is set.
+    """
+
+    initial_delay_ms: int = 500
+    max_delay_ms: int = 30_000
+    factor: float = 2.0
+    #: Each delay is multiplied by a random value in [1 - jitter, 1].
+    jitter: float = 0.3
+    #: Consecutive failed attempts before giving up; None retries forever.
+    max_attempts: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.initial_delay_ms <= 0 or self.max_delay_ms < self.initial_delay_ms:
+            raise ValueError(
+                f"ReconnectOptions: need 0 < initial_delay_ms <= max_delay_ms, "
+                f"got {self.initial_delay_ms} and {self.max_delay_ms}"
+            )
+        if self.factor < 1:
+            raise ValueError(f"ReconnectOptions.factor must be >= 1, got {self.factor}")
+        if not 0 <= self.jitter < 1:
+            raise ValueError(f"ReconnectOptions.jitter must be in [0, 1), got {self.jitter}")
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    """How a worker connects and behaves. Every field has a sensible default."""
+
+    #: Name shown in the console and attached to log lines. Default: $SVC_WORKER_NAME or hostname:pid.
+    worker_name: str = field(default_factory=default_worker_name)
+    description: str | None = None
+    #: Default deadline of `trigger()` calls; None uses the engine's configured default (30 s).
+    invocation_timeout_ms: int | None = None
+    #: Opening the WebSocket and the `hello` exchange must finish within this time.
+    connect_timeout_ms: int = 10_000
+    #: Largest frame sent or received (the engine's default limit). Larger payloads fail locally
+    #: with `payload_too_large` instead of killing the connection.
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    #: Threads running plain (sync) handlers. Created once and lazily; a handler blocked in a nested
+    #: `trigger()` holds one, so keep this above the nesting you expect under load.
+    max_handler_threads: int = 64
+    #: WebSocket keepalive ping interval; None disables it. A dead engine is noticed within 2x this.
+    keepalive_interval_ms: int | None = 20_000
+    reconnect: ReconnectOptions = field(default_factory=ReconnectOptions)
+    #: Install SIGINT/SIGTERM handlers (main thread only) that close the connection cleanly.
+    handle_signals: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.worker_name:
+            raise ValueError("InitOptions.worker_name must be a non-empty string")
+        if self.invocation_timeout_ms is not None and self.invocation_timeout_ms <= 0:
+            raise ValueError(f"InitOptions.invocation_timeout_ms must be > 0, got {self.invocation_timeout_ms}")
+        if self.max_frame_bytes < 1024:
+            raise ValueError(f"InitOptions.max_frame_bytes must be >= 1024, got {self.max_frame_bytes}")
+        if self.max_handler_threads < 1:
+            raise ValueError(f"InitOptions.max_handler_threads must be >= 1, got {self.max_handler_threads}")

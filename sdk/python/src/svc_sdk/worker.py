@@ -1,0 +1,352 @@
+"""The worker handle returned by `register_worker`: functions, triggers and calls over one connection.
+
+All state changes happen on the worker's loop thread, so registrations made from any thread are
+ordered with the replay that follows every reconnect: each is either in the replay or sent after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ._background import spawn
+from ._version import __version__
+from .calls import Caller
+from .connection import Connection, Session
+from .errors import ErrorCode, SvcError
+from .handlers import Handler, Invoker, RegisteredFunction, is_async_callable
+from .options import InitOptions, default_url
+from .protocol import REGISTER_WORKER_FUNCTION, Frame, TriggerConfig, TriggerRequest, TriggerTypeInfo
+from .runtime import LoopThread, forget, on_process_exit
+from .triggers import ProvidedType, Trigger, TriggerRegistry, TriggerTypeHandler
+
+log = logging.getLogger("svc_sdk")
+
+_workers: list[Worker] = []
+
+
+def current_worker() -> Worker | None:
+    """The most recently registered worker that is still running (what `Logger()` sends through)."""
+    return _workers[-1] if _workers else None
+
+
+class FunctionRef:
+    def __init__(self, function_id: str, worker: Worker) -> None:
+        self.id = function_id
+        self._worker = worker
+
+    def unregister(self) -> None:
+        self._worker.unregister_function(self.id)
+
+    def __repr__(self) -> str:
+        return f"FunctionRef({self.id!r})"
+
+
+class TriggerTypeRef:
+    def __init__(self, trigger_type_id: str, worker: Worker) -> None:
+        self.id = trigger_type_id
+        self._worker = worker
+
+    def unregister(self) -> None:
+        self._worker._on_loop(self._worker._drop_trigger_type, self.id)
+
+
+class Worker:
+    def __init__(self, url: str, options: InitOptions) -> None:
+        self.url = url
+        self.options = options
+        self._runtime = LoopThread(f"svc-worker[{options.worker_name}]")
+        self._loop = self._runtime.loop
+        self._invoker = Invoker(options.max_handler_threads, self._loop)
+        self._loop.set_default_executor(self._invoker.pool)  # see pool.py: survives interpreter shutdown
+        self._triggers = TriggerRegistry(self._invoker.run_callable)
+        self._connection = Connection(url, options, self)
+        self._caller = Caller(self._connection, options.invocation_timeout_ms)
+        # The session whose replay has been taken: registrations made later are sent on it directly.
+        self._replayed: Session | None = None
+        self._connected = threading.Event()
+        self._stopped = threading.Event()
+
+    @property
+    def worker_name(self) -> str:
+        return self.options.worker_name
+
+    @property
+    def worker_id(self) -> str | None:
+        """The engine's id for the current connection, None while disconnected."""
+        session = self._connection.session
+        return session.worker_id if session is not None else None
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    def wait_until_connected(self, timeout: float | None = None) -> bool:
+        """Block until registered with the engine (functions replayed); False on timeout."""
+        return self._connected.wait(timeout)
+
+    # ---- registration ------------------------------------------------------------------------
+
+    def register_function(
+        self,
+        function_id: str,
+        handler: Handler,
+        *,
+        description: str | None = None,
+        request_format: Any = None,
+        response_format: Any = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> FunctionRef:
+        """Serve `function_id` with `handler(payload) -> result` (plain or `async def`)."""
+        if not isinstance(function_id, str) or not function_id.strip():
+            raise ValueError(f"register_function: function_id must be a non-empty string, got {function_id!r}")
+        if not callable(handler):
+            raise TypeError(f"register_function({function_id!r}): handler must be callable, got {handler!r}")
+        frame: Frame = {"type": "registerfunction", "id": function_id}
+        for key, value in (
+            ("description", description),
+            ("request_format", request_format),
+            ("response_format", response_format),
+            ("metadata", metadata),
+        ):
+            if value is not None:
+                frame[key] = value
+        fn = RegisteredFunction(function_id, handler, is_async_callable(handler), frame)
+        self._on_loop(self._add_function, fn)
+        return FunctionRef(function_id, self)
+
+    def unregister_function(self, function_id: str) -> None:
+        self._on_loop(self._drop_function, function_id)
+
+    def register_trigger(self, trigger: TriggerConfig) -> Trigger:
+        """Bind a function to an event source, e.g. `{"type": "http", "function_id": ..., "config": {...}}`.
+
+        Returns at once; `.wait()` on the result blocks for the engine's answer and raises
+        TriggerRegistrationError if it was refused (refusals are also logged).
+        """
+        if not isinstance(trigger, dict):
+            raise TypeError(f"register_trigger takes a dict, got {type(trigger).__name__}")
+        trigger_type, function_id = trigger.get("type"), trigger.get("function_id")
+        if not isinstance(trigger_type, str) or not trigger_type:
+            raise ValueError(f"register_trigger: 'type' must be a non-empty string, got {trigger_type!r}")
+        if not isinstance(function_id, str) or not function_id:
+            raise ValueError(f"register_trigger: 'function_id' must be a non-empty string, got {function_id!r}")
+        handle = Trigger(
+            str(uuid.uuid4()),
+            trigger_type,
+            function_id,
+            trigger.get("config", {}),
+            trigger.get("metadata"),
+            lambda t: self._on_loop(self._drop_trigger, t),
+        )
+        self._on_loop(self._add_trigger, handle)
+        return handle
+
+    def register_trigger_type(self, info: TriggerTypeInfo | str, handler: TriggerTypeHandler) -> TriggerTypeRef:
+        """Provide a trigger type: `handler.register_trigger(instance)` / `unregister_trigger(instance)`
+        are called for every binding of that type, from any worker."""
+        spec: dict[str, Any] = {"id": info} if isinstance(info, str) else dict(info)
+        type_id = spec.get("id")
+        if not isinstance(type_id, str) or not type_id:
+            raise ValueError(f"register_trigger_type: id must be a non-empty string, got {type_id!r}")
+        frame: Frame = {"type": "registertriggertype", "description": "", **spec}
+        self._on_loop(self._add_trigger_type, ProvidedType(frame, handler))
+        return TriggerTypeRef(type_id, self)
+
+    # ---- calls -------------------------------------------------------------------------------
+
+    def trigger(self, request: TriggerRequest) -> Any:
+        """Call a function by id and return its result. Raises InvocationError (`code`, `message`).
+
+        Blocks the calling thread; from an `async def` handler use `await trigger_async(...)`.
+        """
+        if self._runtime.on_loop_thread:
+            raise RuntimeError(
+                "worker.trigger() would block the worker's event loop: "
+                "inside async handlers use `await worker.trigger_async(...)`"
+            )
+        if self._loop.is_closed():
+            raise SvcError(ErrorCode.SHUTTING_DOWN, "The worker has been shut down")
+        return asyncio.run_coroutine_threadsafe(self._caller.call(request), self._loop).result()
+
+    async def trigger_async(self, request: TriggerRequest) -> Any:
+        """`trigger()` for async code, on the worker's own loop or any other."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            return await self._caller.call(request)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._caller.call(request), self._loop))
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        _workers.append(self)
+        on_process_exit(self.request_shutdown, self.options.handle_signals)
+        self._runtime.start(self._main())
+
+    def request_shutdown(self) -> None:
+        """Start closing the connection; returns at once. Safe from any thread and signal handlers."""
+        if self._loop.is_closed():
+            return
+        try:
+            self._loop.call_soon_threadsafe(lambda: spawn(self._connection.stop()))
+        except RuntimeError:
+            pass  # loop already closed
+
+    def shutdown(self, timeout: float | None = 5.0) -> None:
+        """Close the connection cleanly (code 1000) and stop the worker's thread."""
+        self.request_shutdown()
+        if not self._runtime.on_loop_thread and self._runtime.thread.is_alive():
+            self._runtime.thread.join(timeout)
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    async def _main(self) -> None:
+        try:
+            await self._connection.run()
+        finally:
+            self._connected.clear()
+            self._stopped.set()
+            self._caller.fail_all(ErrorCode.SHUTTING_DOWN, "The worker is shutting down")
+            self._invoker.close()
+            if self in _workers:
+                _workers.remove(self)
+            forget(self.request_shutdown)
+
+    # ---- connection callbacks (loop thread) ---------------------------------------------------
+
+    async def on_open(self, session: Session) -> None:
+        await session.send(
+            {
+                "type": "invokefunction",
+                "function_id": REGISTER_WORKER_FUNCTION,
+                "data": {
+                    "name": self.options.worker_name,
+                    "description": self.options.description,
+                    "runtime": "python",
+                    "version": __version__,
+                    "os": sys.platform,
+                    "pid": os.getpid(),
+                },
+                "action": {"type": "void"},
+            }
+        )
+        # Snapshot and mark in one step (no await between): later registrations are sent directly.
+        frames = [t.frame for t in self._triggers.types.values()]
+        frames += [f.frame for f in self._invoker.functions.values()]
+        triggers = list(self._triggers.triggers.values())
+        self._replayed = session
+        for frame in frames:
+            await session.send(frame)
+        for trigger in triggers:
+            trigger.reset()
+            await session.send(trigger.frame())
+            self._triggers.sent(trigger, session)
+        self._connected.set()
+
+    def on_frame(self, session: Session, frame: Frame) -> None:
+        kind = frame["type"]
+        if kind == "invokefunction":
+            self._invoker.invoke(session, frame)
+        elif kind == "invocationresult":
+            self._caller.on_result(frame)
+        elif kind == "cancel":
+            invocation_id = frame.get("invocation_id")
+            if isinstance(invocation_id, str):
+                self._invoker.cancel(invocation_id)
+        elif kind == "triggerregistrationresult":
+            self._triggers.on_result(frame)
+        elif kind == "registertrigger":
+            spawn(self._triggers.provide(session, frame))
+        elif kind == "unregistertrigger":
+            spawn(self._triggers.withdraw(frame))
+        elif kind == "registrationrejected":
+            log.error("svc: the engine rejected a registration: %s", frame)
+        else:
+            log.debug("svc: ignoring a %s frame", kind)
+
+    def on_close(self, session: Session, reason: str) -> None:
+        self._connected.clear()
+        if self._replayed is session:
+            self._replayed = None
+        self._caller.fail_session(session, reason)
+        spawn(self._triggers.withdraw_all())
+
+    # ---- state changes (loop thread) ----------------------------------------------------------
+
+    def _on_loop(self, fn: Callable[..., None], *args: Any) -> None:
+        if self._runtime.on_loop_thread or self._loop.is_closed():
+            fn(*args)
+            return
+        try:
+            self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # closed between the check and the call
+            fn(*args)
+
+    def _send_now(self, frame: Frame, after: Callable[[Session], None] | None = None) -> None:
+        session = self._replayed
+        if session is None or session.closed:
+            return  # the next replay carries it
+        spawn(self._send_logged(session, frame, after))
+
+    async def _send_logged(self, session: Session, frame: Frame, after: Callable[[Session], None] | None) -> None:
+        try:
+            await session.send(frame)
+        except SvcError as exc:
+            if exc.code != ErrorCode.CONNECTION_LOST:
+                log.error("svc: could not send %s %s: %s", frame.get("type"), frame.get("id"), exc)
+            return
+        if after is not None:
+            after(session)
+
+    def _add_function(self, fn: RegisteredFunction) -> None:
+        self._invoker.functions[fn.id] = fn
+        self._send_now(fn.frame)
+
+    def _drop_function(self, function_id: str) -> None:
+        if self._invoker.functions.pop(function_id, None) is not None:
+            self._send_now({"type": "unregisterfunction", "id": function_id})
+
+    def _add_trigger(self, trigger: Trigger) -> None:
+        self._triggers.triggers[trigger.id] = trigger
+        self._send_now(trigger.frame(), lambda session: self._triggers.sent(trigger, session))
+
+    def _drop_trigger(self, trigger: Trigger) -> None:
+        if self._triggers.triggers.pop(trigger.id, None) is not None:
+            trigger.settle("unregistered")
+            self._send_now({"type": "unregistertrigger", "id": trigger.id, "trigger_type": trigger.trigger_type})
+
+    def _add_trigger_type(self, provided: ProvidedType) -> None:
+        self._triggers.types[str(provided.frame["id"])] = provided
+        self._send_now(provided.frame)
+
+    def _drop_trigger_type(self, type_id: str) -> None:
+        if self._triggers.types.pop(type_id, None) is not None:
+            self._send_now({"type": "unregistertriggertype", "id": type_id})
+
+    def _send_void(self, frame: Frame) -> None:
+        """Fire-and-forget from any thread (log lines); dropped while disconnected."""
+        self._on_loop(self._send_now, frame)
+
+
+def register_worker(url: str | None = None, options: InitOptions | None = None) -> Worker:
+    """Connect a worker to the engine at `url` (default $SVC_URL, else ws://localhost:49134).
+
+    Returns at once: the connection runs in a background thread, reconnects by itself, and keeps
+    the process alive until Ctrl-C, SIGTERM or `shutdown()`.
+    """
+    worker = Worker(url or default_url(), options or InitOptions())
+    worker.start()
+    return worker

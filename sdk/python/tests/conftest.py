@@ -1,0 +1,163 @@
+"""Fixtures: a real svc engine on port 0 (restartable on the same port), and workers connected to it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from svc_sdk import InitOptions, ReconnectOptions, Worker, register_worker
+
+REPO = Path(__file__).resolve().parents[3]
+SVC_BIN = REPO / "bin" / "svc.js"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+READY = re.compile(r"svc engine ready on (ws://\S+)")
+
+
+def node() -> str:
+    path = shutil.which("node")
+    if path is None:
+        pytest.fail("node is not on PATH: the engine under test is a Node program")
+    return path
+
+
+class Engine:
+    """`svc --config` in a temp dir. `stop()` is SIGTERM (clean close 1001 to every worker)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = 0
+        self.url = ""
+        self.proc: subprocess.Popen[str] | None = None
+        self.output: list[str] = []
+
+    def start(self) -> None:
+        if not (REPO / "dist" / "src" / "cli" / "commands").is_dir():
+            pytest.fail(f"the engine is not built: run `npm run build` in {REPO}")
+        config = self.workdir / "config.yaml"
+        config.write_text(f"engine:\n  host: 127.0.0.1\n  port: {self.port}\n")
+        self.proc = subprocess.Popen(
+            [node(), str(SVC_BIN), "--config", str(config)],
+            cwd=self.workdir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = time.monotonic() + 20
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.output.append(line)
+            match = READY.search(line)
+            if match:
+                self.url = match.group(1)
+                self.port = int(self.url.rsplit(":", 1)[1])
+                # keep draining so the engine never blocks on a full pipe
+                threading.Thread(target=self._drain, daemon=True).start()
+                return
+        self.stop()
+        pytest.fail("engine did not start:\n" + "".join(self.output))
+
+    def _drain(self) -> None:
+        proc = self.proc
+        if proc is None or proc.stdout is None:
+            return
+        for line in proc.stdout:
+            self.output.append(line)
+
+    def kill(self) -> None:
+        """Die without closing anything: workers see their sockets drop, not a close frame."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        """Stop, then start again on the same port so workers reconnect to the same URL."""
+        self.stop()
+        self.start()
+
+    def cli(self, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [node(), str(SVC_BIN), *args, "--address", self.url],
+            cwd=self.workdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    eng = Engine(tmp_path)
+    eng.start()
+    yield eng
+    eng.stop()
+
+
+def fast_options(name: str, **overrides: object) -> InitOptions:
+    """Test workers: no signal handlers (pytest owns the process), quick reconnects."""
+    opts: dict[str, object] = {
+        "worker_name": name,
+        "handle_signals": False,
+        "reconnect": ReconnectOptions(initial_delay_ms=100, max_delay_ms=500),
+    }
+    opts.update(overrides)
+    return InitOptions(**opts)  # type: ignore[arg-type]
+
+
+WorkerFactory = Callable[..., Worker]
+
+
+@pytest.fixture
+def make_worker(engine: Engine) -> Iterator[WorkerFactory]:
+    """Connected workers, shut down after the test. make_worker("name", **InitOptions fields)."""
+    made: list[Worker] = []
+
+    def make(name: str, url: str | None = None, **overrides: object) -> Worker:
+        worker = register_worker(url or engine.url, fast_options(name, **overrides))
+        made.append(worker)
+        assert worker.wait_until_connected(10), f"worker {name} did not connect to {engine.url}"
+        return worker
+
+    yield make
+    for worker in made:
+        worker.shutdown()
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def python_env() -> dict[str, str]:
+    """Environment for child Python processes: unbuffered, and able to import svc_sdk."""
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env

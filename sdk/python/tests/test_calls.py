@@ -1,0 +1,222 @@
+"""Calls through a real engine: results, errors, timeouts, nesting, size limits, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from svc_sdk import DEFAULT_MAX_FRAME_BYTES, InvocationError, current_invocation
+
+from .conftest import WorkerFactory, wait_for
+
+
+def add(data: dict[str, Any]) -> dict[str, Any]:
+    return {"c": data["a"] + data["b"]}
+
+
+def test_register_and_call_from_another_worker(make_worker: WorkerFactory) -> None:
+    server = make_worker("math-worker")
+    server.register_function("math::add", add, description="Add two numbers")
+    caller = make_worker("caller")
+    wait_for(lambda: _callable(caller, "math::add"), what="math::add to be registered")
+    assert caller.trigger({"function_id": "math::add", "payload": {"a": 1, "b": 2}}) == {"c": 3}
+    # a worker can call its own functions too, through the engine
+    assert server.trigger({"function_id": "math::add", "payload": {"a": 40, "b": 2}}) == {"c": 42}
+    # the engine knows who we are
+    info = caller.trigger({"function_id": "engine::workers::info", "payload": {"name": "math-worker"}})
+    assert "python" in str(info)
+
+
+def test_async_handler_and_json_values(make_worker: WorkerFactory) -> None:
+    w = make_worker("async-worker")
+
+    async def echo(data: Any) -> Any:
+        await asyncio.sleep(0.01)
+        ctx = current_invocation()
+        return {"got": data, "ctx": ctx.function_id if ctx is not None else None}
+
+    w.register_function("py::echo", echo)
+    wait_for(lambda: _callable(w, "py::echo", {}), what="py::echo")
+    # (a null payload arrives as {}: the engine substitutes it, see src/engine/invocations.ts)
+    for value in [0, 1.5, "text ünïcode", [1, [2]], {"nested": {"ok": True}}]:
+        assert w.trigger({"function_id": "py::echo", "payload": value}) == {"got": value, "ctx": "py::echo"}
+
+
+def test_handler_exception_becomes_invocation_error(make_worker: WorkerFactory) -> None:
+    w = make_worker("failing")
+
+    def boom(data: Any) -> Any:
+        raise ValueError(f"bad input {data['x']}")
+
+    class QuotaError(Exception):
+        code = "quota_exceeded"
+
+    def quota(data: Any) -> Any:
+        raise QuotaError("too many calls")
+
+    w.register_function("py::boom", boom)
+    w.register_function("py::quota", quota)
+    wait_for(lambda: _registered(w, "py::quota"), what="functions")
+    with pytest.raises(InvocationError) as info:
+        w.trigger({"function_id": "py::boom", "payload": {"x": 7}})
+    assert info.value.code == "invocation_failed"
+    assert info.value.message == "bad input 7"
+    assert info.value.function_id == "py::boom"
+    assert info.value.stacktrace is not None
+    assert "ValueError" in info.value.stacktrace
+    with pytest.raises(InvocationError) as info:
+        w.trigger({"function_id": "py::quota", "payload": {}})
+    assert (info.value.code, info.value.message) == ("quota_exceeded", "too many calls")
+
+
+def test_function_not_found(make_worker: WorkerFactory) -> None:
+    w = make_worker("lonely")
+    with pytest.raises(InvocationError) as info:
+        w.trigger({"function_id": "nobody::here", "payload": {}})
+    assert info.value.code == "function_not_found"
+    assert "nobody::here" in info.value.message
+    assert info.value.function_id == "nobody::here"
+
+
+def test_timeout_answers_quickly_and_cancels_the_callee(make_worker: WorkerFactory) -> None:
+    server = make_worker("slow")
+    cancelled = threading.Event()
+
+    async def slow(data: Any) -> Any:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "too late"
+
+    server.register_function("py::slow", slow)
+    caller = make_worker("impatient")
+    wait_for(lambda: _registered(caller, "py::slow"), what="py::slow")
+    started = time.monotonic()
+    with pytest.raises(InvocationError) as info:
+        caller.trigger({"function_id": "py::slow", "payload": {}, "timeout_ms": 300})
+    assert info.value.code == "timeout"
+    assert time.monotonic() - started < 5, "the deadline was not enforced"
+    # svc extension `cancel`: the engine tells the callee to stop
+    assert cancelled.wait(5), "the slow handler was never cancelled"
+
+
+def test_default_timeout_from_options(make_worker: WorkerFactory) -> None:
+    server = make_worker("sleepy")
+    server.register_function("py::sleep", lambda data: time.sleep(data["s"]))
+    caller = make_worker("caller", invocation_timeout_ms=200)
+    wait_for(lambda: _registered(caller, "py::sleep"), what="py::sleep")
+    with pytest.raises(InvocationError) as info:
+        caller.trigger({"function_id": "py::sleep", "payload": {"s": 3}})
+    assert info.value.code == "timeout"
+
+
+def test_nested_calls_from_sync_and_async_handlers(make_worker: WorkerFactory) -> None:
+    w = make_worker("nested")
+    w.register_function("math::add", add)
+
+    def add_three(data: Any) -> Any:
+        first = w.trigger({"function_id": "math::add", "payload": {"a": data["a"], "b": data["b"]}})
+        return w.trigger({"function_id": "math::add", "payload": {"a": first["c"], "b": data["c"]}})
+
+    async def add_three_async(data: Any) -> Any:
+        first = await w.trigger_async({"function_id": "math::add", "payload": {"a": data["a"], "b": data["b"]}})
+        return await w.trigger_async({"function_id": "math::add", "payload": {"a": first["c"], "b": data["c"]}})
+
+    async def blocks_loop(data: Any) -> Any:
+        return w.trigger({"function_id": "math::add", "payload": {"a": 1, "b": 1}})
+
+    w.register_function("math::add3", add_three)
+    w.register_function("math::add3_async", add_three_async)
+    w.register_function("py::blocks_loop", blocks_loop)
+    wait_for(lambda: _registered(w, "py::blocks_loop"), what="functions")
+    payload = {"a": 1, "b": 2, "c": 3}
+    assert w.trigger({"function_id": "math::add3", "payload": payload}) == {"c": 6}
+    assert w.trigger({"function_id": "math::add3_async", "payload": payload}) == {"c": 6}
+    with pytest.raises(InvocationError) as info:
+        w.trigger({"function_id": "py::blocks_loop", "payload": {}})
+    assert "trigger_async" in info.value.message
+
+
+def test_fire_and_forget(make_worker: WorkerFactory) -> None:
+    w = make_worker("void")
+    seen: list[Any] = []
+    w.register_function("py::record", lambda data: seen.append(data))
+    wait_for(lambda: _registered(w, "py::record"), what="py::record")
+    assert w.trigger({"function_id": "py::record", "payload": {"n": 1}, "action": {"type": "void"}}) is None
+    wait_for(lambda: seen == [{"n": 1}], what="the fire-and-forget call to run")
+
+
+def test_payload_limits(make_worker: WorkerFactory) -> None:
+    w = make_worker("big")
+    w.register_function("py::big_result", lambda data: "x" * (DEFAULT_MAX_FRAME_BYTES + 10))
+    w.register_function("py::not_json", lambda data: {1, 2, 3})
+    w.register_function("py::len", lambda data: len(data["blob"]))
+    w.register_function("math::add", add)
+    wait_for(lambda: _registered(w, "math::add"), what="functions")
+    # just under the limit: goes through the engine and back into a Python worker
+    near_limit = DEFAULT_MAX_FRAME_BYTES - 1024
+    assert w.trigger({"function_id": "py::len", "payload": {"blob": "z" * near_limit}}) == near_limit
+    with pytest.raises(InvocationError) as info:
+        w.trigger({"function_id": "math::add", "payload": {"blob": "y" * (DEFAULT_MAX_FRAME_BYTES + 1)}})
+    assert info.value.code == "payload_too_large"
+    with pytest.raises(InvocationError) as info:
+        w.trigger({"function_id": "py::big_result", "payload": {}})
+    assert info.value.code == "payload_too_large"
+    with pytest.raises(InvocationError) as info:
+        w.trigger({"function_id": "py::not_json", "payload": {}})
+    assert info.value.code == "invocation_failed"
+    assert "JSON" in info.value.message
+    with pytest.raises(InvocationError) as info:
+        w.trigger({"function_id": "math::add", "payload": object()})
+    assert info.value.code == "invalid_payload"
+    # nothing above cost the connection
+    assert w.trigger({"function_id": "math::add", "payload": {"a": 2, "b": 3}}) == {"c": 5}
+
+
+def test_hundred_calls_in_flight_to_one_worker(make_worker: WorkerFactory) -> None:
+    server = make_worker("busy")
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def work(data: Any) -> Any:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.3)
+        with lock:
+            state["now"] -= 1
+        return {"n": data["n"], "square": data["n"] ** 2}
+
+    server.register_function("py::work", work)
+    caller = make_worker("flood")
+    wait_for(lambda: _registered(caller, "py::work"), what="py::work")
+
+    async def flood() -> list[Any]:
+        calls = [caller.trigger_async({"function_id": "py::work", "payload": {"n": n}}) for n in range(100)]
+        return await asyncio.gather(*calls)
+
+    results = asyncio.run(flood())
+    assert results == [{"n": n, "square": n * n} for n in range(100)]
+    # handlers really ran side by side (64 handler threads by default)
+    assert state["peak"] >= 50, f"at most {state['peak']} handlers ran at once"
+
+
+def _registered(worker: Any, function_id: str) -> bool:
+    listing = worker.trigger({"function_id": "engine::functions::list", "payload": {}})
+    return function_id in str(listing)
+
+
+def _callable(worker: Any, function_id: str, payload: Any = None) -> bool:
+    try:
+        worker.trigger({"function_id": function_id, "payload": payload or {"a": 0, "b": 0}, "timeout_ms": 2000})
+        return True
+    except InvocationError as exc:
+        if exc.code == "function_not_found":
+            return False
+        raise

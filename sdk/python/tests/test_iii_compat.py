@@ -1,0 +1,97 @@
+"""An unmodified worker on the published iii-sdk (PyPI) works with our engine and our SDK.
+
+The iii-sdk goes into its own venv (sdk/python/.iii-venv/<version>, kept between runs) so it never
+shares site-packages with svc_sdk. Skipped, with the reason printed, only when PyPI is unreachable.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import venv
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import FIXTURES, Engine, WorkerFactory, python_env, wait_for
+
+#: The newest iii-sdk release that works unmodified against svc (README.md says the same).
+III_SDK_VERSION = "0.25.0"
+VENV = Path(__file__).resolve().parents[1] / ".iii-venv" / III_SDK_VERSION
+NETWORK_ERRORS = (
+    "Could not fetch URL",
+    "NewConnectionError",
+    "Max retries exceeded",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "ConnectTimeoutError",
+    "ProxyError",
+)
+
+
+def iii_python() -> Path:
+    python = VENV / "bin" / "python"
+    marker = VENV / ".installed"
+    if marker.exists():
+        return python
+    if not python.exists():
+        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"iii-sdk=={III_SDK_VERSION}"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if proc.returncode != 0:
+        output = proc.stdout + proc.stderr
+        if any(marker_text in output for marker_text in NETWORK_ERRORS):
+            pytest.skip(f"PyPI cannot be reached, so iii-sdk=={III_SDK_VERSION} cannot be installed: {output[-300:]}")
+        pytest.fail(f"pip install iii-sdk=={III_SDK_VERSION} failed:\n{output}")
+    marker.write_text(III_SDK_VERSION)
+    return python
+
+
+@pytest.fixture
+def iii_worker(engine: Engine) -> Iterator[subprocess.Popen[str]]:
+    python = iii_python()
+    env = python_env()
+    env["OTEL_ENABLED"] = "false"  # iii's telemetry socket is not part of the protocol under test
+    proc = subprocess.Popen(
+        [str(python), str(FIXTURES / "iii_worker.py"), engine.url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        pytest.fail(f"the iii-sdk worker did not start: {line}{proc.stderr.read() if proc.stderr else ''}")
+    yield proc
+    proc.kill()  # iii-sdk's own threads can outlive SIGTERM; nothing of ours to shut down cleanly here
+    proc.wait(10)
+
+
+def test_iii_sdk_worker_is_called_by_the_cli_and_calls_svc_sdk(
+    engine: Engine, make_worker: WorkerFactory, iii_worker: subprocess.Popen[str]
+) -> None:
+    ours = make_worker("svc-side")
+    ours.register_function("py::name", lambda data: {"name": f"user-{data['id']}"})
+
+    def listed() -> bool:
+        return "iii::greet" in json.dumps(ours.trigger({"function_id": "engine::functions::list", "payload": {}}))
+
+    wait_for(listed, timeout=20, what="iii::greet to be registered by the iii-sdk worker")
+    # svc trigger (CLI) -> iii-sdk worker -> svc-sdk worker
+    proc = engine.cli("trigger", "iii::greet", "id=7")
+    assert proc.returncode == 0, proc.stderr
+    result: Any = json.loads(proc.stdout)
+    assert result == {"greeting": "hello user-7", "sdk": "iii"}
+    # and from our SDK directly
+    assert ours.trigger({"function_id": "iii::greet", "payload": {"id": 8}}) == {
+        "greeting": "hello user-8",
+        "sdk": "iii",
+    }

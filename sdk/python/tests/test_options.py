@@ -1,0 +1,58 @@
+"""Options: defaults, validation, and the reconnect backoff schedule."""
+
+from __future__ import annotations
+
+import pytest
+
+from svc_sdk import DEFAULT_MAX_FRAME_BYTES, InitOptions, ReconnectOptions, default_url
+from svc_sdk.connection import backoff_delay
+
+
+def test_default_url_comes_from_svc_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SVC_URL", raising=False)
+    assert default_url() == "ws://localhost:49134"
+    monkeypatch.setenv("SVC_URL", "ws://engine:1234")
+    assert default_url() == "ws://engine:1234"
+
+
+def test_defaults_match_the_engine() -> None:
+    opts = InitOptions(worker_name="w")
+    assert opts.max_frame_bytes == DEFAULT_MAX_FRAME_BYTES == 8 * 1024 * 1024
+    assert 100 <= opts.reconnect.initial_delay_ms <= 1000
+    assert opts.reconnect.max_delay_ms == 30_000
+    assert opts.reconnect.factor == 2
+    assert opts.reconnect.max_attempts is None  # reconnect forever
+
+
+def test_worker_name_defaults_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SVC_WORKER_NAME", "from-env")
+    assert InitOptions().worker_name == "from-env"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"worker_name": ""}, "worker_name"),
+        ({"invocation_timeout_ms": 0}, "invocation_timeout_ms"),
+        ({"max_frame_bytes": 10}, "max_frame_bytes"),
+        ({"max_handler_threads": 0}, "max_handler_threads"),
+    ],
+)
+def test_invalid_options_name_the_field(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        InitOptions(**kwargs)  # type: ignore[arg-type]
+
+
+def test_bad_reconnect_options() -> None:
+    with pytest.raises(ValueError, match="initial_delay_ms"):
+        ReconnectOptions(initial_delay_ms=0)
+    with pytest.raises(ValueError, match="jitter"):
+        ReconnectOptions(jitter=1.5)
+
+
+def test_backoff_grows_caps_and_jitters() -> None:
+    opts = ReconnectOptions(initial_delay_ms=500, max_delay_ms=30_000, factor=2, jitter=0.3)
+    for attempt, base in [(1, 0.5), (2, 1.0), (3, 2.0), (6, 16.0), (7, 30.0), (50, 30.0)]:
+        delays = [backoff_delay(opts, attempt) for _ in range(200)]
+        assert all(base * 0.7 <= d <= base for d in delays), (attempt, min(delays), max(delays))
+        assert max(delays) - min(delays) > base * 0.1  # jitter spreads reconnecting workers apart

@@ -1,0 +1,92 @@
+"""Trigger bindings and trigger-type providers, between two Python workers through the engine."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from svc_sdk import TriggerInstance, TriggerRegistrationError
+
+from .conftest import WorkerFactory, wait_for
+
+
+class TickProvider:
+    """Provides trigger type `test::tick`; refuses bindings whose config says so."""
+
+    def __init__(self) -> None:
+        self.active: dict[str, TriggerInstance] = {}
+        self.removed: list[str] = []
+        self.changed = threading.Event()
+
+    def register_trigger(self, trigger: TriggerInstance) -> None:
+        if trigger["config"].get("refuse"):
+            raise ValueError("refusing this binding")
+        self.active[trigger["id"]] = trigger
+        self.changed.set()
+
+    async def unregister_trigger(self, trigger: TriggerInstance) -> None:
+        self.active.pop(trigger["id"], None)
+        self.removed.append(trigger["id"])
+
+
+def test_provider_receives_bindings_and_fires_them(make_worker: WorkerFactory) -> None:
+    provider_worker = make_worker("tick-provider")
+    provider = TickProvider()
+    provider_worker.register_trigger_type({"id": "test::tick", "description": "ticks on demand"}, provider)
+
+    user = make_worker("tick-user")
+    seen: list[Any] = []
+
+    def on_tick(data: Any) -> str:
+        seen.append(data)
+        return "ok"
+
+    user.register_function("py::on_tick", on_tick)
+    binding = user.register_trigger({"type": "test::tick", "function_id": "py::on_tick", "config": {"every": 1}})
+    assert binding.wait(5) == "active"
+    wait_for(lambda: binding.id in provider.active, what="the provider to get the binding")
+    instance = provider.active[binding.id]
+    assert instance["function_id"] == "py::on_tick"
+    assert instance["config"] == {"every": 1}
+
+    # firing is the provider's job: it calls the bound function
+    result = provider_worker.trigger({"function_id": instance["function_id"], "payload": {"tick": 1}})
+    assert result == "ok"
+    assert seen == [{"tick": 1}]
+
+    binding.unregister()
+    wait_for(lambda: provider.removed == [binding.id], what="the provider to hear of the removal")
+    assert binding.status == "unregistered"
+
+
+def test_refused_binding_raises_with_code(make_worker: WorkerFactory) -> None:
+    provider_worker = make_worker("strict-provider")
+    provider_worker.register_trigger_type("test::strict", TickProvider())
+    user = make_worker("strict-user")
+    user.register_function("py::noop", lambda data: None)
+    binding = user.register_trigger({"type": "test::strict", "function_id": "py::noop", "config": {"refuse": True}})
+    with pytest.raises(TriggerRegistrationError) as info:
+        binding.wait(5)
+    assert info.value.code == "invocation_failed"
+    assert "refusing this binding" in info.value.message
+    assert binding.status == "error"
+
+
+def test_binding_without_provider_is_parked(make_worker: WorkerFactory) -> None:
+    user = make_worker("early-user")
+    user.register_function("py::noop", lambda data: None)
+    binding = user.register_trigger({"type": "test::later", "function_id": "py::noop", "config": {}})
+    assert binding.wait(5) == "parked"
+    provider = TickProvider()
+    make_worker("late-provider").register_trigger_type("test::later", provider)
+    wait_for(lambda: binding.id in provider.active, what="the parked binding to reach the new provider")
+
+
+def test_register_trigger_rejects_bad_input(make_worker: WorkerFactory) -> None:
+    w = make_worker("careless")
+    with pytest.raises(ValueError, match="function_id"):
+        w.register_trigger({"type": "http", "function_id": ""})
+    with pytest.raises(ValueError, match="type"):
+        w.register_trigger({"type": "", "function_id": "x"})

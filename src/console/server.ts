@@ -1,0 +1,183 @@
+/**
+ * The console's server: serves the built React app (console/dist) and gives the browser a small
+ * JSON API over one persistent engine connection (an svc-sdk client, hidden from worker lists):
+ *
+ *   GET  /api/status               {connected, engine_url, state}
+ *   POST /api/call                 {function_id, payload?, timeout_ms?} → {ok, result | error, duration_ms}
+ *   POST /api/http                 {method, path, body?, headers?} → the answer of svc-http to that request
+ *
+ * The browser never talks WebSocket to the engine: this keeps the engine's port off the browser's
+ * origin, and lets the page tell "console server gone" from "engine gone" (a banner each).
+ */
+import { existsSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import express, { type Request, type Response } from 'express';
+import { InvocationError, Worker } from 'svc-sdk';
+
+/** console/dist of this checkout (this file runs from dist/src/console/). */
+export const DEFAULT_CONSOLE_DIST = fileURLToPath(new URL('../../../console/dist/', import.meta.url));
+
+export interface ConsoleServerOptions {
+  engineUrl: string;
+  port?: number;
+  host?: string;
+  staticDir?: string;
+  /** Used for test requests when svc-http does not say where it listens. */
+  httpUrl?: string;
+}
+
+export interface ConsoleServer {
+  url: string;
+  port: number;
+  worker: Worker;
+  close(): Promise<void>;
+}
+
+const MAX_TIMEOUT_MS = 5 * 60_000;
+
+export async function startConsoleServer(o: ConsoleServerOptions): Promise<ConsoleServer> {
+  const staticDir = o.staticDir ?? DEFAULT_CONSOLE_DIST;
+  if (!existsSync(join(staticDir, 'index.html'))) {
+    throw new Error(`the console is not built: ${join(staticDir, 'index.html')} is missing (run \`npm run build:console\` in the svc checkout)`);
+  }
+  const worker = new Worker(o.engineUrl, {
+    workerName: `svc-console:${process.pid}`,
+    role: 'client',
+    echoLogs: false,
+    reconnect: { initialDelayMs: 200, maxDelayMs: 2000 },
+  });
+  worker.on('error', () => {
+    /* per-call errors go back to the browser */
+  });
+  worker.start();
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.use('/api', express.json({ limit: '8mb' }));
+
+  app.get('/api/status', (_req, res) => {
+    res.json({ connected: worker.state === 'connected', state: worker.state, engine_url: o.engineUrl });
+  });
+
+  app.post('/api/call', async (req: Request, res: Response) => {
+    const body = (req.body ?? {}) as { function_id?: unknown; payload?: unknown; timeout_ms?: unknown };
+    if (typeof body.function_id !== 'string' || body.function_id.length === 0) {
+      res.status(400).json({ ok: false, error: { code: 'invalid_request', message: '"function_id" must be a non-empty string' } });
+      return;
+    }
+    const timeoutMs = typeof body.timeout_ms === 'number' && body.timeout_ms > 0 ? Math.min(body.timeout_ms, MAX_TIMEOUT_MS) : 30_000;
+    if (worker.state !== 'connected') {
+      res.status(503).json({ ok: false, error: { code: 'engine_unreachable', message: `The engine at ${o.engineUrl} is not reachable (${worker.state}); retrying` } });
+      return;
+    }
+    const t0 = performance.now();
+    try {
+      const result = await worker.trigger({ function_id: body.function_id, payload: body.payload ?? {}, timeoutMs });
+      res.json({ ok: true, result: result ?? null, duration_ms: performance.now() - t0 });
+    } catch (e) {
+      const err = e instanceof InvocationError ? { code: e.code, message: e.message } : { code: 'console_error', message: (e as Error).message };
+      const lost = err.code === 'connection_lost' || err.code === 'connection_failed';
+      res.status(lost ? 503 : 200).json({ ok: false, error: err, duration_ms: performance.now() - t0 });
+    }
+  });
+
+  app.post('/api/http', async (req: Request, res: Response) => {
+    const b = (req.body ?? {}) as { method?: unknown; path?: unknown; body?: unknown; headers?: unknown };
+    const method = typeof b.method === 'string' ? b.method.toUpperCase() : 'GET';
+    if (typeof b.path !== 'string' || !b.path.startsWith('/')) {
+      res.status(400).json({ ok: false, error: { code: 'invalid_request', message: '"path" must start with /' } });
+      return;
+    }
+    let base: string;
+    try {
+      base = await httpBase(worker, o.httpUrl);
+    } catch (e) {
+      res.status(200).json({ ok: false, error: { code: 'http_unavailable', message: (e as Error).message } });
+      return;
+    }
+    const headers: Record<string, string> = { ...(isStringMap(b.headers) ? b.headers : {}) };
+    const hasBody = b.body !== undefined && b.body !== null && b.body !== '' && method !== 'GET' && method !== 'HEAD';
+    if (hasBody && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['Content-Type'] = 'application/json';
+    const t0 = performance.now();
+    try {
+      const r = await fetch(base + b.path, {
+        method,
+        headers,
+        ...(hasBody ? { body: typeof b.body === 'string' ? b.body : JSON.stringify(b.body) } : {}),
+        signal: AbortSignal.timeout(60_000),
+      });
+      const text = await r.text();
+      res.json({
+        ok: true,
+        url: base + b.path,
+        status: r.status,
+        headers: Object.fromEntries(r.headers.entries()),
+        body: text,
+        duration_ms: performance.now() - t0,
+      });
+    } catch (e) {
+      res.json({ ok: false, error: { code: 'http_request_failed', message: `${method} ${base}${b.path}: ${(e as Error).message}` }, duration_ms: performance.now() - t0 });
+    }
+  });
+
+  // A body that is not JSON (or too large) gets a JSON answer naming the problem, not an HTML page.
+  app.use('/api', (err: Error & { status?: number }, _req: Request, res: Response, next: (e?: unknown) => void) => {
+    if (!err) return next();
+    res.status(err.status ?? 400).json({ ok: false, error: { code: 'invalid_request', message: err.message } });
+  });
+  app.use('/api', (_req, res) => {
+    res.status(404).json({ ok: false, error: { code: 'not_found', message: 'No such console API' } });
+  });
+  app.use(express.static(staticDir, { index: 'index.html', maxAge: 0 }));
+  // The app routes with #hashes; any other path gets the app too.
+  app.use((_req, res) => res.sendFile(join(staticDir, 'index.html')));
+
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(o.port ?? 3113, o.host ?? '127.0.0.1');
+    s.once('listening', () => resolve(s));
+    s.once('error', (e) => {
+      void worker.shutdown();
+      reject(e);
+    });
+  });
+  const a = server.address() as AddressInfo;
+  const shownHost = a.address === '0.0.0.0' || a.address === '::' ? '127.0.0.1' : a.address.includes(':') ? `[${a.address}]` : a.address;
+  return {
+    url: `http://${shownHost}:${a.port}/`,
+    port: a.port,
+    worker,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      await worker.shutdown();
+    },
+  };
+}
+
+function isStringMap(v: unknown): v is Record<string, string> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string');
+}
+
+/**
+ * Where svc-http listens: the `http` trigger type's description names its bound address; else
+ * the provider's metadata; else --http-url.
+ */
+async function httpBase(worker: Worker, fallback: string | undefined): Promise<string> {
+  if (worker.state === 'connected') {
+    const { trigger_types } = (await worker.trigger({ function_id: 'engine::triggers::list', timeoutMs: 5000 })) as {
+      trigger_types: Array<{ id: string; description?: string | null }>;
+    };
+    const http = trigger_types.find((t) => t.id === 'http');
+    const m = http?.description ? /https?:\/\/([^\s;,]+):(\d+)/.exec(http.description) : null;
+    if (m) {
+      const host = m[1] === '0.0.0.0' || m[1] === '::' || m[1] === '[::]' ? '127.0.0.1' : m[1]!;
+      return `http://${host}:${m[2]}`;
+    }
+    if (!http && !fallback) throw new Error('No worker provides the http trigger type (start svc-http: svc worker add svc-http)');
+  }
+  if (fallback) return fallback.replace(/\/$/, '');
+  throw new Error('The engine is not reachable, and no --http-url was given');
+}

@@ -1,0 +1,112 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * Tokens and what each may do. With no tokens configured, auth is off and the engine refuses to
+ * listen beyond loopback (see server.ts); with tokens, every connection must present one.
+ */
+export interface TokenSpec {
+  /** Shown in logs and denials; never the secret. */
+  name: string;
+  token: string;
+  /** May do everything, including `engine::*` management functions. */
+  admin: boolean;
+  /** Function ids it may call: exact ids or prefix patterns ending in `*` (`math::*`). */
+  call: string[];
+  /** Function ids it may register (and bind triggers to). */
+  register: string[];
+  /** Trigger types it may provide (svc-http needs `http`). */
+  trigger_types: string[];
+}
+
+/** Callable by every authenticated peer: what any worker needs to announce itself and log. */
+const ALWAYS_CALLABLE = ['engine::workers::register', 'engine::log::*', 'engine::health::check'];
+
+export function matches(pattern: string, id: string): boolean {
+  if (pattern.endsWith('*')) {
+    const prefix = pattern.slice(0, -1);
+    // A broad pattern (`*`, `m*`) never reaches into the engine's own management namespace: only
+    // a pattern that names `engine::` itself grants those.
+    if (id.startsWith('engine::') && !prefix.startsWith('engine::')) return false;
+    return id.startsWith(prefix);
+  }
+  return pattern === id;
+}
+
+/** What one connection may do. `null` token: auth is off, everything is allowed. */
+export class Access {
+  constructor(readonly token: TokenSpec | null) {}
+
+  get name(): string {
+    return this.token?.name ?? 'anonymous';
+  }
+
+  canCall(id: string): boolean {
+    if (!this.token || this.token.admin) return true;
+    return ALWAYS_CALLABLE.some((p) => matches(p, id)) || this.token.call.some((p) => matches(p, id));
+  }
+
+  canRegister(id: string): boolean {
+    if (!this.token || this.token.admin) return true;
+    return this.token.register.some((p) => matches(p, id));
+  }
+
+  canProvideTriggerType(id: string): boolean {
+    if (!this.token || this.token.admin) return true;
+    return this.token.trigger_types.some((p) => matches(p, id));
+  }
+}
+
+export const OPEN_ACCESS = new Access(null);
+
+/** Constant-time lookup of a presented secret. */
+export class TokenTable {
+  private readonly byDigest: Array<{ digest: Buffer; spec: TokenSpec }>;
+
+  constructor(readonly tokens: TokenSpec[]) {
+    this.byDigest = tokens.map((spec) => ({ digest: digest(spec.token), spec }));
+  }
+
+  get enabled(): boolean {
+    return this.tokens.length > 0;
+  }
+
+  find(secret: string | undefined): TokenSpec | null {
+    if (!secret) return null;
+    const d = digest(secret);
+    let found: TokenSpec | null = null;
+    for (const t of this.byDigest) if (timingSafeEqual(t.digest, d)) found = t.spec;
+    return found;
+  }
+
+  /** Add a token at run time (the supervisor's own, for the workers it starts). */
+  add(spec: TokenSpec): void {
+    this.tokens.push(spec);
+    this.byDigest.push({ digest: digest(spec.token), spec });
+  }
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+export function newSecret(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/** A token travels as `Authorization: Bearer <token>` or, for clients that cannot set headers, `?token=`. */
+export function presentedToken(req: IncomingMessage): string | undefined {
+  const h = req.headers.authorization;
+  if (typeof h === 'string' && h.toLowerCase().startsWith('bearer ')) return h.slice(7).trim();
+  const q = (req.url ?? '').split('?')[1];
+  if (q) {
+    const t = new URLSearchParams(q).get('token');
+    if (t) return t;
+  }
+  return undefined;
+}
+
+/** Loopback addresses: the only ones the engine listens on without tokens. */
+export function isLoopbackHost(host: string): boolean {
+  return host === '127.0.0.1' || host === 'localhost' || host === '::1' || host.startsWith('127.');
+}

@@ -1,0 +1,203 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * Traces: every routed invocation is one span; spans that share a W3C trace id form one trace.
+ * The engine mints the span of each call and forwards `traceparent` = 00-<trace>-<span>-<flags>
+ * to the callee, so the calls the callee makes while serving it carry that span as their parent.
+ * A call without a (valid) traceparent starts a new trace, so the first routed call of a chain
+ * (an HTTP request through svc-http, a CLI call) is its root.
+ */
+
+export type SpanStatus = 'ok' | 'error' | 'timeout' | 'stopped' | 'cancelled';
+
+export interface Span {
+  trace_id: string;
+  span_id: string;
+  /** null for the root of a trace (or when the caller's parent span is unknown to us). */
+  parent_span_id: string | null;
+  function_id: string;
+  /** The engine's id of the call (what the callee saw and logged). */
+  invocation_id: string;
+  caller_worker_id: string | null;
+  /** `engine` for calls the engine made itself. */
+  caller_worker_name: string;
+  callee_worker_id: string;
+  callee_worker_name: string;
+  /** Epoch milliseconds. */
+  start_ms: number;
+  duration_ms: number;
+  status: SpanStatus;
+  error: { code: string; message: string } | null;
+}
+
+/** What the console and `engine::traces::list` show for one trace. */
+export interface TraceSummary {
+  trace_id: string;
+  /** The span without a parent in this trace, else the earliest one. */
+  root: { function_id: string; caller_worker_name: string; callee_worker_name: string; status: SpanStatus; duration_ms: number };
+  start: string;
+  /** From the earliest start to the latest end of its spans. */
+  duration_ms: number;
+  span_count: number;
+  error_count: number;
+  workers: string[];
+}
+
+const HEX = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** The trace id, parent span id and flags of a W3C traceparent, or null when it is not one. */
+export function parseTraceparent(tp: string | undefined | null): { traceId: string; parentId: string; flags: string } | null {
+  if (!tp || tp.length !== 55) return null;
+  const m = HEX.exec(tp);
+  if (!m || m[1] === '00000000000000000000000000000000' || m[2] === '0000000000000000') return null;
+  return { traceId: m[1]!, parentId: m[2]!, flags: m[3]! };
+}
+
+/**
+ * Ids for the hot path: a random prefix drawn once plus a counter. Unique per engine run and
+ * random across engines, without a crypto call per invocation (randomBytes costs microseconds).
+ */
+export class IdGenerator {
+  private tracePrefix = randomBytes(8).toString('hex');
+  private spanPrefix = randomBytes(4).toString('hex');
+  private traceN = 0;
+  private spanN = 0;
+
+  traceId(): string {
+    if (++this.traceN > 0xffffffff) {
+      this.tracePrefix = randomBytes(8).toString('hex');
+      this.traceN = 1;
+    }
+    return this.tracePrefix + '00000000' + this.traceN.toString(16).padStart(8, '0');
+  }
+
+  spanId(): string {
+    if (++this.spanN > 0xffffffff) {
+      this.spanPrefix = randomBytes(4).toString('hex');
+      this.spanN = 1;
+    }
+    return this.spanPrefix + this.spanN.toString(16).padStart(8, '0');
+  }
+}
+
+/**
+ * The most recent spans, in a ring of `capacity`: recording one is an array store, nothing else,
+ * because it happens on every routed call. Grouping spans into traces happens when someone asks
+ * (`engine::traces::list`/`get` scan the ring: about a millisecond for 20 000 spans). When the ring
+ * wraps, the oldest spans go first, so an old trace can lose its earliest spans before its latest.
+ */
+export class TraceBuffer {
+  private readonly ring: (Span | undefined)[];
+  private next = 0;
+  private count = 0;
+  readonly ids = new IdGenerator();
+
+  constructor(readonly capacity: number) {
+    this.ring = new Array<Span | undefined>(Math.max(1, capacity)).fill(undefined);
+  }
+
+  get spanCount(): number {
+    return this.count;
+  }
+
+  add(span: Span): void {
+    this.ring[this.next] = span;
+    this.next = this.next + 1 === this.ring.length ? 0 : this.next + 1;
+    if (this.count < this.ring.length) this.count++;
+  }
+
+  /** Spans newest first. */
+  private *newest(): Generator<Span> {
+    const n = this.ring.length;
+    for (let i = 1; i <= this.count; i++) {
+      const s = this.ring[(this.next - i + n) % n];
+      if (s) yield s;
+    }
+  }
+
+  /** Most recent first (by the latest span recorded), with their root span. */
+  list(q: { limit?: number; function_id?: string; worker?: string; errors_only?: boolean } = {}): TraceSummary[] {
+    const limit = q.limit ?? 100;
+    const groups = new Map<string, Span[]>();
+    for (const s of this.newest()) {
+      const g = groups.get(s.trace_id);
+      if (g) g.push(s);
+      else groups.set(s.trace_id, [s]);
+    }
+    const out: TraceSummary[] = [];
+    for (const [id, spans] of groups) {
+      if (out.length >= limit) break;
+      if (q.function_id && !spans.some((s) => s.function_id === q.function_id)) continue;
+      if (q.worker && !spans.some((s) => s.callee_worker_name === q.worker || s.caller_worker_name === q.worker)) continue;
+      if (q.errors_only && !spans.some((s) => s.status !== 'ok')) continue;
+      out.push(summarize(id, spans));
+    }
+    return out;
+  }
+
+  /** The spans of one trace, parents before their children, siblings by start; or null. */
+  get(traceId: string): { trace_id: string; spans: SpanView[] } | null {
+    const spans: Span[] = [];
+    for (const s of this.newest()) if (s.trace_id === traceId) spans.push(s);
+    if (spans.length === 0) return null;
+    return { trace_id: traceId, spans: orderSpans(spans) };
+  }
+}
+
+/** A span as `engine::traces::get` returns it: plus its ISO start and its depth in the call tree. */
+export type SpanView = Span & { start: string; depth: number };
+
+/** Depth-first from the roots, children by start: the order of a waterfall. */
+function orderSpans(spans: Span[]): SpanView[] {
+  const ids = new Set(spans.map((s) => s.span_id));
+  const children = new Map<string | null, Span[]>();
+  for (const s of spans) {
+    const parent = s.parent_span_id && ids.has(s.parent_span_id) ? s.parent_span_id : null;
+    const list = children.get(parent);
+    if (list) list.push(s);
+    else children.set(parent, [s]);
+  }
+  for (const list of children.values()) list.sort((a, b) => a.start_ms - b.start_ms);
+  const out: SpanView[] = [];
+  const walk = (parent: string | null, depth: number): void => {
+    for (const s of children.get(parent) ?? []) {
+      out.push({ ...s, start: new Date(s.start_ms).toISOString(), depth });
+      walk(s.span_id, depth + 1);
+    }
+  };
+  walk(null, 0);
+  return out;
+}
+
+function summarize(traceId: string, spans: Span[]): TraceSummary {
+  let root = spans[0]!;
+  const ids = new Set(spans.map((s) => s.span_id));
+  let start = Infinity;
+  let end = -Infinity;
+  let errors = 0;
+  const workers = new Set<string>();
+  for (const s of spans) {
+    if (s.start_ms < start) start = s.start_ms;
+    if (s.start_ms + s.duration_ms > end) end = s.start_ms + s.duration_ms;
+    if (s.status !== 'ok') errors++;
+    workers.add(s.callee_worker_name);
+    const isRoot = !s.parent_span_id || !ids.has(s.parent_span_id);
+    const rootIsRoot = !root.parent_span_id || !ids.has(root.parent_span_id);
+    if ((isRoot && !rootIsRoot) || (isRoot === rootIsRoot && s.start_ms < root.start_ms)) root = s;
+  }
+  return {
+    trace_id: traceId,
+    root: {
+      function_id: root.function_id,
+      caller_worker_name: root.caller_worker_name,
+      callee_worker_name: root.callee_worker_name,
+      status: root.status,
+      duration_ms: root.duration_ms,
+    },
+    start: new Date(start).toISOString(),
+    duration_ms: Math.max(0, end - start),
+    span_count: spans.length,
+    error_count: errors,
+    workers: [...workers],
+  };
+}

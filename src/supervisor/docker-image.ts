@@ -1,0 +1,166 @@
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import type Docker from 'dockerode';
+import tar from 'tar-fs';
+import { SVC_ROOT } from './launch.js';
+import type { Manifest, RuntimeKind } from './manifest.js';
+
+/**
+ * One image per worker, built from `images/<runtime.kind>/Dockerfile` and the worker's directory,
+ * tagged `svc-worker-<name>:<hash of the build context>`: an unchanged worker is never rebuilt, a
+ * changed one gets a new tag, and `--force` rebuilds the same tag without Docker's layer cache.
+ */
+
+export class ImageBuildError extends Error {
+  readonly code = 'image_build_failed';
+}
+
+/** What never goes into a worker's build context: host-built environments and our own state. */
+const IGNORED = new Set(['node_modules', '.venv', '.svc', '.git', '__pycache__', '.pytest_cache', '.mypy_cache', '.ruff_cache', '.svc-build']);
+
+/** Base image per kind: the build argument, the official default and the offline equivalent. */
+const BASES: Record<RuntimeKind, { arg: string; env: string; official: string; local: string }> = {
+  python: { arg: 'PYTHON_BASE', env: 'SVC_PYTHON_BASE', official: 'python:3.11-slim-bookworm', local: 'svc-base-python:local' },
+  typescript: { arg: 'NODE_BASE', env: 'SVC_NODE_BASE', official: 'node:20-bookworm-slim', local: 'svc-base-node:local' },
+};
+
+async function hasImage(docker: Docker, ref: string): Promise<boolean> {
+  try {
+    await docker.getImage(ref).inspect();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The base image for a kind: $SVC_PYTHON_BASE / $SVC_NODE_BASE when set; else the official image
+ * when present locally; else the offline equivalent of scripts/build-base-images.sh when present;
+ * else the official one (Docker then tries to pull it).
+ */
+export async function baseImageFor(docker: Docker, kind: RuntimeKind): Promise<string> {
+  const b = BASES[kind];
+  const fromEnv = process.env[b.env];
+  if (fromEnv) return fromEnv;
+  if (await hasImage(docker, b.official)) return b.official;
+  if (await hasImage(docker, b.local)) return b.local;
+  return b.official;
+}
+
+/** Copy `src` into `dst` without IGNORED entries (the context the image is built from). */
+function copyFiltered(src: string, dst: string, skip: (rel: string) => boolean = () => false): void {
+  cpSync(src, dst, {
+    recursive: true,
+    dereference: true,
+    filter: (p) => {
+      const rel = relative(src, p);
+      if (rel === '') return true;
+      return !rel.split('/').some((part) => IGNORED.has(part)) && !skip(rel);
+    },
+  });
+}
+
+/** Every file under `dir` (sorted), hashed with its path and mode: the build's cache key. */
+function hashTree(dir: string, h = createHash('sha256'), base = dir): ReturnType<typeof createHash> {
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    const st = statSync(p);
+    const rel = relative(base, p);
+    if (st.isDirectory()) hashTree(p, h.update(`d ${rel}\0`), base);
+    else h.update(`f ${rel} ${st.mode & 0o111 ? 'x' : '-'}\0`).update(readFileSync(p)).update('\0');
+  }
+  return h;
+}
+
+export interface BuiltImage {
+  tag: string;
+  status: 'cached' | 'built';
+  seconds: number;
+  base: string;
+}
+
+export interface BuildOptions {
+  force?: boolean;
+  onLine?: (line: string) => void;
+}
+
+const inFlight = new Map<string, Promise<BuiltImage>>();
+
+/**
+ * Make sure the image of this worker exists (building it when its context changed). Replicas
+ * starting together share one build.
+ */
+export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: BuildOptions = {}): Promise<BuiltImage> {
+  const t0 = Date.now();
+  const onLine = opts.onLine ?? (() => {});
+  const dockerfile = join(SVC_ROOT, 'images', m.runtime.kind, 'Dockerfile');
+  if (!existsSync(dockerfile)) throw new ImageBuildError(`no Dockerfile for runtime kind ${m.runtime.kind}: ${dockerfile} is missing`);
+  const base = await baseImageFor(docker, m.runtime.kind);
+  const ctx = mkdtempSync(join(tmpdir(), `svc-build-${m.name}-`));
+  try {
+    copyFiltered(m.dir, ctx);
+    const build = join(ctx, '.svc-build');
+    mkdirSync(join(build, 'sdk'), { recursive: true });
+    cpSync(dockerfile, join(build, 'Dockerfile'));
+    // The SDKs of this svc installation (not published yet; see the Dockerfiles).
+    if (m.runtime.kind === 'python') copyFiltered(join(SVC_ROOT, 'sdk', 'python'), join(build, 'sdk', 'python'), (rel) => /^(tests|build)(\/|$)|\.egg-info(\/|$)/.test(rel));
+    else copyFiltered(join(SVC_ROOT, 'sdk', 'typescript'), join(build, 'sdk', 'typescript'), (rel) => /^(tsconfig\.tsbuildinfo)$/.test(rel));
+    const buildargs = { [BASES[m.runtime.kind].arg]: base, INSTALL: m.scripts.install, START: m.scripts.start };
+    const hash = hashTree(ctx).update(JSON.stringify(buildargs)).digest('hex').slice(0, 16);
+    const tag = `svc-worker-${m.name}:${hash}`;
+    if (!opts.force && (await hasImage(docker, tag))) return { tag, status: 'cached', seconds: (Date.now() - t0) / 1000, base };
+    const pending = inFlight.get(tag);
+    if (pending) return await pending;
+    const job = runBuild(docker, ctx, tag, buildargs, m, opts.force === true, onLine).then(() => ({ tag, status: 'built' as const, seconds: (Date.now() - t0) / 1000, base }));
+    inFlight.set(tag, job);
+    try {
+      return await job;
+    } finally {
+      inFlight.delete(tag);
+    }
+  } finally {
+    rmSync(ctx, { recursive: true, force: true });
+  }
+}
+
+async function runBuild(docker: Docker, ctx: string, tag: string, buildargs: Record<string, string>, m: Manifest, force: boolean, onLine: (l: string) => void): Promise<void> {
+  onLine(`building image ${tag} from ${m.dir} (images/${m.runtime.kind}/Dockerfile, ${buildargs[BASES[m.runtime.kind].arg]})`);
+  const stream: NodeJS.ReadableStream = await docker.buildImage(tar.pack(ctx) as unknown as NodeJS.ReadableStream, {
+    t: tag,
+    dockerfile: '.svc-build/Dockerfile',
+    buildargs,
+    // No bridge on these machines: the build reaches the package registries through the host's network.
+    networkmode: 'host',
+    nocache: force,
+    rm: true,
+    forcerm: true,
+    labels: { 'svc.worker': m.name, 'svc.source': m.dir },
+  });
+  const tail: string[] = [];
+  let failure: string | undefined;
+  await new Promise<void>((resolve, reject) => {
+    docker.modem.followProgress(
+      stream,
+      (err) => (err ? reject(err) : resolve()),
+      (ev: { stream?: string; error?: string; errorDetail?: { message?: string } }) => {
+        if (ev.error) failure = ev.errorDetail?.message ?? ev.error;
+        for (const line of (ev.stream ?? ev.error ?? '').split('\n')) {
+          if (line.trim() === '') continue;
+          tail.push(line);
+          if (tail.length > 20) tail.shift();
+          onLine(line);
+        }
+      },
+    );
+  }).catch((e: Error) => {
+    failure ??= e.message;
+  });
+  if (failure !== undefined) {
+    const hint = /pull access denied|not found|manifest unknown|dial tcp|lookup .* on/i.test(failure)
+      ? `\nThe base image ${buildargs[BASES[m.runtime.kind].arg]} is not on this machine and cannot be pulled; build the offline equivalents with scripts/build-base-images.sh (or set ${BASES[m.runtime.kind].env}).`
+      : '';
+    throw new ImageBuildError(`building the image of ${m.name} failed: ${failure}\n${tail.join('\n')}${hint}`);
+  }
+}

@@ -1,0 +1,143 @@
+import { createHash } from 'node:crypto';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { constants } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import Docker from 'dockerode';
+import { ensureWorkerImage } from './docker-image.js';
+import type { ExitInfo, Instance, LaunchSpec, Runtime } from './runtime.js';
+
+export const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
+
+export class DockerUnavailableError extends Error {
+  readonly code = 'docker_unavailable';
+}
+
+/** `svc.project` label value: one engine's containers, told apart from another project's. */
+export function projectLabel(configFile: string): string {
+  return createHash('sha256').update(resolve(configFile)).digest('hex').slice(0, 12);
+}
+
+/** The Docker engine at DOCKER_HOST (unix:// or tcp://) or at the default socket. */
+export function dockerClient(): { docker: Docker; where: string } {
+  const host = process.env.DOCKER_HOST;
+  if (host?.startsWith('unix://')) return { docker: new Docker({ socketPath: host.slice('unix://'.length) }), where: host.slice('unix://'.length) };
+  if (host?.startsWith('tcp://')) {
+    const u = new URL(host.replace(/^tcp:/, 'http:'));
+    return { docker: new Docker({ host: u.hostname, port: Number(u.port || 2375) }), where: host };
+  }
+  return { docker: new Docker({ socketPath: DEFAULT_DOCKER_SOCKET }), where: DEFAULT_DOCKER_SOCKET };
+}
+
+/** Throws DockerUnavailableError with what to do instead when no Docker engine answers. */
+export async function assertDockerReachable(docker: Docker, where: string): Promise<void> {
+  try {
+    await docker.ping();
+  } catch (e) {
+    const why = (e as Error).message.split('\n')[0];
+    throw new DockerUnavailableError(
+      `Docker is not reachable at ${where}: ${why} — start Docker (as root: scripts/start-dockerd.sh), or use the process runtime: svc worker add <dir> (without --runtime docker)`,
+    );
+  }
+}
+
+export interface DockerRuntimeOptions {
+  /** config.yaml of the engine: its hash labels every container (svc.project). */
+  configFile: string;
+  docker?: Docker;
+  where?: string;
+}
+
+/**
+ * Runs each instance as a Docker container of the worker's image (docker-image.ts), on the host's
+ * network (these machines have no bridge; SVC_URL is the engine's own address), with tini as PID 1
+ * so SIGTERM reaches the worker, and its stdout/stderr appended to the worker's log file.
+ *
+ * Restarts are the supervisor's, as for processes: the container's own restart policy is "no",
+ * so Docker and the supervisor never both restart one replica (docs/design.md).
+ */
+export class DockerRuntime implements Runtime {
+  readonly name = 'docker' as const;
+  readonly docker: Docker;
+  readonly where: string;
+  readonly project: string;
+
+  constructor(opts: DockerRuntimeOptions) {
+    const c = opts.docker ? { docker: opts.docker, where: opts.where ?? DEFAULT_DOCKER_SOCKET } : dockerClient();
+    this.docker = c.docker;
+    this.where = c.where;
+    this.project = projectLabel(opts.configFile);
+  }
+
+  async reachable(): Promise<void> {
+    await assertDockerReachable(this.docker, this.where);
+  }
+
+  /** Remove containers this project's engine left behind (it was killed, or the machine rebooted). */
+  async removeStale(): Promise<number> {
+    const stale = await this.docker.listContainers({ all: true, filters: { label: [`svc.project=${this.project}`] } });
+    await Promise.all(stale.map((c) => this.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+    return stale.length;
+  }
+
+  async launch(spec: LaunchSpec): Promise<Instance> {
+    if (!spec.manifest) {
+      throw new Error(`${spec.name}: built-in workers run with the process runtime inside the engine (in containers, run the engine image; see docker-compose.yml)`);
+    }
+    await this.reachable();
+    mkdirSync(dirname(spec.logFile), { recursive: true });
+    const log = createWriteStream(spec.logFile, { flags: 'a' });
+    const write = (line: string): void => void log.write(line.endsWith('\n') ? line : line + '\n');
+    try {
+      const img = await ensureWorkerImage(this.docker, spec.manifest, { ...(spec.force ? { force: true } : {}), onLine: (l) => write(`[build] ${l}`) });
+      if (img.status === 'built') write(`[build] image ${img.tag} built in ${img.seconds.toFixed(1)}s`);
+      const name = `svc-${this.project}-${spec.name}-${spec.replica}`;
+      // A container of this name is left from a replica that died unwatched: replace it.
+      await this.docker.getContainer(name).remove({ force: true }).catch(() => undefined);
+      // Never the engine's own environment; svc's variables (SVC_URL, SVC_TOKEN, …) and the entry's env:.
+      const env: Record<string, string> = { ...(spec.containerEnv ?? {}) };
+      for (const [k, v] of Object.entries(spec.env)) if (k.startsWith('SVC_')) env[k] = v;
+      const container = await this.docker.createContainer({
+        name,
+        Image: img.tag,
+        Cmd: ['/bin/sh', '-c', `exec ${spec.manifest.scripts.start}`],
+        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        Labels: { 'svc.worker': spec.name, 'svc.replica': String(spec.replica), 'svc.project': this.project },
+        HostConfig: { NetworkMode: 'host', Init: true, RestartPolicy: { Name: 'no' }, LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } } },
+      });
+      write(`\n=== ${new Date().toISOString()} starting ${spec.name}${spec.replica > 0 ? ` [replica ${spec.replica}]` : ''}: container ${container.id.slice(0, 12)} (${img.tag}): ${spec.manifest.scripts.start}`);
+      await container.start();
+      // Every line since the container started, stdout and stderr, appended to the worker's log file.
+      const logs = (await container.logs({ follow: true, stdout: true, stderr: true })) as unknown as NodeJS.ReadableStream;
+      this.docker.modem.demuxStream(logs, log, log);
+      const logsDone = new Promise<void>((r) => {
+        logs.on('end', r);
+        logs.on('error', () => r());
+        logs.on('close', r);
+      });
+      const exited: Promise<ExitInfo> = container
+        .wait()
+        .then((w: { StatusCode: number }) => w.StatusCode)
+        .catch(() => -1)
+        .then(async (status) => {
+          await Promise.race([logsDone, new Promise((r) => setTimeout(r, 1000))]);
+          await container.remove({ force: true }).catch(() => undefined);
+          log.end();
+          const sig = status > 128 ? Object.entries(constants.signals).find(([, n]) => n === status - 128)?.[0] ?? null : null;
+          return { code: status, signal: sig };
+        });
+      return {
+        pid: undefined,
+        id: container.id,
+        exited,
+        async stop(graceMs: number): Promise<void> {
+          await container.stop({ t: Math.max(1, Math.ceil(graceMs / 1000)) }).catch(() => undefined);
+          await exited;
+        },
+      };
+    } catch (e) {
+      write(`[docker] ${(e as Error).message}`);
+      log.end();
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Docker from 'dockerode';
+import { ensureWorkerImage } from '../../src/supervisor/docker-image.js';
+import { assertDockerReachable, DockerRuntime, DockerUnavailableError, projectLabel } from '../../src/supervisor/docker-runtime.js';
+import { loadManifest } from '../../src/supervisor/manifest.js';
+import { dockerSkipReason } from '../helpers/docker.js';
+import { eventually } from '../helpers/util.js';
+import { makeFixtureProject, runtimeConformance } from './runtime-conformance.js';
+
+const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+const skip = await dockerSkipReason();
+
+describe('docker runtime without a Docker engine', () => {
+  it('says Docker is not reachable and how to use the process runtime instead', async () => {
+    const nowhere = new Docker({ socketPath: '/nonexistent/docker.sock' });
+    await assert.rejects(assertDockerReachable(nowhere, '/nonexistent/docker.sock'), (e: unknown) => {
+      assert.ok(e instanceof DockerUnavailableError);
+      assert.equal(e.code, 'docker_unavailable');
+      assert.match(e.message, /^Docker is not reachable at \/nonexistent\/docker\.sock: .*ENOENT/);
+      assert.match(e.message, /use the process runtime: svc worker add <dir> \(without --runtime docker\)/);
+      return true;
+    });
+  });
+});
+
+if (!skip) {
+  const state = async (id: string): Promise<{ Running: boolean } | null> => {
+    try {
+      return (await docker.getContainer(id).inspect()).State;
+    } catch {
+      return null;
+    }
+  };
+  const configFile = '/tmp/svc-docker-conformance/config.yaml';
+  runtimeConformance({
+    name: 'docker',
+    make: () => new DockerRuntime({ configFile }),
+    firstLaunchMs: 300_000,
+    async killHard(inst) {
+      await docker.getContainer(inst.id).kill();
+    },
+    async alive(inst) {
+      return (await state(inst.id))?.Running === true;
+    },
+  });
+
+  describe('docker runtime specifics', () => {
+    let fx: ReturnType<typeof makeFixtureProject>;
+    let rt: DockerRuntime;
+    before(() => {
+      fx = makeFixtureProject();
+      rt = new DockerRuntime({ configFile: join(fx.dir, 'config.yaml') });
+    });
+    after(() => fx.cleanup());
+
+    const spec = (replica: number) => {
+      const own = { SVC_URL: 'ws://127.0.0.1:1', SVC_WORKER_NAME: 'probe', GREETING: 'labels' };
+      return {
+        name: 'probe',
+        replica,
+        cwd: fx.workerDir,
+        command: 'python3 main.py',
+        env: { ...(process.env as Record<string, string>), SVC_TEST_HOST_ONLY: 'leaked', ...own },
+        containerEnv: own,
+        logFile: join(fx.dir, '.svc', 'logs', 'probe.log'),
+        manifest: loadManifest(fx.workerDir),
+      };
+    };
+
+    it('builds an image once per worker context, and again only when the context changes', async () => {
+      const m = loadManifest(fx.workerDir);
+      const first = await ensureWorkerImage(docker, m);
+      const again = await ensureWorkerImage(docker, m);
+      assert.equal(again.status, 'cached');
+      assert.equal(again.tag, first.tag);
+      assert.match(first.tag, /^svc-worker-probe:[0-9a-f]{16}$/);
+      const edited = readFileSync(join(fx.workerDir, 'main.py'), 'utf8') + '\n# changed\n';
+      const { writeFileSync } = await import('node:fs');
+      writeFileSync(join(fx.workerDir, 'main.py'), edited);
+      const changed = await ensureWorkerImage(docker, loadManifest(fx.workerDir));
+      assert.notEqual(changed.tag, first.tag);
+      assert.equal(changed.status, 'built');
+    });
+
+    it('labels containers, runs them on the host network with only svc variables, removes them on stop', async () => {
+      const s = spec(1);
+      const inst = await rt.launch(s);
+      try {
+        const info = await docker.getContainer(inst.id).inspect();
+        assert.equal(info.Config.Labels['svc.worker'], 'probe');
+        assert.equal(info.Config.Labels['svc.replica'], '1');
+        assert.equal(info.Config.Labels['svc.project'], projectLabel(join(fx.dir, 'config.yaml')));
+        assert.equal(info.HostConfig.NetworkMode, 'host');
+        assert.equal(info.HostConfig.RestartPolicy?.Name, 'no');
+        assert.ok(info.Config.Env.includes('SVC_URL=ws://127.0.0.1:1'));
+        await eventually(() => assert.match(readFileSync(s.logFile, 'utf8'), /greeting=labels leak=none/), 20_000);
+      } finally {
+        await inst.stop(2000);
+      }
+      await assert.rejects(docker.getContainer(inst.id).inspect(), /no such container/i);
+    });
+
+    it('removeStale() removes containers an earlier engine of the same project left behind', async () => {
+      const inst = await rt.launch(spec(0));
+      // Another project's container is not touched.
+      const other = new DockerRuntime({ configFile: join(fx.dir, 'elsewhere', 'config.yaml') });
+      const foreign = await other.launch({ ...spec(0) });
+      try {
+        assert.equal(await rt.removeStale(), 1);
+        await inst.exited;
+        assert.ok((await docker.getContainer(foreign.id).inspect()).State.Running);
+      } finally {
+        await foreign.stop(1000);
+      }
+    });
+  });
+}
