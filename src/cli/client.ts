@@ -1,15 +1,28 @@
+import { resolve } from 'node:path';
 import { DEFAULT_ENGINE_URL, InvocationError, Worker } from 'svc-sdk';
+import { readEngineState, type EngineState } from '../supervisor/engine-state.js';
 
-/** The engine address a command talks to: --address, else SVC_URL, else the default port on localhost. */
+/** The engine running for ./config.yaml, if any (it writes .svc/engine.json beside the file). */
+function localEngine(): EngineState | null {
+  return readEngineState(resolve('config.yaml'));
+}
+
+/**
+ * The engine address a command talks to: --address, else SVC_URL, else the engine running for
+ * ./config.yaml (whatever port it was given), else the default port on localhost.
+ */
 export function engineAddress(flag?: string): string {
-  return flag ?? process.env.SVC_URL ?? DEFAULT_ENGINE_URL;
+  return flag ?? process.env.SVC_URL ?? localEngine()?.url ?? DEFAULT_ENGINE_URL;
 }
 
 /**
  * Connect as a short-lived client (hidden from worker lists), run `fn`, disconnect. A missing
  * engine is reported plainly instead of retrying forever as a worker would.
  */
-export async function withClient<T>(address: string, fn: (w: Worker) => Promise<T>, connectTimeoutMs = 5000, token?: string): Promise<T> {
+export async function withClient<T>(address: string, fn: (w: Worker) => Promise<T>, connectTimeoutMs = 5000, tokenArg?: string): Promise<T> {
+  // SVC_TOKEN, else the local engine's own token, handed only to that same engine.
+  const local = localEngine();
+  const token = tokenArg ?? process.env.SVC_TOKEN ?? (local && local.url === address ? local.token : undefined);
   const w = new Worker(address, {
     ...(token ? { token } : {}),
     workerName: `svc-cli:${process.pid}`,

@@ -20,6 +20,9 @@ export class ImageBuildError extends Error {
 /** What never goes into a worker's build context: host-built environments and our own state. */
 const IGNORED = new Set(['node_modules', '.venv', '.svc', '.git', '__pycache__', '.pytest_cache', '.mypy_cache', '.ruff_cache', '.svc-build']);
 
+/** The files of each svc SDK that installing it needs. */
+const SDK_FILES = { python: ['pyproject.toml', 'README.md', 'LICENSE', 'src'], typescript: ['package.json', 'README.md', 'dist'] };
+
 /** Base image per kind: the build argument, the official default and the offline equivalent. */
 const BASES: Record<RuntimeKind, { arg: string; env: string; official: string; local: string }> = {
   python: { arg: 'PYTHON_BASE', env: 'SVC_PYTHON_BASE', official: 'python:3.11-slim-bookworm', local: 'svc-base-python:local' },
@@ -57,7 +60,7 @@ function copyFiltered(src: string, dst: string, skip: (rel: string) => boolean =
     filter: (p) => {
       const rel = relative(src, p);
       if (rel === '') return true;
-      return !rel.split('/').some((part) => IGNORED.has(part)) && !skip(rel);
+      return !rel.split('/').some((part) => IGNORED.has(part) || part.startsWith('.venv')) && !skip(rel);
     },
   });
 }
@@ -105,8 +108,12 @@ export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: Build
     mkdirSync(join(build, 'sdk'), { recursive: true });
     cpSync(dockerfile, join(build, 'Dockerfile'));
     // The SDKs of this svc installation (not published yet; see the Dockerfiles).
-    if (m.runtime.kind === 'python') copyFiltered(join(SVC_ROOT, 'sdk', 'python'), join(build, 'sdk', 'python'), (rel) => /^(tests|build)(\/|$)|\.egg-info(\/|$)/.test(rel));
-    else copyFiltered(join(SVC_ROOT, 'sdk', 'typescript'), join(build, 'sdk', 'typescript'), (rel) => /^(tsconfig\.tsbuildinfo)$/.test(rel));
+    // Only what installs the package: a developer's SDK checkout also holds virtualenvs and caches.
+    const sdk = m.runtime.kind === 'python' ? 'python' : 'typescript';
+    for (const part of SDK_FILES[sdk]) {
+      const from = join(SVC_ROOT, 'sdk', sdk, part);
+      if (existsSync(from)) copyFiltered(from, join(build, 'sdk', sdk, part), (rel) => rel.endsWith('.egg-info') || rel.includes('.egg-info/'));
+    }
     const buildargs = { [BASES[m.runtime.kind].arg]: base, INSTALL: m.scripts.install, START: m.scripts.start };
     const hash = hashTree(ctx).update(JSON.stringify(buildargs)).digest('hex').slice(0, 16);
     const tag = `svc-worker-${m.name}:${hash}`;

@@ -93,9 +93,9 @@ export class DockerRuntime implements Runtime {
       const name = `svc-${this.project}-${spec.name}-${spec.replica}`;
       // A container of this name is left from a replica that died unwatched: replace it.
       await this.docker.getContainer(name).remove({ force: true }).catch(() => undefined);
-      // Never the engine's own environment; svc's variables (SVC_URL, SVC_TOKEN, …) and the entry's env:.
+      // Never the engine's own environment: svc's variables (the supervisor may add SVC_TOKEN) and the entry's env:.
       const env: Record<string, string> = { ...(spec.containerEnv ?? {}) };
-      for (const [k, v] of Object.entries(spec.env)) if (k.startsWith('SVC_')) env[k] = v;
+      for (const k of ['SVC_URL', 'SVC_TOKEN']) if (spec.env[k] !== undefined) env[k] = spec.env[k];
       const container = await this.docker.createContainer({
         name,
         Image: img.tag,

@@ -75,7 +75,10 @@ export function parseWorkerEntries(file: string, raw: unknown[]): WorkerEntry[] 
  * Append (or update) a worker in config.yaml, keeping the user's comments and layout. An entry
  * with the same name is updated in place, never duplicated. Returns whether anything changed.
  */
-export function upsertWorkerEntry(file: string, entry: { name: string; builtin?: string; path?: string; runtime?: RuntimeName; replicas?: number }): 'added' | 'updated' | 'unchanged' {
+export function upsertWorkerEntry(
+  file: string,
+  entry: { name: string; builtin?: string; path?: string; runtime?: RuntimeName; replicas?: number; config?: Record<string, unknown> },
+): 'added' | 'updated' | 'unchanged' {
   const text = readFileSync(file, 'utf8');
   const doc = parseDocument(text);
   if (doc.errors.length > 0) throw new ConfigError(file, `invalid YAML: ${doc.errors[0]!.message.split('\n')[0]}`);
@@ -96,6 +99,7 @@ export function upsertWorkerEntry(file: string, entry: { name: string; builtin?:
   }
   if (entry.runtime && entry.runtime !== 'process') fields.runtime = entry.runtime;
   if (entry.replicas && entry.replicas !== 1) fields.replicas = entry.replicas;
+  if (entry.config && Object.keys(entry.config).length > 0) fields.config = entry.config;
   const existing = seq.items.find((it) => isMap(it) && it.get('name') === entry.name);
   if (existing && isMap(existing)) {
     let changed = false;
@@ -108,6 +112,13 @@ export function upsertWorkerEntry(file: string, entry: { name: string; builtin?:
     if (!entry.runtime || entry.runtime === 'process') {
       if (existing.has('runtime') && existing.get('runtime') !== 'process') {
         existing.delete('runtime');
+        changed = true;
+      }
+    }
+    for (const [k, v] of Object.entries(entry.config ?? {})) {
+      if (JSON.stringify(existing.getIn(['config', k])) !== JSON.stringify(v)) {
+        if (!existing.has('config')) existing.set('config', doc.createNode({}));
+        existing.setIn(['config', k], v);
         changed = true;
       }
     }

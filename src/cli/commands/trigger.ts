@@ -27,7 +27,7 @@ exit code is 1 (2 for bad arguments).`;
   static override flags = {
     'function-id': Flags.string({ summary: 'Function id to call.' }),
     payload: Flags.string({ summary: 'JSON object passed to the function.' }),
-    address: Flags.string({ summary: 'Engine address (default: $SVC_URL, else ws://localhost:49134).' }),
+    address: Flags.string({ summary: "Engine address (default: $SVC_URL, else the engine running for ./config.yaml, else ws://localhost:49134)." }),
     'timeout-ms': Flags.integer({ summary: 'Deadline of the call in milliseconds.', default: 30_000, min: 1 }),
   };
 

@@ -8,6 +8,7 @@ import { ensureInstalled, InstallError } from '../../../supervisor/install.js';
 import { loadManifest, ManifestError } from '../../../supervisor/manifest.js';
 import { BUILTIN_WORKERS, RUNTIMES, upsertWorkerEntry, type RuntimeName } from '../../../supervisor/worker-entries.js';
 import { formatError, withClient, fail } from '../../client.js';
+import { buildPayload } from '../../payload.js';
 import { configFlag, runningEngine } from '../../project.js';
 
 export default class WorkerAdd extends Command {
@@ -24,6 +25,10 @@ with the engine the next time it starts.`;
     force: Flags.boolean({ summary: 'Reinstall dependencies (rebuild the image for docker) and restart it.', default: false }),
     runtime: Flags.string({ summary: 'How the worker runs.', options: [...RUNTIMES], default: 'process' }),
     replicas: Flags.integer({ summary: 'Number of instances.', min: 1, max: 64 }),
+    set: Flags.string({
+      summary: 'Set a key of the worker\'s config block, e.g. --set port=3112 (repeatable; values typed as in svc trigger).',
+      multiple: true,
+    }),
   };
 
   async run(): Promise<void> {
@@ -37,12 +42,15 @@ with the engine the next time it starts.`;
       throw e;
     }
     const runtime = flags.runtime as RuntimeName;
+    const settings = buildPayload(undefined, flags.set ?? []);
+    if (!settings.ok) fail(`--set: ${settings.message}`, 2);
+    const config = Object.keys(settings.payload).length > 0 ? { config: settings.payload } : {};
     let name: string;
     let entry: Parameters<typeof upsertWorkerEntry>[1];
     let manifest;
     if ((BUILTIN_WORKERS as readonly string[]).includes(args.target)) {
       name = args.target;
-      entry = { name, builtin: name, runtime, ...(flags.replicas ? { replicas: flags.replicas } : {}) };
+      entry = { name, builtin: name, runtime, ...(flags.replicas ? { replicas: flags.replicas } : {}), ...config };
     } else {
       const dir = resolve(args.target);
       if (!existsSync(dir) || !statSync(dir).isDirectory()) {
@@ -55,7 +63,7 @@ with the engine the next time it starts.`;
         throw e;
       }
       name = manifest.name;
-      entry = { name, path: dir, runtime, ...(flags.replicas ? { replicas: flags.replicas } : {}) };
+      entry = { name, path: dir, runtime, ...(flags.replicas ? { replicas: flags.replicas } : {}), ...config };
     }
     // A docker worker needs a Docker engine: say so before config.yaml is touched.
     let docker: DockerRuntime | undefined;

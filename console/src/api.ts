@@ -1,0 +1,104 @@
+/** The console server's JSON API (src/console/server.ts). */
+
+export interface ErrorBody {
+  code: string;
+  message: string;
+}
+
+export class CallError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface CallOutcome<T> {
+  ok: boolean;
+  result?: T;
+  error?: ErrorBody;
+  duration_ms?: number;
+}
+
+/** Connection as the page last saw it: the console server, and the engine behind it. */
+export type Link = 'ok' | 'engine_down' | 'console_down';
+type LinkListener = (l: Link, engineUrl: string) => void;
+const listeners = new Set<LinkListener>();
+let link: Link = 'ok';
+let engineUrl = '';
+
+function setLink(l: Link): void {
+  if (l === link) return;
+  link = l;
+  for (const f of listeners) f(link, engineUrl);
+}
+
+export function onLink(f: LinkListener): () => void {
+  listeners.add(f);
+  f(link, engineUrl);
+  return () => listeners.delete(f);
+}
+
+async function post<T>(path: string, body: unknown): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  } catch {
+    setLink('console_down');
+    throw new CallError('console_unreachable', 'The console server is not reachable');
+  }
+  let json: T & { error?: ErrorBody };
+  try {
+    json = (await res.json()) as T & { error?: ErrorBody };
+  } catch {
+    setLink('console_down');
+    throw new CallError('console_unreachable', `The console server answered ${res.status} without JSON`);
+  }
+  if (res.status === 503) {
+    setLink('engine_down');
+    throw new CallError(json.error?.code ?? 'engine_unreachable', json.error?.message ?? 'The engine is not reachable');
+  }
+  setLink('ok');
+  return json;
+}
+
+/** Call a function; the outcome (result or error) with the round-trip duration. Throws only when nothing answered. */
+export async function invoke<T = unknown>(function_id: string, payload: unknown = {}, timeout_ms?: number): Promise<CallOutcome<T>> {
+  return post<CallOutcome<T>>('/api/call', { function_id, payload, ...(timeout_ms ? { timeout_ms } : {}) });
+}
+
+/** Call a function and return its result; throws CallError on any error. */
+export async function call<T = unknown>(function_id: string, payload: unknown = {}): Promise<T> {
+  const o = await invoke<T>(function_id, payload);
+  if (!o.ok) throw new CallError(o.error?.code ?? 'error', o.error?.message ?? 'Call failed');
+  return o.result as T;
+}
+
+export interface HttpOutcome {
+  ok: boolean;
+  url?: string;
+  status?: number;
+  headers?: Record<string, string>;
+  body?: string;
+  duration_ms?: number;
+  error?: ErrorBody;
+}
+
+export function httpRequest(method: string, path: string, body?: string): Promise<HttpOutcome> {
+  return post<HttpOutcome>('/api/http', { method, path, ...(body ? { body } : {}) });
+}
+
+/** Polled by the app shell: keeps the banner right even on pages that are idle. */
+export async function checkStatus(): Promise<void> {
+  try {
+    const res = await fetch('/api/status');
+    const s = (await res.json()) as { connected: boolean; engine_url: string };
+    engineUrl = s.engine_url;
+    const next: Link = s.connected ? 'ok' : 'engine_down';
+    if (next !== link) setLink(next);
+    else for (const f of listeners) f(link, engineUrl);
+  } catch {
+    setLink('console_down');
+  }
+}

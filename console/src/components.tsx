@@ -1,0 +1,43 @@
+import type { ReactNode } from 'react';
+import { CallError } from './api';
+
+/** What a page shows when there is nothing to list: a sentence and what to do about it. */
+export function Empty({ children, testId }: { children: ReactNode; testId?: string }) {
+  return (
+    <div className="empty" data-testid={testId ?? 'empty'}>
+      {children}
+    </div>
+  );
+}
+
+/** An error from a load or a call, with its code. Engine-down errors are left to the banner. */
+export function ErrorNote({ error }: { error: Error | undefined }) {
+  if (!error) return null;
+  if (error instanceof CallError && (error.code === 'console_unreachable' || error.code === 'engine_unreachable')) return null;
+  return (
+    <div className="error-note" role="alert">
+      {error instanceof CallError ? <code>{error.code}</code> : null} {error.message}
+    </div>
+  );
+}
+
+export function Loading() {
+  return <div className="loading">Loading…</div>;
+}
+
+export function PageHeader({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <div className="page-header">
+      <h1>{title}</h1>
+      <div className="page-actions">{children}</div>
+    </div>
+  );
+}
+
+export function Status({ value }: { value: string }) {
+  return <span className={`status status-${value}`}>{value}</span>;
+}
+
+export function Level({ value }: { value: string }) {
+  return <span className={`level level-${value}`}>{value.toUpperCase()}</span>;
+}

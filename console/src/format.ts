@@ -1,0 +1,41 @@
+export function duration(ms: number | undefined | null): string {
+  if (ms === undefined || ms === null || !Number.isFinite(ms)) return '-';
+  if (ms < 1) return `${(ms * 1000).toFixed(0)} µs`;
+  if (ms < 100) return `${ms.toFixed(1)} ms`;
+  if (ms < 10_000) return `${Math.round(ms)} ms`;
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+export function uptime(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return `${h}h ${m % 60}m`;
+  return `${Math.floor(h / 24)}d ${h % 24}h`;
+}
+
+export function clock(iso: string): string {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleTimeString(undefined, { hour12: false }) + '.' + String(d.getMilliseconds()).padStart(3, '0');
+}
+
+export function json(v: unknown, indent = 2): string {
+  if (v === undefined) return '';
+  try {
+    return JSON.stringify(v, null, indent);
+  } catch {
+    return String(v);
+  }
+}
+
+/** Parse a JSON text box; an empty box is `{}`. */
+export function parseJson(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  if (text.trim() === '') return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (e) {
+    return { ok: false, message: `Not valid JSON: ${(e as Error).message}` };
+  }
+}

@@ -1,0 +1,139 @@
+import { useState } from 'react';
+import { call, CallError, invoke, type CallOutcome } from '../api';
+import { Empty, ErrorNote, Loading, PageHeader } from '../components';
+import { duration, json, parseJson } from '../format';
+import { usePoll } from '../hooks';
+
+interface FunctionInfo {
+  function_id: string;
+  description: string | null;
+  request_format: unknown;
+  response_format: unknown;
+  builtin: boolean;
+  workers: Array<{ worker_id: string; worker_name: string }>;
+  in_flight: number;
+}
+
+export function FunctionsPage({ selected, select }: { selected: string | undefined; select: (id: string) => void }) {
+  const [builtins, setBuiltins] = useState(false);
+  const { data, error } = usePoll(
+    () => call<{ functions: FunctionInfo[] }>('engine::functions::list', { include_builtins: builtins }).then((r) => r.functions),
+    1000,
+    [builtins],
+  );
+  const current = data?.find((f) => f.function_id === selected);
+  return (
+    <section data-testid="page-functions">
+      <PageHeader title="Functions">
+        <label className="toggle">
+          <input type="checkbox" checked={builtins} onChange={(e) => setBuiltins(e.target.checked)} /> show engine::* builtins
+        </label>
+      </PageHeader>
+      <ErrorNote error={error} />
+      {!data ? (
+        <Loading />
+      ) : data.length === 0 ? (
+        <Empty>No functions are registered. Workers register them when they connect.</Empty>
+      ) : (
+        <div className="split">
+          <ul className="list" data-testid="function-list">
+            {[...data]
+              .sort((a, b) => a.function_id.localeCompare(b.function_id))
+              .map((f) => (
+                <li key={f.function_id}>
+                  <button className={f.function_id === selected ? 'active' : ''} onClick={() => select(f.function_id)} data-testid="function-item" data-id={f.function_id}>
+                    <span className="mono">{f.function_id}</span>
+                    <span className="sub">{f.builtin ? 'engine' : f.workers.map((w) => w.worker_name).join(', ')}</span>
+                    {f.in_flight > 0 && <span className="badge">{f.in_flight} in flight</span>}
+                  </button>
+                </li>
+              ))}
+          </ul>
+          <div className="detail">
+            {current ? (
+              <FunctionDetail key={current.function_id} f={current} />
+            ) : selected ? (
+              <Empty>Function {selected} is not registered (any more).</Empty>
+            ) : (
+              <Empty>Select a function to see it and invoke it.</Empty>
+            )}
+          </div>
+        </div>
+      )}
+    </section>
+  );
+}
+
+function FunctionDetail({ f }: { f: FunctionInfo }) {
+  const [payload, setPayload] = useState('{}');
+  const [outcome, setOutcome] = useState<CallOutcome<unknown>>();
+  const [problem, setProblem] = useState<Error>();
+  const [busy, setBusy] = useState(false);
+
+  const run = async (): Promise<void> => {
+    const p = parseJson(payload);
+    setOutcome(undefined);
+    if (!p.ok) {
+      setProblem(new CallError('invalid_json', p.message));
+      return;
+    }
+    setProblem(undefined);
+    setBusy(true);
+    try {
+      setOutcome(await invoke(f.function_id, p.value));
+    } catch (e) {
+      setProblem(e as Error);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div data-testid="function-detail">
+      <h2 className="mono">{f.function_id}</h2>
+      {f.description && <p>{f.description}</p>}
+      <dl className="facts">
+        <dt>Served by</dt>
+        <dd>{f.builtin ? 'the engine' : f.workers.map((w) => w.worker_name).join(', ') || 'nobody'}</dd>
+        <dt>In flight</dt>
+        <dd>{f.in_flight}</dd>
+        {f.request_format ? (
+          <>
+            <dt>Request format</dt>
+            <dd>
+              <pre>{json(f.request_format)}</pre>
+            </dd>
+          </>
+        ) : null}
+      </dl>
+      <h3>Invoke</h3>
+      <textarea
+        className="code"
+        rows={6}
+        value={payload}
+        onChange={(e) => setPayload(e.target.value)}
+        spellCheck={false}
+        data-testid="payload"
+        aria-label="JSON payload"
+      />
+      <div className="row">
+        <button className="primary" onClick={() => void run()} disabled={busy} data-testid="invoke">
+          {busy ? 'Invoking…' : 'Invoke'}
+        </button>
+      </div>
+      {problem && (
+        <div className="error-note" role="alert">
+          <code>{problem instanceof CallError ? problem.code : 'error'}</code> {problem.message}
+        </div>
+      )}
+      {outcome && (
+        <div className={`outcome ${outcome.ok ? 'ok' : 'failed'}`} data-testid="outcome">
+          <div className="outcome-head">
+            {outcome.ok ? 'Result' : 'Error'} <span className="sub" data-testid="duration">in {duration(outcome.duration_ms)}</span>
+          </div>
+          <pre data-testid="result">{outcome.ok ? json(outcome.result) : json(outcome.error)}</pre>
+        </div>
+      )}
+    </div>
+  );
+}

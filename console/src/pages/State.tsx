@@ -1,0 +1,175 @@
+import { useState } from 'react';
+import { call, CallError } from '../api';
+import { Empty, ErrorNote, Loading, PageHeader } from '../components';
+import { json, parseJson } from '../format';
+import { usePoll } from '../hooks';
+
+interface Entry {
+  key: string;
+  value: unknown;
+}
+
+function missingState(e: Error | undefined): boolean {
+  return e instanceof CallError && e.code === 'function_not_found';
+}
+
+export function StatePage({ scope, selectScope }: { scope: string | undefined; selectScope: (s: string) => void }) {
+  const groups = usePoll(() => call<{ groups: string[] }>('state::list_groups').then((r) => r.groups));
+  const [newScope, setNewScope] = useState('');
+  if (missingState(groups.error)) {
+    return (
+      <section data-testid="page-state">
+        <PageHeader title="State" />
+        <Empty>svc-state is not running, so there is no state to show. Start it with <code>svc worker add svc-state</code>.</Empty>
+      </section>
+    );
+  }
+  const scopes = groups.data ?? [];
+  return (
+    <section data-testid="page-state">
+      <PageHeader title="State" />
+      <ErrorNote error={groups.error} />
+      {!groups.data ? (
+        <Loading />
+      ) : (
+        <div className="split">
+          <div>
+            {scopes.length === 0 && <p className="sub pad">No scopes hold any key yet.</p>}
+            <ul className="list" data-testid="scope-list">
+              {[...new Set([...scopes, ...(scope && !scopes.includes(scope) ? [scope] : [])])].map((s) => (
+                <li key={s}>
+                  <button className={s === scope ? 'active' : ''} onClick={() => selectScope(s)} data-testid="scope-item" data-scope={s}>
+                    <span className="mono">{s}</span>
+                  </button>
+                </li>
+              ))}
+            </ul>
+            <form
+              className="row pad"
+              onSubmit={(e) => {
+                e.preventDefault();
+                if (newScope.trim()) selectScope(newScope.trim());
+                setNewScope('');
+              }}
+            >
+              <input placeholder="open scope…" value={newScope} onChange={(e) => setNewScope(e.target.value)} aria-label="scope" />
+            </form>
+          </div>
+          <div className="detail">{scope ? <ScopeEntries key={scope} scope={scope} /> : <Empty>Select a scope to see its keys.</Empty>}</div>
+        </div>
+      )}
+    </section>
+  );
+}
+
+function ScopeEntries({ scope }: { scope: string }) {
+  const { data, error, refresh } = usePoll(() => call<Entry[]>('state::list', { scope }), 1000, [scope]);
+  const [editing, setEditing] = useState<string | null>(null);
+  const [draft, setDraft] = useState('');
+  const [newKey, setNewKey] = useState('');
+  const [newValue, setNewValue] = useState('');
+  const [problem, setProblem] = useState<string>();
+
+  const save = async (key: string, text: string): Promise<void> => {
+    const p = parseJson(text);
+    if (!p.ok) {
+      setProblem(p.message);
+      return;
+    }
+    try {
+      await call('state::set', { scope, key, value: p.value });
+      setProblem(undefined);
+      setEditing(null);
+      setNewKey('');
+      setNewValue('');
+      refresh();
+    } catch (e) {
+      setProblem((e as Error).message);
+    }
+  };
+  const remove = async (key: string): Promise<void> => {
+    if (!window.confirm(`Delete ${scope}/${key}?`)) return;
+    try {
+      await call('state::delete', { scope, key });
+      refresh();
+    } catch (e) {
+      setProblem((e as Error).message);
+    }
+  };
+
+  return (
+    <div data-testid="scope-entries">
+      <h2 className="mono">{scope}</h2>
+      <ErrorNote error={error} />
+      {problem && (
+        <div className="error-note" role="alert">
+          {problem}
+        </div>
+      )}
+      {!data ? (
+        <Loading />
+      ) : data.length === 0 ? (
+        <Empty>This scope holds no keys.</Empty>
+      ) : (
+        <table className="grid" data-testid="state-table">
+          <thead>
+            <tr>
+              <th>Key</th>
+              <th>Value</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {data.map((e) => (
+              <tr key={e.key} data-testid="state-row" data-key={e.key}>
+                <td className="mono">{e.key}</td>
+                <td>
+                  {editing === e.key ? (
+                    <textarea className="code" rows={4} value={draft} onChange={(x) => setDraft(x.target.value)} spellCheck={false} aria-label="value" />
+                  ) : (
+                    <pre className="value" data-testid="state-value">{json(e.value)}</pre>
+                  )}
+                </td>
+                <td className="nowrap">
+                  {editing === e.key ? (
+                    <>
+                      <button className="primary" onClick={() => void save(e.key, draft)}>
+                        Save
+                      </button>{' '}
+                      <button onClick={() => setEditing(null)}>Cancel</button>
+                    </>
+                  ) : (
+                    <>
+                      <button
+                        onClick={() => {
+                          setEditing(e.key);
+                          setDraft(json(e.value));
+                        }}
+                      >
+                        Edit
+                      </button>{' '}
+                      <button className="danger" onClick={() => void remove(e.key)}>
+                        Delete
+                      </button>
+                    </>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <form
+        className="row add-key"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (newKey.trim()) void save(newKey.trim(), newValue.trim() === '' ? 'null' : newValue);
+        }}
+      >
+        <input placeholder="new key" value={newKey} onChange={(e) => setNewKey(e.target.value)} aria-label="new key" />
+        <input className="mono grow" placeholder='value (JSON), e.g. 42 or {"a": 1}' value={newValue} onChange={(e) => setNewValue(e.target.value)} aria-label="new value" />
+        <button type="submit">Set</button>
+      </form>
+    </div>
+  );
+}

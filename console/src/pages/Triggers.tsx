@@ -1,0 +1,169 @@
+import { useState } from 'react';
+import { call, httpRequest, type HttpOutcome } from '../api';
+import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
+import { duration, json } from '../format';
+import { usePoll } from '../hooks';
+
+interface Binding {
+  id: string;
+  trigger_type: string;
+  function_id: string;
+  config: Record<string, unknown> | null;
+  worker_name: string | null;
+  status: string;
+}
+interface TriggerType {
+  id: string;
+  description: string | null;
+  provider: { worker_id: string; worker_name: string } | string | null;
+}
+
+function providerName(p: TriggerType['provider']): string {
+  if (!p) return 'no provider (bindings are parked)';
+  return typeof p === 'string' ? p : p.worker_name;
+}
+
+export function TriggersPage() {
+  const { data, error } = usePoll(async () => {
+    const [types, bindings] = await Promise.all([
+      call<{ trigger_types: TriggerType[] }>('engine::triggers::list'),
+      call<{ triggers: Binding[] }>('engine::registered-triggers::list'),
+    ]);
+    return { types: types.trigger_types, bindings: bindings.triggers };
+  });
+  const typeIds = data ? [...new Set([...data.types.map((t) => t.id), ...data.bindings.map((b) => b.trigger_type)])].sort() : [];
+  return (
+    <section data-testid="page-triggers">
+      <PageHeader title="Triggers" />
+      <ErrorNote error={error} />
+      {!data ? (
+        <Loading />
+      ) : typeIds.length === 0 ? (
+        <Empty>No trigger types and no bindings. svc-http provides the http type: <code>svc worker add svc-http</code>.</Empty>
+      ) : (
+        typeIds.map((id) => {
+          const type = data.types.find((t) => t.id === id);
+          const bindings = data.bindings.filter((b) => b.trigger_type === id);
+          return (
+            <div className="card" key={id} data-testid="trigger-type" data-type={id}>
+              <h2>
+                {id} <span className="sub">provided by {providerName(type?.provider ?? null)}</span>
+              </h2>
+              {type?.description && <p className="sub">{type.description}</p>}
+              {bindings.length === 0 ? (
+                <p className="sub">No bindings of this type.</p>
+              ) : (
+                <table className="grid">
+                  <thead>
+                    <tr>
+                      <th>Function</th>
+                      <th>Config</th>
+                      <th>Registered by</th>
+                      <th>Status</th>
+                      {id === 'http' && <th />}
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {bindings.map((b) => (
+                      <BindingRow key={b.id} b={b} />
+                    ))}
+                  </tbody>
+                </table>
+              )}
+            </div>
+          );
+        })
+      )}
+    </section>
+  );
+}
+
+function BindingRow({ b }: { b: Binding }) {
+  const [open, setOpen] = useState(false);
+  const cfg = b.config ?? {};
+  const isHttp = b.trigger_type === 'http';
+  return (
+    <>
+      <tr data-testid="binding-row">
+        <td className="mono">{b.function_id}</td>
+        <td className="mono small">{isHttp ? `${String(cfg.http_method ?? 'GET')} ${String(cfg.api_path ?? '')}` : json(cfg, 0)}</td>
+        <td>{b.worker_name ?? '-'}</td>
+        <td>
+          <Status value={b.status} />
+        </td>
+        {isHttp && (
+          <td>
+            <button onClick={() => setOpen(!open)} data-testid="http-test-toggle">
+              {open ? 'Close' : 'Test request'}
+            </button>
+          </td>
+        )}
+      </tr>
+      {open && (
+        <tr>
+          <td colSpan={5}>
+            <HttpTester method={String(cfg.http_method ?? 'GET').toUpperCase()} path={String(cfg.api_path ?? '/')} />
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
+function HttpTester({ method: m0, path: p0 }: { method: string; path: string }) {
+  const [method, setMethod] = useState(m0);
+  const [path, setPath] = useState(p0);
+  const [body, setBody] = useState(m0 === 'GET' || m0 === 'HEAD' ? '' : '{"a": 2, "b": 3}');
+  const [out, setOut] = useState<HttpOutcome>();
+  const [busy, setBusy] = useState(false);
+  const send = async (): Promise<void> => {
+    setBusy(true);
+    try {
+      setOut(await httpRequest(method, path, body));
+    } catch (e) {
+      setOut({ ok: false, error: { code: 'error', message: (e as Error).message } });
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="http-tester" data-testid="http-tester">
+      <div className="row">
+        <select value={method} onChange={(e) => setMethod(e.target.value)} aria-label="method">
+          {['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((x) => (
+            <option key={x}>{x}</option>
+          ))}
+        </select>
+        <input className="mono grow" value={path} onChange={(e) => setPath(e.target.value)} aria-label="path" />
+        <button className="primary" onClick={() => void send()} disabled={busy} data-testid="http-send">
+          {busy ? 'Sending…' : 'Send'}
+        </button>
+      </div>
+      {method !== 'GET' && method !== 'HEAD' && (
+        <textarea className="code" rows={3} value={body} onChange={(e) => setBody(e.target.value)} spellCheck={false} aria-label="request body" />
+      )}
+      {out && (
+        <div className={`outcome ${out.ok && (out.status ?? 500) < 400 ? 'ok' : 'failed'}`} data-testid="http-outcome">
+          {out.ok ? (
+            <>
+              <div className="outcome-head">
+                {out.status} <span className="sub">{out.url} in {duration(out.duration_ms)}</span>
+              </div>
+              <pre>{prettyBody(out.body ?? '')}</pre>
+            </>
+          ) : (
+            <pre>{json(out.error)}</pre>
+          )}
+        </div>
+      )}
+    </div>
+  );
+}
+
+function prettyBody(b: string): string {
+  try {
+    return JSON.stringify(JSON.parse(b), null, 2);
+  } catch {
+    return b;
+  }
+}

@@ -1,0 +1,84 @@
+import { call } from '../api';
+import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
+import { uptime } from '../format';
+import { usePoll } from '../hooks';
+
+interface WorkerInfo {
+  worker_id: string;
+  name: string;
+  runtime: string;
+  version: string | null;
+  pid: number | null;
+  status: string;
+  functions: string[];
+  trigger_types: string[];
+  in_flight: number;
+  uptime_ms: number;
+  ip: string;
+}
+
+export function WorkersPage() {
+  const { data, error } = usePoll(() => call<{ workers: WorkerInfo[] }>('engine::workers::list').then((r) => r.workers));
+  return (
+    <section data-testid="page-workers">
+      <PageHeader title="Workers">{data && <span className="count">{data.length} connected</span>}</PageHeader>
+      <ErrorNote error={error} />
+      {!data ? (
+        <Loading />
+      ) : data.length === 0 ? (
+        <Empty>
+          No workers are connected. Add one with <code>svc worker add ./workers/&lt;name&gt;</code> (or <code>svc-state</code>, <code>svc-http</code>).
+        </Empty>
+      ) : (
+        <table className="grid" data-testid="workers-table">
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Runtime</th>
+              <th>PID</th>
+              <th>Status</th>
+              <th>Functions</th>
+              <th className="num">In flight</th>
+              <th className="num">Uptime</th>
+            </tr>
+          </thead>
+          <tbody>
+            {[...data]
+              .sort((a, b) => a.name.localeCompare(b.name))
+              .map((w) => (
+                <tr key={w.worker_id} data-testid="worker-row" data-name={w.name}>
+                  <td>
+                    <strong>{w.name}</strong>
+                    <div className="sub mono">{w.worker_id.slice(0, 8)} · {w.ip}</div>
+                  </td>
+                  <td>
+                    {w.runtime}
+                    {w.version ? <span className="sub"> {w.version}</span> : null}
+                  </td>
+                  <td className="mono">{w.pid ?? '-'}</td>
+                  <td>
+                    <Status value={w.status} />
+                  </td>
+                  <td>
+                    {w.functions.length === 0 && w.trigger_types.length === 0 ? <span className="sub">none</span> : null}
+                    {w.functions.map((f) => (
+                      <a key={f} className="chip mono" href={`#/functions/${encodeURIComponent(f)}`}>
+                        {f}
+                      </a>
+                    ))}
+                    {w.trigger_types.map((t) => (
+                      <span key={t} className="chip chip-trigger" title="trigger type provided">
+                        ⚡ {t}
+                      </span>
+                    ))}
+                  </td>
+                  <td className="num">{w.in_flight}</td>
+                  <td className="num">{uptime(w.uptime_ms)}</td>
+                </tr>
+              ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
