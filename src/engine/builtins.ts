@@ -97,11 +97,9 @@ export function installBuiltins(d: BuiltinDeps): void {
     return { queues: [...counts].map(([function_id, in_flight]) => ({ function_id, in_flight, waiting: 0 })) };
   });
 
-  for (const level of LOG_LEVELS) {
-    r.addBuiltin(`engine::log::${level}`, `Store a ${level} log line from the calling worker`, (data, caller) => {
-      const m = obj(data);
-      // One object literal, fields filled or undefined (JSON leaves those out): this runs for
-      // every Logger line of every worker.
+  // One object literal, fields filled or undefined (JSON leaves those out): this runs for every
+  // Logger line of every worker.
+  const addLine = (level: LogEntry['level'], m: Record<string, unknown>, caller: Session | null): void => {
       const tp = m.traceparent;
       d.logs.add({
         level,
@@ -114,9 +112,25 @@ export function installBuiltins(d: BuiltinDeps): void {
         trace_id: typeof tp === 'string' && tp.length >= 35 && tp[2] === '-' ? tp.slice(3, 35) : undefined,
         data: m.data,
       } as Omit<LogEntry, 'seq' | 'time'>);
+  };
+  for (const level of LOG_LEVELS) {
+    r.addBuiltin(`engine::log::${level}`, `Store a ${level} log line from the calling worker`, (data, caller) => {
+      addLine(level, obj(data), caller);
       return null;
     });
   }
+  // The SDKs send the lines of one event-loop turn in one call: a frame per line would cost a
+  // routed call's worth of work each (bench/RESULTS.md, tracing and logging).
+  r.addBuiltin('engine::log::batch', 'Store several log lines: {lines: [{level, message, data?, function_id?, invocation_id?, traceparent?}]}', (data, caller) => {
+    const lines = obj(data).lines;
+    if (!Array.isArray(lines)) throw new EngineError('invalid_payload', 'engine::log::batch: "lines" must be an array');
+    for (const line of lines) {
+      const m = obj(line);
+      const level = LOG_LEVELS.includes(m.level as LogEntry['level']) ? (m.level as LogEntry['level']) : 'info';
+      addLine(level, m, caller);
+    }
+    return null;
+  });
 
   r.addBuiltin('engine::logs::list', 'Stored log lines, oldest first; filter by worker, level, text, since_seq, limit', (data) => {
     const m = obj(data);

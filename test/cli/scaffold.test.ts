@@ -134,7 +134,7 @@ describe('svc create / svc project init', { timeout: 60_000 }, () => {
       {
         name: 'caller-worker',
         runtime: { kind: 'typescript', package_manager: 'npm', entry: 'src/worker.ts' },
-        scripts: { install: 'npm install', start: 'npx tsx src/worker.ts' },
+        scripts: { install: 'npm install', start: 'node --import tsx src/worker.ts' },
       },
     );
     const text = readFileSync(join(dir, 'config.yaml'), 'utf8');

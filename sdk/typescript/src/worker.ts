@@ -396,19 +396,24 @@ export class Worker extends EventEmitter implements LogSink {
   // ---- LogSink ---------------------------------------------------------------------------------------
 
   log(level: LogLevel, message: string, data: unknown, scope: { function_id?: string; invocation_id?: string; traceparent?: string }): void {
-    if (this.conn.state !== 'connected') return;
-    const msg: InvokeFunctionMsg = {
-      type: 'invokefunction',
-      function_id: `engine::log::${level}`,
-      data: { message, ...(data !== undefined ? { data } : {}), ...scope },
-      action: { type: 'void' },
-    };
+    if (!this.live) return;
+    // Lines of one event-loop turn leave together in one fire-and-forget call.
+    this.logBatch.push({ level, message, ...(data !== undefined ? { data } : {}), ...scope });
+    if (this.logBatch.length === 1) setImmediate(this.flushLogs);
+  }
+
+  private logBatch: Array<Record<string, unknown>> = [];
+  private readonly flushLogs = (): void => {
+    const lines = this.logBatch;
+    this.logBatch = [];
+    if (lines.length === 0 || !this.live) return;
+    const msg: InvokeFunctionMsg = { type: 'invokefunction', function_id: 'engine::log::batch', data: { lines }, action: { type: 'void' } };
     try {
       this.conn.sendText(this.encode(msg));
     } catch {
-      /* an oversized log line is dropped, never thrown into user code */
+      /* an oversized batch is dropped, never thrown into user code */
     }
-  }
+  };
 
   // ---- connection lifecycle ------------------------------------------------------------------------
 
@@ -652,6 +657,7 @@ export class Worker extends EventEmitter implements LogSink {
     const end = Date.now() + graceMs;
     while (this.running.size > 0 && this.live && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
     this.shuttingDown = true;
+    this.flushLogs();
     for (const [id, call] of this.calls) {
       clearTimeout(call.timer);
       call.reject(new InvocationError('shutting_down', 'Worker is shutting down', call.functionId));

@@ -15,6 +15,7 @@ from typing import Any
 
 from ._background import spawn
 from .connection import Connection, Session
+from .context import InvocationContext
 from .errors import ErrorCode, InvocationError, SvcError
 from .protocol import DEFAULT_INVOCATION_TIMEOUT_MS, Frame, TriggerRequest
 
@@ -51,7 +52,8 @@ class Caller:
             engine_default if isinstance(engine_default, int) and engine_default > 0 else DEFAULT_INVOCATION_TIMEOUT_MS
         )
 
-    async def call(self, request: TriggerRequest) -> Any:
+    async def call(self, request: TriggerRequest, parent: InvocationContext | None = None) -> Any:
+        """`parent`: the invocation making this call (captured in the caller's thread), whose trace it joins."""
         if not isinstance(request, dict):
             raise TypeError(
                 f"trigger() takes a dict {{'function_id': ..., 'payload': ...}}, got {type(request).__name__}"
@@ -88,6 +90,8 @@ class Caller:
             raise InvocationError(exc.code, exc.message, function_id) from None
 
         frame: Frame = {"type": "invokefunction", "function_id": function_id, "data": request.get("payload")}
+        if parent is not None and parent.traceparent:
+            frame["traceparent"] = parent.traceparent
         if action is not None and action.get("type") == "void":
             frame["action"] = action
             await self._send(session, frame, function_id)

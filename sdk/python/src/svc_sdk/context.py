@@ -11,6 +11,9 @@ class InvocationContext:
     function_id: str
     #: None for fire-and-forget invocations.
     invocation_id: str | None
+    #: W3C trace context of this invocation; calls made from its handler carry it on, so they
+    #: join the same trace.
+    traceparent: str | None = None
 
 
 #: Set by the SDK around every handler call (in its thread, or in its task for async handlers).

@@ -140,7 +140,8 @@ class Invoker:
             return
         if not isinstance(invocation_id, str):
             invocation_id = None
-        ctx = InvocationContext(function_id, invocation_id)
+        traceparent = frame.get("traceparent")
+        ctx = InvocationContext(function_id, invocation_id, traceparent if isinstance(traceparent, str) else None)
         fn = self.functions.get(function_id)
         if fn is None:
             error: ErrorBody = {"code": ErrorCode.FUNCTION_NOT_FOUND, "message": f"Function {function_id} not found"}

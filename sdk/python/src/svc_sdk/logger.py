@@ -58,6 +58,7 @@ class Logger:
                 "data": data,
                 "function_id": ctx.function_id if ctx is not None else None,
                 "invocation_id": ctx.invocation_id if ctx is not None else None,
+                "traceparent": ctx.traceparent if ctx is not None else None,
             },
             "action": {"type": "void"},
         }

@@ -19,6 +19,7 @@ from ._background import spawn
 from ._version import __version__
 from .calls import Caller
 from .connection import Connection, Session
+from .context import current_invocation
 from .errors import ErrorCode, SvcError
 from .handlers import Handler, Invoker, RegisteredFunction, is_async_callable
 from .options import InitOptions, default_url
@@ -173,7 +174,9 @@ class Worker:
             )
         if self._loop.is_closed():
             raise SvcError(ErrorCode.SHUTTING_DOWN, "The worker has been shut down")
-        return asyncio.run_coroutine_threadsafe(self._caller.call(request), self._loop).result()
+        # The handler's context lives in this thread; the call runs on the loop thread.
+        parent = current_invocation()
+        return asyncio.run_coroutine_threadsafe(self._caller.call(request, parent), self._loop).result()
 
     async def trigger_async(self, request: TriggerRequest) -> Any:
         """`trigger()` for async code, on the worker's own loop or any other."""
@@ -181,9 +184,12 @@ class Worker:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
+        parent = current_invocation()
         if running is self._loop:
-            return await self._caller.call(request)
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._caller.call(request), self._loop))
+            return await self._caller.call(request, parent)
+        return await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(self._caller.call(request, parent), self._loop)
+        )
 
     # ---- lifecycle ---------------------------------------------------------------------------
 

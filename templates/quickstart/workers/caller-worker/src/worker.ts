@@ -4,7 +4,7 @@
  *   math::add_two_numbers    calls math::add (Python, in math-worker) with the same payload and
  *                            returns its result: the engine routes the call, whatever the language.
  *   http::add_two_numbers    (HTTP block) POST /math/add-two-numbers through svc-http: passes the
- *                            request body to math::add and answers 200 {c, running_total}.
+ *                            request body to math::add_two_numbers and answers 200 {c, running_total}.
  *
  * Run by `svc worker add ./workers/caller-worker`, or by hand: npm install && npm start.
  * The engine address comes from SVC_URL (default ws://localhost:49134).
@@ -53,7 +53,7 @@ if (httpEnabled) {
       }
       let result: AddResult;
       try {
-        result = await worker.trigger<AddResult>({ function_id: 'math::add', payload: body });
+        result = await worker.trigger<AddResult>({ function_id: 'math::add_two_numbers', payload: body });
       } catch (e) {
         // Bad a or b is the client's mistake (400); anything else fails the request (svc-http: 5xx).
         if (e instanceof InvocationError && e.code === 'invalid_payload') {
