@@ -169,6 +169,7 @@ class Connection:
                 close_timeout=2,
                 compression=None,
                 user_agent_header=f"svc-sdk-python/{__version__}",
+                additional_headers={"Authorization": f"Bearer {opts.token}"} if opts.token else None,
             )
         )
         try:

@@ -68,6 +68,8 @@ class InitOptions:
     reconnect: ReconnectOptions = field(default_factory=ReconnectOptions)
     #: Install SIGINT/SIGTERM handlers (main thread only) that close the connection cleanly.
     handle_signals: bool = True
+    #: Sent as `Authorization: Bearer ...` when the engine requires tokens. Default: $SVC_TOKEN.
+    token: str | None = field(default_factory=lambda: os.environ.get("SVC_TOKEN") or None)
 
     def __post_init__(self) -> None:
         if not self.worker_name:
