@@ -17,7 +17,15 @@ for a in "$@"; do
 done
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-run() { printf '$ %s\n' "$*"; "$@"; }
+# Print the command as you would type it (quoting what needs it), then run it.
+run() {
+  local line='$' a
+  for a in "$@"; do
+    if [[ $a =~ [^A-Za-z0-9_./:=@,+-] ]]; then line+=" '${a//\'/\'\\\'\'}'"; else line+=" $a"; fi
+  done
+  printf '%s\n' "$line"
+  "$@"
+}
 
 step "Installing svc (npm ci, build) and system packages"
 bash scripts/install-system-deps.sh
