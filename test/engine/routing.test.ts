@@ -1,42 +1,21 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { InvocationError, registerWorker, type Worker } from 'svc-sdk';
+import { InvocationError, type Worker } from 'svc-sdk';
 import { startEngine } from '../helpers/engine.js';
 import { RawClient } from '../helpers/raw-client.js';
+import { eventually, WorkerPool } from '../helpers/util.js';
 
 type Eng = Awaited<ReturnType<typeof startEngine>>;
 
-function worker(url: string, name: string): Worker {
-  return registerWorker(url, { workerName: name, echoLogs: false, reconnect: { initialDelayMs: 50, maxDelayMs: 200 } });
-}
-
-/** Poll until `fn` stops throwing (registration frames are asynchronous). */
-async function eventually(fn: () => Promise<void> | void, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      await fn();
-      return;
-    } catch (e) {
-      if (Date.now() > end) throw e;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-}
-
 describe('routing', () => {
   let eng: Eng;
-  const workers: Worker[] = [];
-  const w = (name: string): Worker => {
-    const x = worker(eng.url, name);
-    workers.push(x);
-    return x;
-  };
+  const pool = new WorkerPool(() => eng.url);
+  const w = (name: string): Worker => pool.make(name);
   before(async () => {
     eng = await startEngine();
   });
   after(async () => {
-    await Promise.all(workers.map((x) => x.shutdown()));
+    await pool.closeAll();
     await eng.stop();
   });
 

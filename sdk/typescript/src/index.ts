@@ -1,17 +1,15 @@
-export {
-  registerWorker,
-  Worker,
-  SDK_VERSION,
-  type WorkerOptions,
-  type InvocationContext,
-  type FunctionHandler,
-  type FunctionOptions,
-  type TriggerInput,
-  type TriggerBinding,
-  type TriggerTypeHandler,
-  type TriggerTypeDefinition,
-  type CallRequest,
-} from './worker.js';
+export { registerWorker, Worker, SDK_VERSION } from './worker.js';
+export type {
+  WorkerOptions,
+  InvocationContext,
+  FunctionHandler,
+  FunctionOptions,
+  TriggerInput,
+  TriggerBinding,
+  TriggerTypeHandler,
+  TriggerTypeDefinition,
+  CallRequest,
+} from './worker-types.js';
 export { Logger, type LogLevel } from './logger.js';
 export { InvocationError, toErrorBody } from './errors.js';
 export { type ConnectionState, type ReconnectOptions, backoffDelay } from './connection.js';

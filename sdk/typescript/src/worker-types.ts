@@ -1,0 +1,86 @@
+import type { ReconnectOptions } from './connection.js';
+import type { Logger } from './logger.js';
+import type { InvocationAction } from './protocol.js';
+import type { Worker } from './worker.js';
+
+/** The public shapes of the TypeScript SDK's API (the Worker class is in worker.ts). */
+
+export interface WorkerOptions {
+  /** Shown in every list, log line and trace. Default: env SVC_WORKER_NAME, else hostname:pid. */
+  workerName?: string;
+  /** Default deadline of `trigger()` calls. */
+  invocationTimeoutMs?: number;
+  reconnect?: Partial<ReconnectOptions>;
+  /** Largest frame this worker sends or accepts; keep equal to the engine's `max_frame_bytes`. */
+  maxFrameBytes?: number;
+  pingIntervalMs?: number;
+  /** Extra fields for `engine::workers::register` (shown by `engine::workers::list`). */
+  metadata?: Record<string, unknown>;
+  /** `client`: a short-lived caller such as the CLI; hidden from worker lists. */
+  role?: 'worker' | 'client';
+  /** Print Logger lines locally too (default true). */
+  echoLogs?: boolean;
+  /** Sent as `Authorization: Bearer …` when the engine requires tokens. Default: env SVC_TOKEN. */
+  token?: string;
+}
+
+export interface InvocationContext {
+  invocationId: string;
+  functionId: string;
+  metadata: unknown;
+  traceparent?: string;
+  baggage?: string;
+  /** Aborted when the engine cancels the call (deadline passed, caller gone). */
+  signal: AbortSignal;
+  logger: Logger;
+  worker: Worker;
+}
+
+// `any` for the input on purpose: handlers declare the shape they expect, as in `(data: {a: number}) => …`.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type FunctionHandler = (data: any, ctx: InvocationContext) => unknown;
+
+export interface FunctionOptions {
+  description?: string;
+  request_format?: unknown;
+  response_format?: unknown;
+  metadata?: Record<string, unknown>;
+}
+
+export interface TriggerInput {
+  type: string;
+  function_id: string;
+  config?: unknown;
+  metadata?: unknown;
+}
+
+export interface TriggerBinding {
+  id: string;
+  trigger_type: string;
+  function_id: string;
+  config: unknown;
+  metadata?: unknown;
+}
+
+export interface TriggerTypeHandler {
+  /** Accept a binding, or throw (an Error with a string `code` keeps it) to refuse it. */
+  registerTrigger(binding: TriggerBinding): unknown;
+  unregisterTrigger(binding: TriggerBinding): unknown;
+}
+
+export interface TriggerTypeDefinition {
+  id: string;
+  description?: string;
+  trigger_request_format?: unknown;
+  call_request_format?: unknown;
+}
+
+export interface CallRequest {
+  function_id: string;
+  payload?: unknown;
+  timeoutMs?: number;
+  action?: InvocationAction;
+  metadata?: unknown;
+  /** Aborting gives up on the call: it rejects with `cancelled` and the callee is told to stop. */
+  signal?: AbortSignal;
+}
