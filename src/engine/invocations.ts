@@ -4,7 +4,7 @@ import { EngineError, engineErrors } from './errors.js';
 import type { EngineOptions } from './options.js';
 import type { Registry } from './registry.js';
 import type { Session } from './session.js';
-import { parseTraceparent, type SpanStatus, type TraceBuffer } from './traces.js';
+import { IdGenerator, parseTraceparent, type SpanStatus, type TraceBuffer } from './traces.js';
 
 export interface Invocation {
   /** Minted by the engine and sent to the callee; callers' own ids never reach callees. */
@@ -43,6 +43,8 @@ type Reply = (outcome: CallOutcome) => void;
  */
 export class Invocations {
   private readonly all = new Map<string, Invocation>();
+  /** Invocation ids (and, through the trace buffer's own generator, trace and span ids). */
+  private readonly ids = new IdGenerator();
   private idleWaiters: Array<() => void> = [];
   /** Set during shutdown: new top-level calls are refused. */
   draining = false;
@@ -157,7 +159,8 @@ export class Invocations {
       reply({ error: engineErrors.overloaded(`The engine has ${this.all.size} calls in flight (engine.limits.max_in_flight_total); retry later`) });
       return;
     }
-    const callee = this.registry.pick(entry);
+    // A call another engine forwarded (caller is its cluster proxy) is served here or not at all.
+    const callee = this.registry.pick(entry, caller?.node !== undefined);
     if (!callee) {
       reply({ error: engineErrors.functionNotFound(fid) });
       return;
@@ -167,7 +170,7 @@ export class Invocations {
       reply({ error: engineErrors.overloaded(`Every worker serving ${fid} has ${callee.incoming.size} calls in flight (engine.limits.max_in_flight_per_worker); retry later`) });
       return;
     }
-    const id = randomUUID();
+    const id = this.ids.invocationId();
     // The callee gets a traceparent naming this call's span, so its own calls become children.
     let traceparent = msg.traceparent;
     let traceId = '';

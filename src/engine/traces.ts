@@ -53,6 +53,13 @@ export function parseTraceparent(tp: string | undefined | null): { traceId: stri
   return { traceId: m[1]!, parentId: m[2]!, flags: m[3]! };
 }
 
+/** `xxxxxxxx-xxxx-4xxx-yxxx-` from 15 random bytes' hex (y in 8–b, the RFC 4122 variant). */
+function uuidPrefix(): string {
+  const h = randomBytes(10).toString('hex');
+  const variant = ((parseInt(h[15]!, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(12, 15)}-${variant}${h.slice(16, 19)}-`;
+}
+
 /**
  * Ids for the hot path: a random prefix drawn once plus a counter. Unique per engine run and
  * random across engines, without a crypto call per invocation (randomBytes costs microseconds).
@@ -69,6 +76,21 @@ export class IdGenerator {
       this.traceN = 1;
     }
     return this.tracePrefix + '00000000' + this.traceN.toString(16).padStart(8, '0');
+  }
+
+  private invocationPrefix = uuidPrefix();
+  private invocationN = 0;
+
+  /**
+   * Invocation ids sent to callees: UUID-shaped (8-4-4-4-12 hex, version 4 nibble), because iii
+   * clients may parse them as UUIDs, but a counter under a random per-engine prefix.
+   */
+  invocationId(): string {
+    if (++this.invocationN > 0xffffffffffff) {
+      this.invocationPrefix = uuidPrefix();
+      this.invocationN = 1;
+    }
+    return this.invocationPrefix + this.invocationN.toString(16).padStart(12, '0');
   }
 
   spanId(): string {
