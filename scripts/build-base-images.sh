@@ -40,7 +40,7 @@ timed() {
 # The legacy builder (no buildx on Debian's docker.io) prints a deprecation notice on every build.
 quiet_build() {
   local out
-  if ! out=$(docker build -q "$@" 2>&1); then echo "$out" >&2; return 1; fi
+  if ! out=$(docker build -q --force-rm "$@" 2>&1); then echo "$out" >&2; return 1; fi
 }
 
 # --- Debian root filesystem -------------------------------------------------------------------

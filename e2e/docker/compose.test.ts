@@ -1,0 +1,94 @@
+/**
+ * docker-compose.yml as a user runs it: `up -d` brings the stack (engine, Redis, svc-state,
+ * svc-http, math-worker x2, caller-worker, console), the quickstart HTTP call answers, `down`
+ * leaves nothing running. Ports are moved off the defaults so a developer's own engine is safe.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import Docker from 'dockerode';
+import { dockerSkipReason } from '../../test/helpers/docker.js';
+import { closedPort, ROOT, until } from '../helpers/cli.js';
+
+const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+const hasImage = async (ref: string): Promise<boolean> => docker.getImage(ref).inspect().then(() => true, () => false);
+
+/** `docker compose` (v2 plugin) where it exists, else Debian's `docker-compose` (v1). */
+function composeCommand(): string[] | undefined {
+  if (spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0) return ['docker', 'compose'];
+  if (spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0) return ['docker-compose'];
+  return undefined;
+}
+
+let skip = await dockerSkipReason();
+const compose = composeCommand();
+if (!skip && !compose) {
+  if (process.env.CI === 'true') throw new Error('neither `docker compose` nor `docker-compose` is installed (scripts/install-system-deps.sh installs docker-compose)');
+  skip = 'neither `docker compose` nor `docker-compose` is installed';
+  process.stdout.write(`# skipping compose test: ${skip}\n`);
+}
+
+describe('docker compose up: the whole stack', { skip, timeout: 1_200_000 }, () => {
+  const project = `svc-e2e-${process.pid}`;
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), DOCKER_BUILDKIT: '0', COMPOSE_DOCKER_CLI_BUILD: '0' };
+  const run = (args: string[], timeoutMs = 900_000): string => {
+    const [cmd, ...pre] = compose!;
+    return execFileSync(cmd!, [...pre, '-p', project, '-f', 'docker-compose.yml', ...args], { cwd: ROOT, env, encoding: 'utf8', timeout: timeoutMs, stdio: ['ignore', 'pipe', 'pipe'] });
+  };
+  const running = async (): Promise<string[]> =>
+    (await docker.listContainers({ all: true, filters: { label: [`com.docker.compose.project=${project}`] } })).map((c) => `${c.Names[0]} ${c.State}`);
+
+  before(async () => {
+    // Official base images when this machine has them, else the offline equivalents.
+    env.NODE_BASE = (await hasImage('node:20-bookworm-slim')) ? 'node:20-bookworm-slim' : 'svc-base-node:local';
+    env.PYTHON_BASE = (await hasImage('python:3.11-slim-bookworm')) ? 'python:3.11-slim-bookworm' : 'svc-base-python:local';
+    env.REDIS_IMAGE = (await hasImage('redis:7-bookworm')) ? 'redis:7-bookworm' : 'svc-redis:local';
+    env.SVC_PORT = String(await closedPort());
+    env.SVC_HTTP_PORT = String(await closedPort());
+    env.SVC_CONSOLE_PORT = String(await closedPort());
+    env.SVC_REDIS_PORT = String(await closedPort());
+  });
+
+  after(() => {
+    try {
+      run(['down', '-v', '--remove-orphans'], 120_000);
+    } catch {
+      /* reported by the test */
+    }
+  });
+
+  it('up -d serves the quickstart over HTTP with a running total; down leaves nothing running', async () => {
+    const t0 = Date.now();
+    try {
+      run(['up', '-d', '--build']);
+    } catch (e) {
+      const err = e as { stdout?: string; stderr?: string };
+      assert.fail(`compose up failed:\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
+    }
+    process.stdout.write(`# compose up -d --build: ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+    const states = await running();
+    assert.equal(states.filter((s) => / running$/.test(s)).length, 8, `expected 8 running containers: ${states.join(', ')}`);
+    assert.equal(states.filter((s) => /math-worker/.test(s)).length, 2, 'math-worker runs 2 replicas');
+    const url = `http://127.0.0.1:${env.SVC_HTTP_PORT}/math/add-two-numbers`;
+    const res = await until('the quickstart HTTP endpoint to answer 200', async () => {
+      try {
+        const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 2, b: 3 }) });
+        return r.status === 200 ? r : undefined;
+      } catch {
+        return undefined;
+      }
+    }, 120_000);
+    assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+    const body = (await res.json()) as { c: number; running_total: number };
+    assert.equal(body.c, 5);
+    assert.equal(typeof body.running_total, 'number');
+    const again = (await (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 1, b: 1 }) })).json()) as { c: number; running_total: number };
+    assert.equal(again.c, 2);
+    assert.equal(again.running_total, body.running_total + 2);
+    const consolePage = await fetch(`http://127.0.0.1:${env.SVC_CONSOLE_PORT}/`);
+    assert.equal(consolePage.status, 200);
+
+    run(['down', '-v'], 120_000);
+    assert.deepEqual(await running(), [], 'containers left after compose down');
+  });
+});
