@@ -5,7 +5,8 @@
  * `unregistertrigger` (binding removed, or its worker gone) takes the route away again.
  */
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Logger, registerWorker, type Worker } from 'svc-sdk';
 import { DEFAULT_HTTP_CONFIG, type HttpWorkerConfig } from './config.js';
 import { RouteTable } from './route-table.js';
@@ -120,7 +121,18 @@ function logRequest(log: Logger, e: RequestLogEntry): void {
 
 function listen(app: ReturnType<typeof createHttpApp>, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host);
+    // Node answers an HTTP/1.1 request without Host with a bare 400 before express sees it; the
+    // check is done here instead, so that this refusal too is a JSON error like every other.
+    const server = createServer({ requireHostHeader: false }, (req: IncomingMessage, res: ServerResponse) => {
+      if (req.httpVersion === '1.1' && req.headers.host === undefined) {
+        const body = JSON.stringify({ error: { code: 'bad_request', message: 'An HTTP/1.1 request must carry a Host header' } });
+        res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+        return;
+      }
+      app(req, res);
+    });
+    server.on('clientError', answerClientError);
+    server.listen(port, host);
     server.once('listening', () => {
       server.off('error', reject);
       resolve(server);
@@ -129,6 +141,31 @@ function listen(app: ReturnType<typeof createHttpApp>, port: number, host: strin
       reject(e.code === 'EADDRINUSE' ? Object.assign(new Error(`svc-http: port ${port} on ${host} is already in use; set port in its config`), { code: 'port_in_use' }) : e);
     });
   });
+}
+
+/**
+ * Requests Node's HTTP parser refuses (a bad request line, an invalid header, headers over Node's
+ * 16 KiB limit) never reach express; Node's default answer is a bare `400 Bad Request`. svc-http
+ * answers them like every other error: a JSON envelope, then the connection is closed (the byte
+ * stream cannot be trusted after a parse error).
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // A response already under way on this socket cannot be followed by another: just cut it.
+  const inProgress = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inProgress?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'headers_too_large', 'Request headers exceed the server limit of 16 KiB']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'request_timeout', 'The request was not received in time']
+        : [400, 'bad_request', `Malformed HTTP request (${err.code ?? 'parse error'}): ${String((err as { reason?: unknown }).reason ?? err.message)}`];
+  const body = JSON.stringify({ error: { code, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
