@@ -77,7 +77,8 @@ if (!skip) {
       assert.equal(again.status, 'cached');
       assert.equal(again.tag, first.tag);
       assert.match(first.tag, /^svc-worker-probe:[0-9a-f]{16}$/);
-      const edited = readFileSync(join(fx.workerDir, 'main.py'), 'utf8') + '\n# changed\n';
+      // Unique per run: images of earlier runs stay in the local store and must not match.
+      const edited = readFileSync(join(fx.workerDir, 'main.py'), 'utf8') + `\n# changed ${process.pid}-${Date.now()}\n`;
       const { writeFileSync } = await import('node:fs');
       writeFileSync(join(fx.workerDir, 'main.py'), edited);
       const changed = await ensureWorkerImage(docker, loadManifest(fx.workerDir));
