@@ -98,9 +98,10 @@ export class Engine {
       perMessageDeflate: false,
       // Workers connect on `/`; iii SDKs also open `/otel` for telemetry. Other paths (iii's
       // `/ws/channels/…`, which svc does not implement) are refused at the upgrade with 404.
-      verifyClient: (info: { req: { url?: string } }) => {
+      verifyClient: (info: { req: { url?: string } }, done: (ok: boolean, status?: number, message?: string) => void) => {
         const path = (info.req.url ?? '/').split('?')[0];
-        return path === '/' || path === '' || path === '/otel';
+        if (path === '/' || path === '' || path === '/otel') done(true);
+        else done(false, 404, 'Not Found: svc serves workers on / (docs/protocol.md)');
       },
     });
     this.wss = wss;
