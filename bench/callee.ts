@@ -1,25 +1,28 @@
 /**
  * The callee of the benchmark: an ordinary SDK worker serving `bench::add` ({a, b} → {c: a + b}).
  *
- *   node dist/bench/callee.js <url>   → prints `READY` once a call of its own function went through
+ *   node dist/bench/callee.js <url> [function-id]   → prints `READY` once a call of its own function went through
+ *
+ * `function-id` (default `bench::add`) is the id it serves, e.g. `math::add` for bench/python-worker.ts.
  *
  * That self-call proves the server has the registration, so the caller can start at full speed.
  */
 import { registerWorker } from 'svc-sdk';
 
 const url = process.argv[2];
+const functionId = process.argv[3] ?? 'bench::add';
 if (!url) {
-  process.stderr.write('usage: callee.js <ws-url>\n');
+  process.stderr.write('usage: callee.js <ws-url> [function-id]\n');
   process.exit(2);
 }
 const w = registerWorker(url, { workerName: 'bench-callee', echoLogs: false });
-w.registerFunction('bench::add', (data: { a: number; b: number }) => ({ c: data.a + data.b }));
+w.registerFunction(functionId, (data: { a: number; b: number }) => ({ c: data.a + data.b }));
 await w.ready(10_000);
 const deadline = Date.now() + 10_000;
 for (;;) {
   try {
-    const r = await w.trigger<{ c: number }>({ function_id: 'bench::add', payload: { a: 1, b: 2 }, timeoutMs: 1000 });
-    if (r.c !== 3) throw new Error(`bench::add returned ${JSON.stringify(r)}`);
+    const r = await w.trigger<{ c: number }>({ function_id: functionId, payload: { a: 1, b: 2 }, timeoutMs: 1000 });
+    if (r.c !== 3) throw new Error(`${functionId} returned ${JSON.stringify(r)}`);
     break;
   } catch (e) {
     if (Date.now() > deadline) throw e;

@@ -2,7 +2,10 @@
  * The caller of the benchmark: an ordinary SDK worker running a closed loop of `bench::add` calls
  * with a fixed number in flight. Each lane awaits its call and issues the next one at once.
  *
- *   node dist/bench/caller.js <url> <in-flight> <warmup-ms> <measure-ms>
+ *   node dist/bench/caller.js <url> <in-flight> <warmup-ms> <measure-ms> [function-id]
+ *
+ * `function-id` (default `bench::add`) is any function that answers {a, b} with {c: a + b}
+ * (bench/python-worker.ts calls `math::add` of a Python and a TypeScript worker).
  *
  * Prints `MEASURE_START` when the measured window opens, `MEASURE_END` when it closes (bench/run.ts
  * samples the other processes' CPU time at those two moments), then
@@ -11,12 +14,13 @@
  */
 import { registerWorker } from 'svc-sdk';
 
-const [url, inFlightArg, warmupArg, measureArg] = process.argv.slice(2);
+const [url, inFlightArg, warmupArg, measureArg, functionIdArg] = process.argv.slice(2);
+const functionId = functionIdArg ?? 'bench::add';
 const inFlight = Number(inFlightArg);
 const warmupMs = Number(warmupArg);
 const measureMs = Number(measureArg);
 if (!url || !(inFlight >= 1) || !(warmupMs >= 0) || !(measureMs > 0)) {
-  process.stderr.write('usage: caller.js <ws-url> <in-flight> <warmup-ms> <measure-ms>\n');
+  process.stderr.write('usage: caller.js <ws-url> <in-flight> <warmup-ms> <measure-ms> [function-id]\n');
   process.exit(2);
 }
 
@@ -40,9 +44,9 @@ async function lane(k: number): Promise<void> {
   let i = k;
   for (;;) {
     const t0 = now();
-    const r = await w.trigger<{ c: number }>({ function_id: 'bench::add', payload: { a: i, b: 1 } });
+    const r = await w.trigger<{ c: number }>({ function_id: functionId, payload: { a: i, b: 1 } });
     const t1 = now();
-    if (r.c !== i + 1) throw new Error(`bench::add(${i}, 1) returned ${JSON.stringify(r)}`);
+    if (r.c !== i + 1) throw new Error(`${functionId}(${i}, 1) returned ${JSON.stringify(r)}`);
     i++;
     if (t1 >= end) return;
     if (t1 >= start) {
