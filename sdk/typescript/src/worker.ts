@@ -49,8 +49,40 @@ interface PendingAck {
   timer: NodeJS.Timeout;
 }
 
-interface Running {
-  controller: AbortController;
+/**
+ * One incoming call being served: the handler's `ctx` and the async-local scope in one object.
+ * Its AbortController is made only when the handler reads `signal`, since most never do and one
+ * per call was a measurable share of a worker's CPU (bench/RESULTS.md).
+ */
+class RunningCall implements InvocationContext {
+  private controller: AbortController | undefined;
+  private reason: unknown;
+  aborted = false;
+
+  constructor(
+    readonly invocationId: string,
+    readonly functionId: string,
+    readonly metadata: unknown,
+    readonly traceparent: string | undefined,
+    readonly baggage: string | undefined,
+    readonly logger: Logger,
+    readonly worker: Worker,
+  ) {}
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
 }
 
 /** Create a worker and start connecting in the background. */
@@ -77,7 +109,7 @@ export class Worker extends EventEmitter implements LogSink {
   private readonly providedBindings = new Map<string, TriggerBinding>();
   private readonly calls = new Map<string, PendingCall>();
   private readonly acks = new Map<string, PendingAck>();
-  private readonly running = new Map<string, Running>();
+  private readonly running = new Map<string, RunningCall>();
   private registered: WorkerRegisteredMsg | null = null;
   private granted = new Set<string>();
   private engineInfo: HelloMsg['engine'] | undefined;
@@ -380,7 +412,7 @@ export class Worker extends EventEmitter implements LogSink {
       call.reject(new InvocationError('connection_lost', `Connection to the engine lost while calling ${call.functionId}`, call.functionId));
       this.calls.delete(id);
     }
-    for (const r of this.running.values()) r.controller.abort(new InvocationError('connection_lost', 'Connection to the engine lost'));
+    for (const r of this.running.values()) r.abort(new InvocationError('connection_lost', 'Connection to the engine lost'));
     // Bindings we served as a provider are parked by the engine and re-delivered on reconnect.
     for (const id of [...this.providedBindings.keys()]) void this.dropProvided(id);
     this.granted.clear();
@@ -420,7 +452,7 @@ export class Worker extends EventEmitter implements LogSink {
         void this.dropProvided(m.id);
         return;
       case 'cancel':
-        this.running.get(m.invocation_id)?.controller.abort(new InvocationError('cancelled', m.reason ?? 'Cancelled by the engine'));
+        this.running.get(m.invocation_id)?.abort(new InvocationError('cancelled', m.reason ?? 'Cancelled by the engine'));
         return;
       case 'ping':
         this.conn.send({ type: 'pong' });
@@ -454,35 +486,20 @@ export class Worker extends EventEmitter implements LogSink {
       if (invocationId) this.reply(invocationId, m.function_id, undefined, { code: 'function_not_found', message: `Function ${m.function_id} not found` });
       return;
     }
-    const controller = new AbortController();
-    if (invocationId) this.running.set(invocationId, { controller });
-    const ctx: InvocationContext = {
-      invocationId: invocationId ?? '',
-      functionId: m.function_id,
-      metadata: m.metadata,
-      signal: controller.signal,
-      logger: this.logger,
-      worker: this,
-      ...(m.traceparent ? { traceparent: m.traceparent } : {}),
-      ...(m.baggage ? { baggage: m.baggage } : {}),
-    };
-    const scope = {
-      functionId: m.function_id,
-      invocationId: invocationId ?? '',
-      ...(m.traceparent ? { traceparent: m.traceparent } : {}),
-      ...(m.baggage ? { baggage: m.baggage } : {}),
-    };
+    const call = new RunningCall(invocationId ?? '', m.function_id, m.metadata, m.traceparent ?? undefined, m.baggage ?? undefined, this.logger, this);
+    if (invocationId) this.running.set(invocationId, call);
     let result: unknown;
     let error: ErrorBody | undefined;
     try {
-      result = await invocationScope.run(scope, () => fn.handler(m.data ?? {}, ctx));
+      // The call is the handler's context and the async-local scope at once (Logger, nested calls).
+      result = await invocationScope.run(call, fn.handler, m.data ?? {}, call);
     } catch (e) {
       error = toErrorBody(e);
     }
     if (!invocationId) return;
     const wasRunning = this.running.delete(invocationId);
     // Cancelled (or the connection dropped): the engine no longer expects an answer.
-    if (!wasRunning || controller.signal.aborted) return;
+    if (!wasRunning || call.aborted) return;
     this.reply(invocationId, m.function_id, result, error);
   }
 
