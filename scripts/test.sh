@@ -42,6 +42,7 @@ SETUP=1 stage "build" npm run build
 SETUP=1 stage "build console" npm run build:console
 stage "engine, sdk, supervisor tests" node_tests dist/test/engine dist/test/sdk dist/test/supervisor/supervisor.test.js dist/test/supervisor/process-runtime.test.js
 stage "built-in worker tests" node_tests dist/test/workers
+stage "cluster tests (engines sharing redis)" node_tests dist/test/cluster
 stage "iii compatibility tests" node_tests dist/test/compat
 stage "scaffold tests" node_tests dist/test/cli
 stage "e2e tests" node_tests $(find dist/e2e -name '*.test.js' -not -path 'dist/e2e/docker/*' | sort)

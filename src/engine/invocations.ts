@@ -159,7 +159,8 @@ export class Invocations {
       reply({ error: engineErrors.overloaded(`The engine has ${this.all.size} calls in flight (engine.limits.max_in_flight_total); retry later`) });
       return;
     }
-    const callee = this.registry.pick(entry);
+    // A call another engine forwarded (caller is its cluster proxy) is served here or not at all.
+    const callee = this.registry.pick(entry, caller?.node !== undefined);
     if (!callee) {
       reply({ error: engineErrors.functionNotFound(fid) });
       return;

@@ -1,4 +1,5 @@
 import type { TokenSpec } from './auth.js';
+import type { ClusterOptions } from './cluster/cluster.js';
 import { DEFAULT_ENGINE_PORT, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES } from 'svc-sdk';
 
 /** Everything the engine can be told; config.yaml's `engine:` block maps onto this (src/supervisor/config.ts). */
@@ -36,6 +37,8 @@ export interface EngineOptions {
   handshakeTimeoutMs: number;
   /** Functions + triggers + trigger types one connection may register. */
   maxRegistrationsPerWorker: number;
+  /** Cluster mode (docs/cluster.md): several engines sharing one Redis. null: a single engine. */
+  cluster: ClusterOptions | null;
 }
 
 export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
@@ -56,6 +59,7 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   maxInFlightTotal: 100_000,
   handshakeTimeoutMs: 10_000,
   maxRegistrationsPerWorker: 10_000,
+  cluster: null,
 };
 
 export const ENGINE_VERSION = '0.1.0';

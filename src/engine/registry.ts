@@ -78,19 +78,25 @@ export class Registry {
   /**
    * Least in-flight first; among equals, round-robin from a moving cursor so that equal replicas
    * take turns instead of the first one taking everything at low load.
+   *
+   * Cluster mode: other engines appear as providers too (sessions with `node` set). A provider on
+   * this engine always wins over another engine; `localOnly` (a call another engine forwarded)
+   * excludes other engines, so a call is never forwarded twice.
    */
-  pick(entry: FunctionEntry): Session | undefined {
+  pick(entry: FunctionEntry, localOnly = false): Session | undefined {
     const p = entry.providers;
     const n = p.length;
     if (n === 0) return undefined;
-    if (n === 1) return p[0]!.open ? p[0] : undefined;
+    if (n === 1) return p[0]!.open && !(localOnly && p[0]!.node !== undefined) ? p[0] : undefined;
     let best: Session | undefined;
     let bestIdx = 0;
     for (let k = 0; k < n; k++) {
       const idx = (entry.cursor + k) % n;
       const s = p[idx]!;
       if (!s.open) continue;
-      if (!best || s.incoming.size < best.incoming.size) {
+      const remote = s.node !== undefined;
+      if (remote && localOnly) continue;
+      if (!best || (best.node !== undefined && !remote) || (remote === (best.node !== undefined) && s.incoming.size < best.incoming.size)) {
         best = s;
         bestIdx = idx;
       }

@@ -54,6 +54,18 @@ export class Router {
     }
   }
 
+  /**
+   * A frame that needs no decoding: another engine of the cluster produced it (src/engine/cluster)
+   * and `s` is that engine's proxy session.
+   */
+  onFrame(s: Session, m: Message): void {
+    try {
+      this.dispatch(s, m);
+    } catch (err) {
+      this.d.warn(`internal error handling ${m.type} from ${s.name}: ${(err as Error).stack ?? String(err)}`);
+    }
+  }
+
   private dispatch(s: Session, m: Message): void {
     const { registry, triggers, invocations } = this.d;
     switch (m.type) {

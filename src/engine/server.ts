@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { Access, isLoopbackHost, presentedToken, TokenTable } from './auth.js';
 import { installBuiltins } from './builtins.js';
+import { Cluster, ClusterError } from './cluster/cluster.js';
+import { installClusterBuiltins } from './cluster/listing.js';
 import { Invocations } from './invocations.js';
 import { LogBuffer, type LogEntry } from './logs.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from './options.js';
@@ -25,6 +27,8 @@ export class Engine {
   readonly traces: TraceBuffer | null;
   readonly triggers: Triggers;
   readonly invocations: Invocations;
+  /** null unless cluster mode is on (engine.cluster). */
+  readonly cluster: Cluster | null = null;
   private readonly router: Router;
   private readonly sessions = new Map<string, Session>();
   private wss: WebSocketServer | null = null;
@@ -64,6 +68,19 @@ export class Engine {
       },
     });
     installTraceBuiltins(this.registry, this.traces);
+    if (this.opts.cluster) {
+      const router = this.router;
+      this.cluster = new Cluster(this.opts.cluster, {
+        registry: this.registry,
+        triggers: this.triggers,
+        invocations: this.invocations,
+        deliver: (from, msg) => router.onFrame(from, msg),
+        sessions: () => this.sessions.values(),
+        event: (level, message, data) => this.event(level, message, data),
+        maxInvocationTimeoutMs: this.opts.maxInvocationTimeoutMs,
+      });
+      installClusterBuiltins(this.registry, this.cluster);
+    }
   }
 
   /** Listen; resolves with the bound address once ready. */
@@ -115,6 +132,14 @@ export class Engine {
     });
     this.liveness = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
     this.liveness.unref();
+    if (this.cluster) {
+      try {
+        await this.cluster.start(this.address().url);
+      } catch (e) {
+        await this.stop(0);
+        throw e instanceof ClusterError ? new EngineStartError(e.code, e.message) : e;
+      }
+    }
     return this.address();
   }
 
@@ -227,6 +252,8 @@ export class Engine {
     this.stopping = (async () => {
       this.invocations.draining = true;
       if (this.liveness) clearInterval(this.liveness);
+      // The other engines stop routing here while what is in flight finishes.
+      await this.cluster?.withdraw();
       if (this.invocations.size > 0) {
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([this.invocations.whenIdle(), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
@@ -259,6 +286,7 @@ export class Engine {
         await closed;
       }
       for (const s of [...this.sessions.values()]) this.cleanup(s, 'engine stopped', true);
+      await this.cluster?.stop();
     })();
     return this.stopping;
   }

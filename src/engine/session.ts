@@ -23,6 +23,8 @@ export class Session {
   closed = false;
   /** What this connection's token allows. */
   access: Access = OPEN_ACCESS;
+  /** Set only on cluster proxies (src/engine/cluster): the other engine this session stands for. */
+  readonly node?: string;
 
   readonly functions = new Set<string>();
   readonly triggerTypes = new Set<string>();

@@ -53,7 +53,7 @@ export class Triggers {
     type.providers.push(session);
     if (this.activeProvider(type) === session) {
       for (const b of this.bindings.values()) {
-        if (b.trigger_type === type.id && !b.provider) this.handTo(b, session);
+        if (b.trigger_type === type.id && !b.provider && this.activeProvider(type, b.owner) === session) this.handTo(b, session);
       }
     }
   }
@@ -65,10 +65,10 @@ export class Triggers {
     const i = type.providers.indexOf(session);
     if (i < 0) return;
     type.providers.splice(i, 1);
-    const next = this.activeProvider(type);
     for (const b of this.bindings.values()) {
       if (b.provider !== session) continue;
       b.provider = undefined;
+      const next = this.activeProvider(type, b.owner);
       if (next) this.handTo(b, next);
       else b.status = 'parked';
     }
@@ -99,7 +99,7 @@ export class Triggers {
     this.bindings.set(msg.id, binding);
     owner.triggers.add(msg.id);
     const type = this.types.get(msg.trigger_type);
-    const provider = type ? this.activeProvider(type) : undefined;
+    const provider = type ? this.activeProvider(type, owner) : undefined;
     if (provider) {
       this.handTo(binding, provider);
     } else if (owner.features.has('ack')) {
@@ -166,7 +166,14 @@ export class Triggers {
     }));
   }
 
-  private activeProvider(type: TriggerType): Session | undefined {
+  /**
+   * Cluster mode: other engines appear as providers (sessions with `node` set). One on this engine
+   * goes first; another engine's only when none is here, and never for a binding that another
+   * engine handed us (`owner` is its proxy), so a binding is never forwarded twice.
+   */
+  private activeProvider(type: TriggerType, owner?: Session): Session | undefined {
+    const local = type.providers.find((p) => p.open && p.node === undefined);
+    if (local || owner?.node !== undefined) return local;
     return type.providers.find((p) => p.open);
   }
 

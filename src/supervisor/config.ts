@@ -2,6 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from '../engine/options.js';
 import { parseAuth, parseLimits } from './auth-config.js';
+import { parseCluster } from './cluster-config.js';
 
 /**
  * config.yaml: the engine block and the workers the engine supervises. Parsed with `yaml` as a
@@ -96,8 +97,12 @@ export function parseConfig(file: string, text: string): Omit<LoadedConfig, 'cre
       parseLimits(file, value, engine);
       continue;
     }
+    if (key === 'cluster') {
+      engine.cluster = parseCluster(file, value);
+      continue;
+    }
     const spec = ENGINE_KEYS[key];
-    if (!spec) throw new ConfigError(file, `engine.${key}: unknown key (known: ${[...Object.keys(ENGINE_KEYS), 'auth', 'limits'].join(', ')})`);
+    if (!spec) throw new ConfigError(file, `engine.${key}: unknown key (known: ${[...Object.keys(ENGINE_KEYS), 'auth', 'limits', 'cluster'].join(', ')})`);
     (engine as unknown as Record<string, unknown>)[spec.field] = checkValue(file, `engine.${key}`, spec.kind, value);
   }
   const workers = r.workers ?? [];

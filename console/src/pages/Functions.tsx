@@ -10,9 +10,13 @@ interface FunctionInfo {
   request_format: unknown;
   response_format: unknown;
   builtin: boolean;
-  workers: Array<{ worker_id: string; worker_name: string }>;
+  /** `engine`: cluster mode, the node id of the engine the worker is connected to. */
+  workers: Array<{ worker_id: string; worker_name: string; engine?: string }>;
   in_flight: number;
 }
+
+/** A worker's name, with its engine in cluster mode. */
+const servedBy = (w: { worker_name: string; engine?: string }): string => (w.engine ? `${w.worker_name} @ ${w.engine}` : w.worker_name);
 
 export function FunctionsPage({ selected, select }: { selected: string | undefined; select: (id: string) => void }) {
   const [builtins, setBuiltins] = useState(false);
@@ -43,7 +47,7 @@ export function FunctionsPage({ selected, select }: { selected: string | undefin
                 <li key={f.function_id}>
                   <button className={f.function_id === selected ? 'active' : ''} onClick={() => select(f.function_id)} data-testid="function-item" data-id={f.function_id}>
                     <span className="mono">{f.function_id}</span>
-                    <span className="sub">{f.builtin ? 'engine' : f.workers.map((w) => w.worker_name).join(', ')}</span>
+                    <span className="sub">{f.builtin ? 'engine' : f.workers.map(servedBy).join(', ')}</span>
                     {f.in_flight > 0 && <span className="badge">{f.in_flight} in flight</span>}
                   </button>
                 </li>
@@ -94,7 +98,7 @@ function FunctionDetail({ f }: { f: FunctionInfo }) {
       {f.description && <p>{f.description}</p>}
       <dl className="facts">
         <dt>Served by</dt>
-        <dd>{f.builtin ? 'the engine' : f.workers.map((w) => w.worker_name).join(', ') || 'nobody'}</dd>
+        <dd>{f.builtin ? 'the engine' : f.workers.map(servedBy).join(', ') || 'nobody'}</dd>
         <dt>In flight</dt>
         <dd>{f.in_flight}</dd>
         {f.request_format ? (

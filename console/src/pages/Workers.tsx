@@ -12,9 +12,12 @@ interface WorkerInfo {
   status: string;
   functions: string[];
   trigger_types: string[];
-  in_flight: number;
+  /** null for workers of other engines (cluster mode): their load is not published. */
+  in_flight: number | null;
   uptime_ms: number;
   ip: string;
+  /** Cluster mode: the node id of the engine the worker is connected to. */
+  engine?: string;
 }
 
 export function WorkersPage() {
@@ -49,7 +52,10 @@ export function WorkersPage() {
                 <tr key={w.worker_id} data-testid="worker-row" data-name={w.name}>
                   <td>
                     <strong>{w.name}</strong>
-                    <div className="sub mono">{w.worker_id.slice(0, 8)} · {w.ip}</div>
+                    <div className="sub mono">
+                      {w.worker_id.slice(0, 8)} · {w.ip}
+                      {w.engine ? <span data-testid="worker-engine"> · engine {w.engine}</span> : null}
+                    </div>
                   </td>
                   <td>
                     {w.runtime}
@@ -72,7 +78,7 @@ export function WorkersPage() {
                       </span>
                     ))}
                   </td>
-                  <td className="num">{w.in_flight}</td>
+                  <td className="num">{w.in_flight ?? '-'}</td>
                   <td className="num">{uptime(w.uptime_ms)}</td>
                 </tr>
               ))}

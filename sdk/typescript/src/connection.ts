@@ -28,6 +28,17 @@ export interface ConnectionOptions {
   headers?: Record<string, string>;
 }
 
+/**
+ * Engine addresses: one URL, a comma-separated list (`SVC_URL=ws://a:49134,ws://b:49134`) or an
+ * array. Several are the engines of one cluster (docs/cluster.md): the connection moves on to the
+ * next one whenever the current one closes or cannot be reached.
+ */
+export function parseEngineUrls(input: string | readonly string[]): string[] {
+  const list = (typeof input === 'string' ? input.split(',') : input.flatMap((u) => u.split(','))).map((u) => u.trim()).filter((u) => u.length > 0);
+  if (list.length === 0) throw new TypeError(`No engine URL given (got ${JSON.stringify(input)})`);
+  return list;
+}
+
 export function backoffDelay(attempt: number, o: ReconnectOptions): number {
   const base = Math.min(o.maxDelayMs, o.initialDelayMs * Math.pow(o.factor, attempt));
   const spread = base * o.jitter;
@@ -47,12 +58,20 @@ export class Connection extends EventEmitter {
   private pingTimer: NodeJS.Timeout | null = null;
   private alive = true;
   private _state: ConnectionState = 'disconnected';
+  /** Every engine address given; `url` is the one in use. */
+  readonly urls: string[];
+  private index = 0;
 
   constructor(
-    readonly url: string,
+    url: string | readonly string[],
     private readonly opts: ConnectionOptions,
   ) {
     super();
+    this.urls = parseEngineUrls(url);
+  }
+
+  get url(): string {
+    return this.urls[this.index]!;
   }
 
   get state(): ConnectionState {
@@ -122,6 +141,9 @@ export class Connection extends EventEmitter {
           this.emit('unauthorized', reason.toString());
           this.attempt = Math.max(this.attempt, 30);
         }
+        // With several engines (a cluster), try the next one: the one that just closed or could
+        // not be reached may be gone for good.
+        if (this.urls.length > 1) this.index = (this.index + 1) % this.urls.length;
         this.scheduleReconnect();
       }
     });

@@ -12,6 +12,6 @@ export type {
 } from './worker-types.js';
 export { Logger, type LogLevel } from './logger.js';
 export { InvocationError, toErrorBody } from './errors.js';
-export { type ConnectionState, type ReconnectOptions, backoffDelay } from './connection.js';
+export { type ConnectionState, type ReconnectOptions, backoffDelay, parseEngineUrls } from './connection.js';
 export { sendCoalesced, exceedsBytes } from './transport.js';
 export * from './protocol.js';

@@ -85,8 +85,12 @@ class RunningCall implements InvocationContext {
   }
 }
 
-/** Create a worker and start connecting in the background. */
-export function registerWorker(url: string = process.env.SVC_URL ?? DEFAULT_ENGINE_URL, options: WorkerOptions = {}): Worker {
+/**
+ * Create a worker and start connecting in the background. `url` may list several engines of one
+ * cluster (an array, or comma-separated as in SVC_URL): the worker moves to the next one whenever
+ * its engine closes or cannot be reached.
+ */
+export function registerWorker(url: string | readonly string[] = process.env.SVC_URL ?? DEFAULT_ENGINE_URL, options: WorkerOptions = {}): Worker {
   const w = new Worker(url, options);
   w.start();
   return w;
@@ -99,7 +103,6 @@ export function registerWorker(url: string = process.env.SVC_URL ?? DEFAULT_ENGI
  */
 export class Worker extends EventEmitter implements LogSink {
   readonly workerName: string;
-  readonly url: string;
   private readonly conn: Connection;
   private readonly opts: Required<Pick<WorkerOptions, 'invocationTimeoutMs' | 'maxFrameBytes' | 'role'>> & WorkerOptions;
   private readonly functions = new Map<string, { handler: FunctionHandler; msg: RegisterFunctionMsg }>();
@@ -123,9 +126,8 @@ export class Worker extends EventEmitter implements LogSink {
   private draining = false;
   readonly logger: Logger;
 
-  constructor(url: string, options: WorkerOptions = {}) {
+  constructor(url: string | readonly string[], options: WorkerOptions = {}) {
     super();
-    this.url = url;
     this.opts = {
       invocationTimeoutMs: DEFAULT_INVOCATION_TIMEOUT_MS,
       maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
@@ -162,6 +164,11 @@ export class Worker extends EventEmitter implements LogSink {
 
   start(): void {
     this.conn.start();
+  }
+
+  /** The engine address in use (of those given, the one connected to or being tried). */
+  get url(): string {
+    return this.conn.url;
   }
 
   get state(): ConnectionState {

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import random
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -72,6 +73,19 @@ class ConnectionHandler(Protocol):
     def on_close(self, session: Session, reason: str) -> None: ...
 
 
+def parse_engine_urls(url: str | Sequence[str]) -> list[str]:
+    """Engine addresses: one URL, a comma-separated list (as $SVC_URL may hold), or a sequence.
+
+    Several are the engines of one cluster (docs/cluster.md): the connection moves on to the next
+    one whenever the current one closes or cannot be reached.
+    """
+    parts = url.split(",") if isinstance(url, str) else [p for u in url for p in u.split(",")]
+    urls = [u.strip() for u in parts if u.strip()]
+    if not urls:
+        raise ValueError(f"no engine URL given (got {url!r})")
+    return urls
+
+
 def backoff_delay(options: ReconnectOptions, attempt: int) -> float:
     """Seconds to wait before reconnect attempt number `attempt` (1-based).
 
@@ -83,8 +97,9 @@ def backoff_delay(options: ReconnectOptions, attempt: int) -> float:
 
 
 class Connection:
-    def __init__(self, url: str, options: InitOptions, handler: ConnectionHandler) -> None:
-        self.url = url
+    def __init__(self, url: str | Sequence[str], options: InitOptions, handler: ConnectionHandler) -> None:
+        self.urls = parse_engine_urls(url)
+        self._index = 0
         self._options = options
         self._handler = handler
         self.session: Session | None = None  # set while open and past on_open
@@ -95,6 +110,11 @@ class Connection:
         self._previous: tuple[str, str | None] | None = None
         self._connecting: asyncio.Future[ClientConnection] | None = None
         self._ws: ClientConnection | None = None  # the current socket, in any state
+
+    @property
+    def url(self) -> str:
+        """The engine address in use (of those given, the one connected to or being tried)."""
+        return self.urls[self._index]
 
     @property
     def stopping(self) -> bool:
@@ -109,6 +129,9 @@ class Connection:
                 attempt = 0  # this socket completed its handshake: start backoff from scratch
             if self._stop.is_set():
                 break
+            # With several engines (a cluster), try the next one: the one that just closed or
+            # could not be reached may be gone for good.
+            self._index = (self._index + 1) % len(self.urls)
             attempt += 1
             limit = self._options.reconnect.max_attempts
             if limit is not None and attempt > limit:

@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._background import spawn
@@ -59,8 +59,9 @@ class TriggerTypeRef:
 
 
 class Worker:
-    def __init__(self, url: str, options: InitOptions) -> None:
-        self.url = url
+    def __init__(self, url: str | Sequence[str], options: InitOptions) -> None:
+        # Several engines (a cluster): comma-separated or a sequence; the connection rotates.
+        self.url = url if isinstance(url, str) else ",".join(url)
         self.options = options
         self._runtime = LoopThread(f"svc-worker[{options.worker_name}]")
         self._loop = self._runtime.loop
@@ -347,8 +348,11 @@ class Worker:
         self._on_loop(self._send_now, frame)
 
 
-def register_worker(url: str | None = None, options: InitOptions | None = None) -> Worker:
+def register_worker(url: str | Sequence[str] | None = None, options: InitOptions | None = None) -> Worker:
     """Connect a worker to the engine at `url` (default $SVC_URL, else ws://localhost:49134).
+
+    `url` may name several engines of one cluster, comma-separated ("ws://a:49134,ws://b:49134")
+    or as a list: the worker moves to the next one whenever its engine closes or cannot be reached.
 
     Returns at once: the connection runs in a background thread, reconnects by itself, and keeps
     the process alive until Ctrl-C, SIGTERM or `shutdown()`.

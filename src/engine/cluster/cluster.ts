@@ -1,0 +1,382 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Message } from 'svc-sdk';
+import { engineErrors } from '../errors.js';
+import type { Invocations } from '../invocations.js';
+import type { LogEntry } from '../logs.js';
+import type { Registry } from '../registry.js';
+import type { Session } from '../session.js';
+import type { Triggers } from '../triggers.js';
+import { Backplane, type Lease } from './backplane.js';
+import { RemoteSession } from './remote-session.js';
+import { buildSnapshot, type NodeSnapshot } from './snapshot.js';
+
+/** `engine.cluster` of config.yaml (docs/cluster.md). */
+export interface ClusterOptions {
+  redisUrl: string;
+  /** Unique per engine; default `<hostname>-<6 random hex digits>`. */
+  nodeId?: string;
+  /** An engine whose lease is not renewed for this long is gone (renewed every third of it). */
+  leaseMs: number;
+  /** Hash tag of every Redis key and channel, so several clusters can share one Redis. */
+  prefix: string;
+}
+
+export const DEFAULT_CLUSTER_LEASE_MS = 3000;
+export const DEFAULT_CLUSTER_PREFIX = 'svc:cluster';
+export const NODE_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+
+export function defaultNodeId(): string {
+  const host = hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 48) || 'engine';
+  return `${host}-${randomBytes(3).toString('hex')}`;
+}
+
+export interface ClusterDeps {
+  registry: Registry;
+  triggers: Triggers;
+  invocations: Invocations;
+  /** The router's entry for decoded, trusted frames. */
+  deliver: (from: Session, msg: Message) => void;
+  sessions: () => Iterable<Session>;
+  event: (level: LogEntry['level'], message: string, data?: Record<string, unknown>) => void;
+  maxInvocationTimeoutMs: number;
+}
+
+/** Another engine as this one knows it. */
+export interface Peer {
+  node: string;
+  proxy: RemoteSession;
+  url: string;
+  /** Version of the snapshot applied; -1 before the first. */
+  ver: number;
+  snapshot: NodeSnapshot | null;
+  joinedAt: number;
+}
+
+export class ClusterError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Cluster mode: this engine's part in a group of engines sharing one Redis. It publishes what
+ * its own workers provide (snapshot + lease), keeps every other engine as a RemoteSession in the
+ * registry and the triggers table (so routing, deadlines, halting and trigger hand-over work as
+ * for local peers), carries the frames between engines, and removes an engine whose lease lapsed.
+ */
+export class Cluster {
+  readonly nodeId: string;
+  readonly inc = randomUUID();
+  private readonly backplane: Backplane;
+  readonly peers = new Map<string, Peer>();
+  /** Proxy session id → peer, to recognise proxies in listings. */
+  readonly byProxyId = new Map<string, Peer>();
+  private ver = 0;
+  private published = '';
+  private url = '';
+  private readonly startedAt = new Date().toISOString();
+  private timer: NodeJS.Timeout | null = null;
+  private publishTimer: NodeJS.Timeout | null = null;
+  private refreshing: Promise<void> | null = null;
+  private refreshAgain = false;
+  private lastOk = Date.now();
+  private withdrawn = false;
+  private stopped = false;
+  private offline = false;
+
+  constructor(
+    private readonly opts: ClusterOptions,
+    private readonly d: ClusterDeps,
+  ) {
+    this.nodeId = opts.nodeId ?? defaultNodeId();
+    this.backplane = new Backplane(opts.redisUrl, opts.prefix, this.nodeId, this.inc, {
+      frames: (from, inc, frames) => this.onFrames(from, inc, frames),
+      undeliverable: (node, frames) => this.onUndeliverable(node, frames),
+      // A failed read is retried by the next heartbeat.
+      changed: () => void this.refresh().catch(() => undefined),
+      error: (message) => this.d.event('warn', `cluster: redis ${this.opts.redisUrl}: ${message}`),
+    });
+    this.d.registry.onChange(() => this.schedulePublish());
+  }
+
+  /** This engine's own address, as published. */
+  get address(): string {
+    return this.url;
+  }
+
+  get leaseMs(): number {
+    return this.opts.leaseMs;
+  }
+
+  /** Join: connect, make sure the node id is free, publish, read the others. */
+  async start(url: string): Promise<void> {
+    this.url = url;
+    try {
+      await this.backplane.connect();
+    } catch (e) {
+      throw new ClusterError('cluster_unavailable', `engine.cluster.redis_url: ${(e as Error).message}`);
+    }
+    try {
+      await this.claimNodeId();
+      await this.backplane.subscribe();
+      await this.publishNow();
+      await this.refresh();
+    } catch (e) {
+      await this.backplane.close();
+      throw e instanceof ClusterError ? e : new ClusterError('cluster_unavailable', `engine.cluster: ${(e as Error).message}`);
+    }
+    this.timer = setInterval(() => void this.tick(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
+    this.timer.unref();
+    this.d.event('info', `cluster: joined as node ${this.nodeId} (${this.peers.size} other engine(s)) via ${this.opts.redisUrl}`);
+  }
+
+  /**
+   * A lease under our node id from another process: a previous run killed moments ago (it lapses
+   * within leaseMs) or a second engine configured with the same id (it keeps being renewed).
+   */
+  private async claimNodeId(): Promise<void> {
+    const first = await this.backplane.currentLease(this.nodeId);
+    if (!first || first.inc === this.inc) return;
+    const end = Date.now() + this.opts.leaseMs + 500;
+    while (Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 100));
+      const now = await this.backplane.currentLease(this.nodeId);
+      if (!now) return;
+    }
+    throw new ClusterError(
+      'cluster_node_conflict',
+      `engine.cluster.node_id: node id "${this.nodeId}" is in use by another running engine (its lease keeps being renewed); give each engine its own node_id`,
+    );
+  }
+
+  /** Stop offering functions (shutdown begins): the others route elsewhere while calls in flight finish. */
+  async withdraw(): Promise<void> {
+    if (this.withdrawn || this.stopped) return;
+    this.withdrawn = true;
+    await within(1000, this.publishNow()).catch(() => undefined);
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    if (this.publishTimer) clearTimeout(this.publishTimer);
+    await within(2000, this.backplane.leave()).catch(() => undefined);
+    for (const node of [...this.peers.keys()]) this.drop(node, 'this engine stopped');
+  }
+
+  // ---- publishing --------------------------------------------------------------------------------
+
+  private lease(): Lease {
+    return { inc: this.inc, ver: this.ver, url: this.url };
+  }
+
+  private snapshotBody(): string {
+    return JSON.stringify(
+      buildSnapshot({ node: this.nodeId, inc: this.inc, url: this.url, started_at: this.startedAt }, this.d.registry, this.d.triggers, this.d.sessions(), this.withdrawn),
+    );
+  }
+
+  private schedulePublish(): void {
+    if (this.publishTimer || this.stopped || !this.url) return;
+    // Registrations come in bursts (a worker replays all of its functions): publish once per burst.
+    this.publishTimer = setTimeout(() => {
+      this.publishTimer = null;
+      void this.publishNow().catch(() => undefined);
+    }, 10);
+  }
+
+  private async publishNow(): Promise<void> {
+    const body = this.snapshotBody();
+    if (body === this.published) return;
+    this.ver++;
+    const snap = JSON.stringify({ ...(JSON.parse(body) as object), ver: this.ver });
+    await this.backplane.publish(this.lease(), snap, this.opts.leaseMs);
+    this.published = body;
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      // A Redis that accepts the connection but does not answer must not stall the heartbeat.
+      if (this.snapshotBody() !== this.published) await within(this.opts.leaseMs, this.publishNow());
+      else await within(this.opts.leaseMs, this.backplane.heartbeat(this.lease(), this.opts.leaseMs));
+      await within(this.opts.leaseMs, this.refresh());
+      this.lastOk = Date.now();
+      if (this.offline) {
+        this.offline = false;
+        this.d.event('info', `cluster: backplane ${this.opts.redisUrl} reachable again`);
+      }
+    } catch (e) {
+      // Without the backplane this engine cannot reach the others, and they already count it as
+      // gone once its lease lapses: do the same on this side, so calls fail fast instead of hanging.
+      if (!this.offline && Date.now() - this.lastOk > this.opts.leaseMs) {
+        this.offline = true;
+        this.d.event('error', `cluster: lost the backplane ${this.opts.redisUrl} for over ${this.opts.leaseMs} ms (${(e as Error).message}); serving local workers only`);
+        for (const node of [...this.peers.keys()]) this.drop(node, 'unreachable: this engine lost the backplane');
+      }
+    }
+  }
+
+  // ---- the view of the other engines -------------------------------------------------------------
+
+  /** Re-read leases and changed snapshots. Calls during a refresh coalesce into one more. */
+  refresh(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return this.refreshing;
+    }
+    this.refreshing = (async () => {
+      try {
+        do {
+          this.refreshAgain = false;
+          await this.readView();
+        } while (this.refreshAgain && !this.stopped);
+      } finally {
+        this.refreshing = null;
+      }
+    })();
+    return this.refreshing;
+  }
+
+  private async readView(): Promise<void> {
+    if (this.stopped) return;
+    const leases = await this.backplane.leases();
+    for (const [node, peer] of [...this.peers]) {
+      const l = leases.get(node);
+      if (!l) this.drop(node, 'left the cluster (lease expired or released)');
+      else if (l.inc !== peer.proxy.incarnation) this.drop(node, 'restarted');
+    }
+    const need: string[] = [];
+    for (const [node, l] of leases) {
+      if (node === this.nodeId) continue;
+      const p = this.peers.get(node);
+      if (!p || p.ver !== l.ver) need.push(node);
+    }
+    const texts = await this.backplane.snapshots(need);
+    need.forEach((node, i) => {
+      const text = texts[i];
+      const lease = leases.get(node)!;
+      if (!text) return;
+      let snap: NodeSnapshot;
+      try {
+        snap = JSON.parse(text) as NodeSnapshot;
+      } catch {
+        return;
+      }
+      if (snap.inc !== lease.inc) return; // a restart raced this read; the next one sorts it out
+      const peer = this.peerFor(node, snap.inc, snap.url);
+      if (!peer || snap.ver <= peer.ver) return;
+      this.apply(peer, snap);
+    });
+  }
+
+  private peerFor(node: string, inc: string, url = ''): Peer | undefined {
+    if (node === this.nodeId || this.stopped) return undefined;
+    let peer = this.peers.get(node);
+    if (peer && peer.proxy.incarnation !== inc) {
+      this.drop(node, 'restarted');
+      peer = undefined;
+    }
+    if (!peer) {
+      const proxy = new RemoteSession(node, inc, (to, msg) => this.backplane.send(to, msg));
+      peer = { node, proxy, url, ver: -1, snapshot: null, joinedAt: Date.now() };
+      this.peers.set(node, peer);
+      this.byProxyId.set(proxy.id, peer);
+      this.d.event('info', `cluster: engine ${node} joined${url ? ` (${url})` : ''}`);
+    }
+    if (url) peer.url = url;
+    return peer;
+  }
+
+  /** Make the registry and the triggers table match what that engine now provides. */
+  private apply(peer: Peer, snap: NodeSnapshot): void {
+    const { registry, triggers } = this.d;
+    const proxy = peer.proxy;
+    peer.ver = snap.ver;
+    peer.snapshot = snap;
+    const fnIds = new Set(snap.functions.map((f) => f.id));
+    for (const id of [...proxy.functions]) if (!fnIds.has(id)) registry.remove(proxy, id);
+    for (const f of snap.functions) {
+      if (proxy.functions.has(f.id)) continue;
+      const { workers: _w, ...desc } = f;
+      registry.add(proxy, { type: 'registerfunction', ...desc });
+    }
+    const typeIds = new Set(snap.trigger_types.map((t) => t.id));
+    for (const id of [...proxy.triggerTypes]) if (!typeIds.has(id)) this.withdrawType(proxy, id);
+    for (const t of snap.trigger_types) {
+      if (!proxy.triggerTypes.has(t.id)) triggers.registerType(proxy, { type: 'registertriggertype', ...t });
+    }
+  }
+
+  /** That engine no longer provides a trigger type: take our bindings back from it, hand them on. */
+  private withdrawType(proxy: RemoteSession, id: string): void {
+    for (const b of this.d.triggers.listBindings()) {
+      const provider = b.provider as { worker_id: string } | null;
+      if (b.trigger_type === id && provider?.worker_id === proxy.id) proxy.send({ type: 'unregistertrigger', id: b.id as string, trigger_type: id });
+    }
+    this.d.triggers.unregisterType(proxy, id);
+  }
+
+  /** An engine is gone: exactly what happens when a connection closes, for everything it stood for. */
+  private drop(node: string, why: string): void {
+    const peer = this.peers.get(node);
+    if (!peer) return;
+    this.peers.delete(node);
+    this.byProxyId.delete(peer.proxy.id);
+    const s = peer.proxy;
+    s.closed = true;
+    this.d.invocations.halt(s, `engine ${node} ${why}`);
+    this.d.registry.removeAll(s);
+    this.d.triggers.removeSession(s);
+    if (!this.stopped) this.d.event('warn', `cluster: engine ${node} ${why}`);
+  }
+
+  // ---- frames between engines ------------------------------------------------------------------
+
+  private onFrames(from: string, inc: string, frames: Message[]): void {
+    const peer = this.peerFor(from, inc);
+    if (!peer) return;
+    peer.proxy.suspectUntil = 0;
+    for (const m of frames) {
+      // The deadline was set by the calling engine's limits; ours may be tighter.
+      if (m.type === 'invokefunction' && typeof m.timeout_ms === 'number' && m.timeout_ms > this.d.maxInvocationTimeoutMs) {
+        this.d.deliver(peer.proxy, { ...m, timeout_ms: this.d.maxInvocationTimeoutMs });
+      } else {
+        this.d.deliver(peer.proxy, m);
+      }
+    }
+  }
+
+  /** Nobody subscribes to that engine's channel: it is gone. Calls sent there end now, not at their deadline. */
+  private onUndeliverable(node: string, frames: Message[]): void {
+    const peer = this.peers.get(node);
+    if (!peer) return;
+    peer.proxy.suspectUntil = Date.now() + this.opts.leaseMs;
+    void this.refresh().catch(() => undefined);
+    for (const m of frames) {
+      if (m.type !== 'invokefunction' || !m.invocation_id) continue;
+      this.d.deliver(peer.proxy, {
+        type: 'invocationresult',
+        invocation_id: m.invocation_id,
+        function_id: m.function_id,
+        error: engineErrors.invocationStopped(m.function_id, `engine ${node} is not reachable`),
+      });
+    }
+  }
+}
+
+function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,92 @@
+import { EngineError } from '../errors.js';
+import type { Registry } from '../registry.js';
+import type { Cluster } from './cluster.js';
+
+type Obj = Record<string, unknown>;
+
+function obj(data: unknown): Obj {
+  return typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as Obj) : {};
+}
+
+/**
+ * In cluster mode the listing builtins show the whole cluster: each wraps the engine's own
+ * answer (src/engine/builtins.ts), marks local entries with this engine's node id, and replaces
+ * or adds the entries of the other engines from their published snapshots.
+ */
+export function installClusterBuiltins(registry: Registry, cluster: Cluster): void {
+  const wrap = (id: string, description: string, f: (local: (data: unknown) => Promise<unknown>, data: unknown) => unknown): void => {
+    const original = registry.get(id)?.builtin;
+    if (!original) throw new Error(`builtin ${id} missing`);
+    registry.addBuiltin(id, description, (data, caller) => f(async (d) => original(d, caller), data));
+  };
+  const self = cluster.nodeId;
+
+  const remoteWorkers = (): Obj[] => {
+    const out: Obj[] = [];
+    const now = Date.now();
+    for (const peer of cluster.peers.values()) {
+      for (const w of peer.snapshot?.workers ?? []) {
+        const since = Date.parse(String(w.connected_at));
+        out.push({ ...w, uptime_ms: Number.isFinite(since) ? now - since : null, in_flight: null, engine: peer.node });
+      }
+    }
+    return out;
+  };
+
+  wrap('engine::workers::list', 'Connected workers of every engine of the cluster, with the engine of each', async (local, data) => {
+    const r = obj(await local(data));
+    const mine = (r.workers as Obj[]).map((w) => ({ ...w, engine: self }));
+    return { workers: [...mine, ...remoteWorkers()] };
+  });
+
+  wrap('engine::workers::info', 'One worker of the cluster by worker_id or name', async (local, data) => {
+    try {
+      return { ...obj(await local(data)), engine: self };
+    } catch (e) {
+      if (!(e instanceof EngineError) || e.code !== 'worker_not_found') throw e;
+      const m = obj(data);
+      const key = m.worker_id ?? m.name;
+      const w = remoteWorkers().find((x) => x.worker_id === key || x.name === key);
+      if (!w) throw e;
+      return w;
+    }
+  });
+
+  /** A function's providers: proxies of other engines expand into the workers there. */
+  const expand = (f: Obj): Obj => {
+    const workers: Obj[] = [];
+    for (const w of (f.workers as Obj[] | undefined) ?? []) {
+      const peer = cluster.byProxyId.get(String(w.worker_id));
+      if (!peer) {
+        workers.push({ ...w, engine: self });
+        continue;
+      }
+      const remote = peer.snapshot?.functions.find((x) => x.id === f.function_id);
+      for (const rw of remote?.workers ?? []) workers.push({ ...rw, engine: peer.node });
+    }
+    return { ...f, workers, engines: [...new Set(workers.map((w) => w.engine))] };
+  };
+
+  wrap('engine::functions::list', 'Functions of the whole cluster, with the workers (and their engines) serving each', async (local, data) => {
+    const r = obj(await local(data));
+    return { functions: (r.functions as Obj[]).map(expand) };
+  });
+
+  wrap('engine::functions::info', 'One function of the cluster by function_id', async (local, data) => expand(obj(await local(data))));
+
+  registry.addBuiltin('engine::cluster::nodes', 'The engines of the cluster: node id, address, counts', () => ({
+    node_id: self,
+    lease_ms: cluster.leaseMs,
+    nodes: [
+      { node_id: self, self: true, url: cluster.address || null },
+      ...[...cluster.peers.values()].map((p) => ({
+        node_id: p.node,
+        self: false,
+        url: p.url || null,
+        functions: p.snapshot?.functions.length ?? 0,
+        workers: p.snapshot?.workers.length ?? 0,
+        joined_at: new Date(p.joinedAt).toISOString(),
+      })),
+    ],
+  }));
+}

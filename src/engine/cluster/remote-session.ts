@@ -1,0 +1,64 @@
+import type WebSocket from 'ws';
+import type { Message } from 'svc-sdk';
+import { Session } from '../session.js';
+
+/**
+ * Another engine of the cluster, seen from this one as if it were one connected peer. The
+ * registry lists it as a provider of the functions that engine's workers serve, the triggers
+ * table as a provider of its trigger types, and calls that engine forwards to us come from it. So
+ * the engine's own routing, deadlines, halting and trigger hand-over apply unchanged across
+ * engines: every frame "sent" to it travels over the backplane, every frame it "sends" arrives
+ * from the backplane through the router.
+ */
+export class RemoteSession extends Session {
+  constructor(
+    override readonly node: string,
+    /** The process of that engine: a restart under the same node id is a different peer. */
+    readonly incarnation: string,
+    private readonly out: (node: string, msg: Message) => void,
+  ) {
+    // No socket: every method that would touch one is overridden below.
+    super(null as unknown as WebSocket, `engine:${node}`);
+    this.name = `engine ${node}`;
+    // Engines understand every svc extension: cancel reaches the remote callee, ack the remote owner.
+    this.features.add('cancel');
+    this.features.add('ack');
+  }
+
+  /**
+   * Until this time (epoch ms) the engine is presumed gone: a frame sent to it reached no
+   * subscriber. Routing skips it meanwhile instead of failing call after call until its lease
+   * lapses; any frame from it, or the time passing with its lease renewed, clears the suspicion.
+   */
+  suspectUntil = 0;
+
+  override get open(): boolean {
+    return !this.closed && (this.suspectUntil === 0 || Date.now() >= this.suspectUntil);
+  }
+
+  override send(msg: Message): void {
+    if (this.closed) return;
+    if (msg.type === 'invokefunction' && msg.invocation_id) {
+      // The deadline travels as the time left. The calling engine's own timer stays the one that
+      // answers `timeout`; the remote one, a little later, only guards against a lost cancel.
+      const inv = this.incoming.get(msg.invocation_id);
+      if (inv) {
+        const left = inv.timeoutMs - (Date.now() - inv.startedAt);
+        if (left <= 0) return;
+        msg = { ...msg, timeout_ms: left + FORWARD_DEADLINE_SLACK_MS };
+      }
+    }
+    this.out(this.node, msg);
+  }
+
+  override sendText(text: string): void {
+    this.send(JSON.parse(text) as Message);
+  }
+
+  override ping(): void {}
+  override close(): void {}
+  override terminate(): void {}
+}
+
+/** How much later than the caller's deadline the serving engine gives up on a forwarded call. */
+export const FORWARD_DEADLINE_SLACK_MS = 1000;
