@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { checkStatus, onLink, type Link } from './api';
+import { checkStatus, getLinkReason, onLink, type Link } from './api';
 import { useHashRoute } from './hooks';
 import { FunctionsPage } from './pages/Functions';
 import { LogsPage } from './pages/Logs';
@@ -59,7 +59,13 @@ export function App() {
       <main className={link === 'ok' ? '' : 'stale'}>
         {link === 'engine_down' && (
           <div className="banner" role="alert" data-testid="banner">
-            Connection to the engine lost{engineUrl ? ` (${engineUrl})` : ''}. Retrying every second; what you see may be out of date.
+            {getLinkReason() ? (
+              <>
+                {getLinkReason()}. Start <code>svc console</code> with <code>SVC_TOKEN</code> set to a token of this engine (docs/security.md).
+              </>
+            ) : (
+              <>Connection to the engine lost{engineUrl ? ` (${engineUrl})` : ''}. Retrying every second; what you see may be out of date.</>
+            )}
           </div>
         )}
         {link === 'console_down' && (

@@ -27,6 +27,11 @@ type LinkListener = (l: Link, engineUrl: string) => void;
 const listeners = new Set<LinkListener>();
 let link: Link = 'ok';
 let engineUrl = '';
+/** Why the engine refused the console (e.g. a missing token), from /api/status. */
+let linkReason = '';
+export function getLinkReason(): string {
+  return linkReason;
+}
 
 function setLink(l: Link): void {
   if (l === link) return;
@@ -93,8 +98,9 @@ export function httpRequest(method: string, path: string, body?: string): Promis
 export async function checkStatus(): Promise<void> {
   try {
     const res = await fetch('/api/status');
-    const s = (await res.json()) as { connected: boolean; engine_url: string };
+    const s = (await res.json()) as { connected: boolean; engine_url: string; error?: { message: string } };
     engineUrl = s.engine_url;
+    linkReason = s.error?.message ?? '';
     const next: Link = s.connected ? 'ok' : 'engine_down';
     if (next !== link) setLink(next);
     else for (const f of listeners) f(link, engineUrl);

@@ -59,7 +59,12 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   app.use('/api', express.json({ limit: '8mb' }));
 
   app.get('/api/status', (_req, res) => {
-    res.json({ connected: worker.state === 'connected', state: worker.state, engine_url: o.engineUrl });
+    res.json({
+      connected: worker.state === 'connected',
+      state: worker.state,
+      engine_url: o.engineUrl,
+      ...(worker.refusal ? { error: { code: worker.refusal.code, message: worker.refusal.message } } : {}),
+    });
   });
 
   app.post('/api/call', async (req: Request, res: Response) => {
@@ -70,7 +75,13 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     }
     const timeoutMs = typeof body.timeout_ms === 'number' && body.timeout_ms > 0 ? Math.min(body.timeout_ms, MAX_TIMEOUT_MS) : 30_000;
     if (worker.state !== 'connected') {
-      res.status(503).json({ ok: false, error: { code: 'engine_unreachable', message: `The engine at ${o.engineUrl} is not reachable (${worker.state}); retrying` } });
+      const refusal = worker.refusal;
+      res.status(503).json({
+        ok: false,
+        error: refusal
+          ? { code: refusal.code, message: refusal.message }
+          : { code: 'engine_unreachable', message: `The engine at ${o.engineUrl} is not reachable (${worker.state}); retrying` },
+      });
       return;
     }
     const t0 = performance.now();

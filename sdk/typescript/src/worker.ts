@@ -147,7 +147,10 @@ export class Worker extends EventEmitter implements LogSink {
     this.conn.on('open', () => this.onOpen());
     this.conn.on('message', (m: Message) => this.onMessage(m));
     this.conn.on('down', () => this.onDown());
-    this.conn.on('state', (s: ConnectionState) => this.emit('state', s));
+    // 'connected' is emitted when the engine accepts us (workerregistered), not when the socket opens.
+    this.conn.on('state', (s: ConnectionState) => {
+      if (s !== 'connected') this.emit('state', s);
+    });
     this.conn.on('fatal', (e: Error) => this.report(e));
     this.conn.on('unauthorized', (reason: string) => {
       const err = new InvocationError('unauthorized', `The engine at ${this.url} refused this connection: ${reason.replace(/^unauthorized: /, '')}`);
@@ -171,8 +174,14 @@ export class Worker extends EventEmitter implements LogSink {
     return this.conn.url;
   }
 
+  /** `connected` only once the engine accepted the connection (a refused token never gets there). */
   get state(): ConnectionState {
-    return this.conn.state;
+    const s = this.conn.state;
+    return s === 'connected' && !this.live ? 'connecting' : s;
+  }
+  /** Why the engine last refused this worker (a token problem), until the next accepted connection. */
+  get refusal(): InvocationError | null {
+    return this.lastRefusal;
   }
   /** The id the engine gave the current connection. */
   get workerId(): string | undefined {
@@ -441,6 +450,7 @@ export class Worker extends EventEmitter implements LogSink {
         const waiters = this.connectedWaiters;
         this.connectedWaiters = [];
         for (const w of waiters) w();
+        this.emit('state', 'connected');
         this.emit('connected');
         return;
       }
