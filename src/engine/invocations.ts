@@ -16,6 +16,8 @@ export interface Invocation {
   internal: ((body: { result?: unknown; error?: ErrorBody }) => void) | undefined;
   callee: Session;
   functionId: string;
+  /** What the caller asked for: differs from functionId when an enqueue went to engine::queue::enqueue. */
+  requestedFunctionId: string;
   startedAt: number;
   timeoutMs: number;
   timer: NodeJS.Timeout;
@@ -70,22 +72,10 @@ export class Invocations {
 
   /** A call from a connected peer. Answers the caller (unless fire-and-forget) in every case. */
   invoke(caller: Session, msg: InvokeFunctionMsg): void {
-    const callerId = msg.invocation_id ?? undefined;
-    const isVoid = callerId === undefined || msg.action?.type === 'void';
+    const isVoid = msg.invocation_id == null || msg.action?.type === 'void';
+    const callerId = isVoid ? undefined : (msg.invocation_id as string);
     const fid = msg.function_id;
-    const reply: Reply = isVoid
-      ? (o) => {
-          if (o.error) this.warn(`fire-and-forget call of ${fid} from ${caller.name} failed: ${o.error.message}`, { code: o.error.code });
-        }
-      : (o) =>
-          caller.send({
-            type: 'invocationresult',
-            invocation_id: callerId,
-            function_id: fid,
-            ...(o.error ? { error: o.error } : { result: o.result ?? null }),
-            ...(o.traceparent ? { traceparent: o.traceparent } : {}),
-            ...(o.baggage ? { baggage: o.baggage } : {}),
-          });
+    const reply: Reply = (o) => this.answer(caller, callerId, fid, o);
     if (!caller.access.canCall(fid)) {
       reply({ error: engineErrors.forbiddenCall(caller.access.name, fid) });
       return;
@@ -94,7 +84,7 @@ export class Invocations {
       reply({ error: engineErrors.overloaded(`${caller.name} already waits on ${caller.outgoing.size} calls (engine.limits.max_in_flight_per_worker)`) });
       return;
     }
-    if (!isVoid && caller.outgoing.has(callerId)) {
+    if (callerId !== undefined && caller.outgoing.has(callerId)) {
       reply({ error: { code: 'invalid_frame', message: `invocation_id ${callerId} is already in flight from this connection` } });
       return;
     }
@@ -104,7 +94,23 @@ export class Invocations {
       reply({ error: engineErrors.shuttingDown() });
       return;
     }
-    this.dispatch(caller, isVoid ? undefined : callerId, msg, reply);
+    this.dispatch(caller, callerId, msg);
+  }
+
+  /**
+   * The caller's answer, written as text: the result frame is the hottest thing the engine
+   * builds, and a template avoids the temporary objects a spread-and-stringify would make.
+   */
+  private answer(caller: Session | null, callerId: string | undefined, fid: string, o: CallOutcome): void {
+    if (caller === null || callerId === undefined) {
+      if (o.error) this.warn(`fire-and-forget call of ${fid}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code });
+      return;
+    }
+    let t = '{"type":"invocationresult","invocation_id":' + JSON.stringify(callerId) + ',"function_id":' + JSON.stringify(fid);
+    t += o.error ? ',"error":' + JSON.stringify(o.error) : ',"result":' + (o.result === undefined ? 'null' : JSON.stringify(o.result) ?? 'null');
+    if (o.traceparent) t += ',"traceparent":' + JSON.stringify(o.traceparent);
+    if (o.baggage) t += ',"baggage":' + JSON.stringify(o.baggage);
+    caller.sendText(t + '}');
   }
 
   /** A call the engine makes itself (CLI-less tooling, cluster forwarding). */
@@ -116,7 +122,10 @@ export class Invocations {
     });
   }
 
-  private dispatch(caller: Session | null, callerId: string | undefined, msg: InvokeFunctionMsg, reply: Reply): void {
+  /** `internal`: the answer path of a call the engine makes itself (no caller session). */
+  private dispatch(caller: Session | null, callerId: string | undefined, msg: InvokeFunctionMsg, internal?: Reply): void {
+    const fid0 = msg.function_id;
+    const reply: Reply = internal ?? ((o) => this.answer(caller, callerId, fid0, o));
     let fid = msg.function_id;
     let data = msg.data === undefined ? {} : msg.data;
     if (msg.action?.type === 'enqueue') {
@@ -187,9 +196,10 @@ export class Invocations {
       id,
       callerInvocationId: callerId,
       caller,
-      internal: caller === null ? reply : undefined,
+      internal,
       callee,
       functionId: fid,
+      requestedFunctionId: fid0,
       startedAt: Date.now(),
       timeoutMs,
       timer: setTimeout(() => this.expire(inv), timeoutMs),
@@ -199,24 +209,16 @@ export class Invocations {
       traceStart: this.traces ? performance.timeOrigin + performance.now() : 0,
     };
     // Fire-and-forget calls are tracked too: they count as the callee's load until answered.
-    if (caller && callerId !== undefined) {
-      this.replies.set(inv, reply);
-      caller.outgoing.set(callerId, inv);
-    }
+    if (caller && callerId !== undefined) caller.outgoing.set(callerId, inv);
     this.all.set(id, inv);
     callee.incoming.set(id, inv);
-    callee.send({
-      type: 'invokefunction',
-      invocation_id: id,
-      function_id: fid,
-      data,
-      ...(traceparent ? { traceparent } : {}),
-      ...(msg.baggage ? { baggage: msg.baggage } : {}),
-      ...(msg.metadata !== undefined ? { metadata: msg.metadata } : {}),
-    });
+    // Written as text for the same reason as answer(); `id` is UUID-shaped, nothing to escape.
+    let t = '{"type":"invokefunction","invocation_id":"' + id + '","function_id":' + JSON.stringify(fid) + ',"data":' + (JSON.stringify(data) ?? 'null');
+    if (traceparent) t += ',"traceparent":' + JSON.stringify(traceparent);
+    if (msg.baggage) t += ',"baggage":' + JSON.stringify(msg.baggage);
+    if (msg.metadata !== undefined) t += ',"metadata":' + JSON.stringify(msg.metadata);
+    callee.sendText(t + '}');
   }
-
-  private readonly replies = new WeakMap<Invocation, Reply>();
 
   /** A result from a callee. Only the session the call was sent to may complete it. */
   complete(from: Session, msg: InvocationResultMsg): void {
@@ -315,16 +317,7 @@ export class Invocations {
   }
 
   private deliver(inv: Invocation, outcome: CallOutcome): void {
-    if (inv.internal) {
-      inv.internal(outcome);
-      return;
-    }
-    const reply = this.replies.get(inv);
-    if (reply) {
-      this.replies.delete(inv);
-      reply(outcome);
-    } else if (outcome.error && inv.callerInvocationId === undefined) {
-      this.warn(`fire-and-forget call of ${inv.functionId} failed: ${outcome.error.message}`, { code: outcome.error.code });
-    }
+    if (inv.internal) inv.internal(outcome);
+    else this.answer(inv.caller, inv.callerInvocationId, inv.requestedFunctionId, outcome);
   }
 }

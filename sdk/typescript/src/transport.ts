@@ -1,42 +1,44 @@
 import type WebSocket from 'ws';
 
 /**
- * Write coalescing for a `ws` socket: frames sent during one event-loop turn leave in one
- * syscall. Each `ws.send` otherwise costs a write of its own, which dominates at high call rates
+ * Write coalescing for a `ws` socket: frames sent during one event-loop turn leave in few syscalls.
+ * Each `ws.send` otherwise costs a write of its own, which dominates at high call rates
  * (bench/RESULTS.md measures the difference). Shared by the engine and the SDK.
  *
- * It corks the underlying net.Socket (ws keeps it in `_socket`; cork/uncork nest, so ws's own
- * per-frame cork inside `send` is harmless) and uncorks it in `setImmediate`, after the current
- * batch of I/O callbacks has run.
+ * Adaptive: the first frame of a turn is written at once, so a lone frame (one call in flight)
+ * pays no extra latency; from the second frame of the same turn on, the underlying net.Socket is
+ * corked (ws keeps it in `_socket`; cork/uncork nest, so ws's own per-frame cork inside `send` is
+ * harmless) and uncorked in `setImmediate`, after the current batch of I/O callbacks has run.
  */
 type Corkable = { cork(): void; uncork(): void; destroyed?: boolean };
 
-const pending: Corkable[] = [];
+/** Sockets written to during this turn; corked ones among them. */
+const touched = new Set<Corkable>();
+const corked = new Set<Corkable>();
 let scheduled = false;
 
-function flushAll(): void {
+function endTurn(): void {
   scheduled = false;
-  // Swap out first: an uncork may synchronously trigger more sends.
-  const sockets = pending.splice(0, pending.length);
-  for (const s of sockets) {
-    if (!s.destroyed) s.uncork();
-  }
+  touched.clear();
+  if (corked.size === 0) return;
+  // Copy first: an uncork may synchronously trigger more sends, which start a new turn.
+  const sockets = [...corked];
+  corked.clear();
+  for (const s of sockets) if (!s.destroyed) s.uncork();
 }
-
-const corked = new WeakSet<Corkable>();
 
 export function sendCoalesced(ws: WebSocket, text: string): void {
   const sock = (ws as unknown as { _socket?: Corkable })._socket;
-  if (sock && !corked.has(sock)) {
-    sock.cork();
-    corked.add(sock);
-    pending.push(sock);
-    if (!scheduled) {
-      scheduled = true;
-      setImmediate(() => {
-        for (const s of pending) corked.delete(s);
-        flushAll();
-      });
+  if (sock) {
+    if (!touched.has(sock)) {
+      touched.add(sock);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(endTurn);
+      }
+    } else if (!corked.has(sock)) {
+      sock.cork();
+      corked.add(sock);
     }
   }
   ws.send(text);
