@@ -44,7 +44,7 @@ export class LogBuffer {
   add(e: Omit<LogEntry, 'seq' | 'time'> & { time?: string }): LogEntry {
     const entry = e as LogEntry;
     entry.seq = ++this.seq;
-    if (entry.time === undefined) entry.time = new Date().toISOString();
+    if (entry.time === undefined) entry.time = isoNow();
     this.ring[this.next] = entry;
     this.next = (this.next + 1) % this.ring.length;
     for (const l of this.listeners) l(entry);
@@ -72,4 +72,16 @@ export class LogBuffer {
     const limit = q.limit ?? 1000;
     return out.length > limit ? out.slice(out.length - limit) : out;
   }
+}
+
+// Formatting a date costs more than storing the line: lines of the same millisecond share one string.
+let lastMs = 0;
+let lastIso = '';
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
 }
