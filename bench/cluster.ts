@@ -14,77 +14,18 @@
  *   npm run bench:cluster                 3 rounds, 0.5 s warm-up + 2 s measured per cell
  *   npm run bench:cluster -- --quick      1 round, 0.3 s + 1 s
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { availableParallelism, cpus, loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { registerWorker } from 'svc-sdk';
+import { cpuMicros, median, startNode, type Proc } from './harness.js';
 import { startRedis } from '../test/workers/state/redis-server.js';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 const IN_FLIGHT = 64;
 
-interface Proc {
-  child: ChildProcess;
-  line(prefix: string, timeoutMs: number): Promise<string>;
-  stop(): Promise<void>;
-}
-
-function start(script: string, args: string[], env: Record<string, string> = {}): Proc {
-  const child = spawn(process.execPath, [join(HERE, script), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-  const lines: string[] = [];
-  const waiters: Array<() => void> = [];
-  let buf = '';
-  let stderr = '';
-  let exited = false;
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-    buf += d;
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      lines.push(buf.slice(0, i));
-      buf = buf.slice(i + 1);
-    }
-    for (const w of waiters.splice(0)) w();
-  });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const exit = new Promise<void>((resolve) =>
-    child.on('exit', () => {
-      exited = true;
-      for (const w of waiters.splice(0)) w();
-      resolve();
-    }),
-  );
-  return {
-    child,
-    line(prefix, timeoutMs) {
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`${script}: no "${prefix}" line within ${timeoutMs} ms\n${stderr}`)), timeoutMs);
-        const check = (): void => {
-          const l = lines.find((x) => x.startsWith(prefix));
-          if (l !== undefined) {
-            clearTimeout(t);
-            resolve(l.slice(prefix.length).trim());
-          } else if (exited) {
-            clearTimeout(t);
-            reject(new Error(`${script} exited before "${prefix}"\n${stderr}`));
-          } else waiters.push(check);
-        };
-        check();
-      });
-    },
-    async stop() {
-      if (!exited) child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 2000);
-      await exit;
-      clearTimeout(t);
-    },
-  };
-}
 
 async function startEngine(redisUrl: string, nodeId: string, prefix: string): Promise<{ url: string; proc: Proc }> {
-  const proc = start('engine.js', [], { SVC_BENCH_ENGINE_OPTIONS: JSON.stringify({ cluster: { redisUrl, nodeId, leaseMs: 3000, prefix } }) });
+  const proc = startNode('engine.js', [], { env: { ...process.env, SVC_BENCH_ENGINE_OPTIONS: JSON.stringify({ cluster: { redisUrl, nodeId, leaseMs: 3000, prefix } }) } });
   return { url: await proc.line('READY ', 10_000), proc };
 }
 
@@ -109,19 +50,6 @@ async function waitRoutable(url: string, engine: string): Promise<void> {
   }
 }
 
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-
-/** utime + stime of a process in µs, from /proc. */
-function cpuMicros(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
-  } catch {
-    return NaN;
-  }
-}
 
 /** The pid of the redis-server listening on `port` (started by the test helper, which keeps it private). */
 function redisPid(port: string): number | undefined {
@@ -158,12 +86,12 @@ async function runPairs(engines: Array<{ url: string; node: string }>, pairs: Pa
   const procs: Proc[] = [];
   try {
     for (const p of pairs) {
-      const callee = start('callee.js', [p.calleeUrl]);
+      const callee = startNode('callee.js', [p.calleeUrl]);
       procs.push(callee);
       await callee.line('READY', 15_000);
     }
     for (const p of pairs) await waitRoutable(p.callerUrl, p.calleeNode);
-    const callers = pairs.map((p) => start('caller.js', [p.callerUrl, String(IN_FLIGHT), String(warmupMs), String(measureMs)]));
+    const callers = pairs.map((p) => startNode('caller.js', [p.callerUrl, String(IN_FLIGHT), String(warmupMs), String(measureMs)]));
     procs.push(...callers);
     const sample = (): number[] => [cpuMicros(cpuPids.a), cpuMicros(cpuPids.b), cpuMicros(cpuPids.redis)];
     let c0: number[] = [];
@@ -186,11 +114,6 @@ async function runPairs(engines: Array<{ url: string; node: string }>, pairs: Pa
   }
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');

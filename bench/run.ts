@@ -9,13 +9,10 @@
  *   npm run bench -- --quick          1 round, 0.3 s + 1 s (~20 s)
  *   npm run bench -- --rounds 5 --warmup 1000 --measure 4000 --json out.json
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { cpuMicros, fmt, median, startNode, type Proc } from './harness.js';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 
 interface Target {
   key: string;
@@ -76,89 +73,18 @@ function parseArgs(argv: string[]): { rounds: number; warmupMs: number; measureM
 
 // ---- processes ---------------------------------------------------------------------------------
 
-interface Proc {
-  child: ChildProcess;
-  /** Resolves with the first stdout line starting with `prefix` (rest of the line). */
-  line(prefix: string, timeoutMs: number): Promise<string>;
-  stop(): Promise<void>;
-}
 
-function start(script: string, args: string[]): Proc {
-  const child = spawn(process.execPath, [join(HERE, script), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines: string[] = [];
-  const waiters: Array<() => void> = [];
-  let buf = '';
-  let stderr = '';
-  let exited = false;
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-    buf += d;
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      lines.push(buf.slice(0, i));
-      buf = buf.slice(i + 1);
-    }
-    for (const w of waiters.splice(0)) w();
-  });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const exit = new Promise<void>((resolve) =>
-    child.on('exit', () => {
-      exited = true;
-      for (const w of waiters.splice(0)) w();
-      resolve();
-    }),
-  );
-  return {
-    child,
-    line(prefix, timeoutMs) {
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`${script} ${args.join(' ')}: no "${prefix}" line within ${timeoutMs} ms\n${stderr}`)), timeoutMs);
-        const check = (): void => {
-          const l = lines.find((x) => x.startsWith(prefix));
-          if (l !== undefined) {
-            clearTimeout(t);
-            resolve(l.slice(prefix.length).trim());
-          } else if (exited) {
-            clearTimeout(t);
-            reject(new Error(`${script} ${args.join(' ')} exited (${child.exitCode ?? child.signalCode}) before "${prefix}"\n${stderr}`));
-          } else waiters.push(check);
-        };
-        check();
-      });
-    },
-    async stop() {
-      if (!exited) child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 2000);
-      await exit;
-      clearTimeout(t);
-    },
-  };
-}
-
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-
-/** utime + stime of a process, in µs (resolution 1/CLK_TCK s). */
-function cpuMicros(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // Fields after "(comm)": state is index 0, utime 11, stime 12.
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
-  } catch {
-    return NaN;
-  }
-}
 
 async function runCell(t: Target, inFlight: number, warmupMs: number, measureMs: number): Promise<Cell> {
   const procs: Proc[] = [];
   try {
-    const server = start(t.script, t.args);
+    const server = startNode(t.script, t.args);
     procs.push(server);
     const url = await server.line('READY ', 10_000);
-    const callee = start('callee.js', [url]);
+    const callee = startNode('callee.js', [url]);
     procs.push(callee);
     await callee.line('READY', 15_000);
-    const caller = start('caller.js', [url, String(inFlight), String(warmupMs), String(measureMs)]);
+    const caller = startNode('caller.js', [url, String(inFlight), String(warmupMs), String(measureMs)]);
     procs.push(caller);
     await caller.line('MEASURE_START', 15_000 + warmupMs);
     const s0 = cpuMicros(server.child.pid);
@@ -175,12 +101,6 @@ async function runCell(t: Target, inFlight: number, warmupMs: number, measureMs:
 
 // ---- report ------------------------------------------------------------------------------------
 
-function median(xs: number[]): number {
-  const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 function machine(): Record<string, string | number> {
   let model = cpus()[0]?.model ?? 'unknown';
@@ -199,7 +119,6 @@ function machine(): Record<string, string | number> {
   };
 }
 
-const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—');
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));

@@ -255,7 +255,9 @@ async function play(url: string, conn: string, acts: Action[]): Promise<void> {
         continue;
       }
       if (a.text.trim().length === 0) {
-        assert.equal(window.length, 0, `blank frames are skipped: ${what}`);
+        // Nothing answers a blank frame; a late result of an earlier accepted call may still land here.
+        const answered = window.filter((f) => !(f.type === 'invocationresult' && expectResult.has(f.invocation_id as string)));
+        assert.equal(answered.length, 0, `blank frames are skipped: ${what}`);
         continue;
       }
       if (!decoded.ok) {
