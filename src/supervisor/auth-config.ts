@@ -34,7 +34,7 @@ export function parseLimits(file: string, raw: unknown, into: EngineOptions): vo
   if (raw === undefined || raw === null) return;
   if (!isMapping(raw)) throw new ConfigError(file, 'engine.limits: must be a mapping');
   for (const [k, v] of Object.entries(raw)) {
-    const field = LIMIT_KEYS[k];
+    const field = Object.hasOwn(LIMIT_KEYS, k) ? LIMIT_KEYS[k] : undefined;
     if (!field) throw new ConfigError(file, `engine.limits.${k}: unknown key (known: ${Object.keys(LIMIT_KEYS).join(', ')})`);
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new ConfigError(file, `engine.limits.${k}: must be a positive integer, got ${JSON.stringify(v)}`);
     (into as unknown as Record<string, unknown>)[field] = v;

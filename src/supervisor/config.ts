@@ -101,7 +101,7 @@ export function parseConfig(file: string, text: string): Omit<LoadedConfig, 'cre
       engine.cluster = parseCluster(file, value);
       continue;
     }
-    const spec = ENGINE_KEYS[key];
+    const spec = Object.hasOwn(ENGINE_KEYS, key) ? ENGINE_KEYS[key] : undefined;
     if (!spec) throw new ConfigError(file, `engine.${key}: unknown key (known: ${[...Object.keys(ENGINE_KEYS), 'auth', 'limits', 'cluster'].join(', ')})`);
     (engine as unknown as Record<string, unknown>)[spec.field] = checkValue(file, `engine.${key}`, spec.kind, value);
   }

@@ -23,6 +23,13 @@ describe('protocol decoding', () => {
       assert.deepEqual(r.ref, { type: 'invocationresult', id: 'x' });
     }
   });
+  test('type names of Object.prototype are unknown types, not messages', () => {
+    for (const t of ['toString', 'constructor', '__proto__', 'hasOwnProperty', 'valueOf']) {
+      const r = decodeFrame(JSON.stringify({ type: t }));
+      assert.equal(r.ok, false, t);
+      if (!r.ok) assert.equal(r.error.code, 'unknown_message_type', t);
+    }
+  });
   test('an action must be void or enqueue with a queue', () => {
     assert.equal(decodeFrame('{"type":"invokefunction","function_id":"a","action":{"type":"enqueue"}}').ok, false);
     assert.equal(decodeFrame('{"type":"invokefunction","function_id":"a","action":{"type":"enqueue","queue":"q"}}').ok, true);

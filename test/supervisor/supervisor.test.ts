@@ -68,6 +68,10 @@ describe('config.yaml', () => {
     assert.throws(() => loadConfig(f), /engine\.port: must be an integer port/);
     writeFileSync(f, 'engine:\n  prot: 1\n');
     assert.throws(() => loadConfig(f), /engine\.prot: unknown key/);
+    writeFileSync(f, 'engine:\n  toString: 1\n');
+    assert.throws(() => loadConfig(f), /engine\.toString: unknown key/);
+    writeFileSync(f, 'engine:\n  limits:\n    constructor: 5\n');
+    assert.throws(() => loadConfig(f), /engine\.limits\.constructor: unknown key/);
     writeFileSync(f, 'enigne:\n  port: 1\n');
     assert.throws(() => loadConfig(f), (e: unknown) => e instanceof ConfigError && /enigne: unknown top-level key/.test(e.message));
   });

@@ -287,7 +287,8 @@ export function validateMessage(value: unknown): DecodeResult {
   if (typeof type !== 'string') {
     return { ok: false, error: { code: 'malformed_frame', message: 'Frame has no string "type" field' } };
   }
-  const schema = (SCHEMA as Record<string, (typeof SCHEMA)[MessageType] | undefined>)[type];
+  // Own properties only: "toString" or "__proto__" must not find Object.prototype's members.
+  const schema = Object.hasOwn(SCHEMA, type) ? SCHEMA[type as MessageType] : undefined;
   if (!schema) {
     return {
       ok: false,
