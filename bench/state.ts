@@ -22,10 +22,10 @@
  *   npm run bench:state -- --rounds 5 --in-flight 64
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, cpuMicros, fmt, interleave, load, machine, median, parseRoundArgs, runMain, start, startNode, stopAll, type Proc } from './harness.js';
+import { freePort } from '../test/helpers/util.js';
 
 const TARGET = 0.6;
 const CELLS = ['plain', 'embedded/one', 'embedded/many', 'redis/one', 'redis/many'] as const;
@@ -49,17 +49,6 @@ interface Sample {
   callee_cpu_us: number;
   redis_cpu_us: number;
   lost: number;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function cell(key: CellKey, o: ReturnType<typeof parseRoundArgs>): Promise<Sample> {

@@ -3,8 +3,11 @@ import { DEFAULT_ENGINE_URL, InvocationError, Worker } from 'svc-sdk';
 import { readEngineState, type EngineState } from '../supervisor/engine-state.js';
 
 /** The engine running for ./config.yaml, if any (it writes .svc/engine.json beside the file). */
+let local: EngineState | null | undefined;
 function localEngine(): EngineState | null {
-  return readEngineState(resolve('config.yaml'));
+  // Read once per command: the address and the token both come from it.
+  if (local === undefined) local = readEngineState(resolve('config.yaml'));
+  return local;
 }
 
 /**
@@ -21,8 +24,8 @@ export function engineAddress(flag?: string): string {
  */
 export async function withClient<T>(address: string, fn: (w: Worker) => Promise<T>, connectTimeoutMs = 5000, tokenArg?: string): Promise<T> {
   // SVC_TOKEN, else the local engine's own token, handed only to that same engine.
-  const local = localEngine();
-  const token = tokenArg ?? process.env.SVC_TOKEN ?? (local && local.url === address ? local.token : undefined);
+  const engine = localEngine();
+  const token = tokenArg ?? process.env.SVC_TOKEN ?? (engine && engine.url === address ? engine.token : undefined);
   const w = new Worker(address, {
     ...(token ? { token } : {}),
     workerName: `svc-cli:${process.pid}`,

@@ -56,10 +56,11 @@ export function installBuiltins(d: BuiltinDeps): void {
     return s.describe();
   });
 
-  const describeFunction = (id: string): Record<string, unknown> | null => {
+  // `counts`: in-flight calls per function, counted once per request (a scan of every call in flight).
+  const describeFunction = (id: string, counts = d.invocations.countByFunction()): Record<string, unknown> | null => {
     const e = r.get(id);
     if (!e) return null;
-    const inFlight = d.invocations.countByFunction().get(id) ?? 0;
+    const inFlight = counts.get(id) ?? 0;
     return {
       function_id: e.id,
       description: e.description ?? null,
@@ -74,11 +75,12 @@ export function installBuiltins(d: BuiltinDeps): void {
 
   r.addBuiltin('engine::functions::list', 'Registered functions, with the workers serving each', (data) => {
     const includeBuiltins = obj(data).include_builtins !== false;
+    const counts = d.invocations.countByFunction();
     return {
       functions: r
         .list()
         .filter((e) => includeBuiltins || !e.builtin)
-        .map((e) => describeFunction(e.id)),
+        .map((e) => describeFunction(e.id, counts)),
     };
   });
 

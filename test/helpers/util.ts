@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from 'node:net';
 import { registerWorker, type Worker, type WorkerOptions } from 'svc-sdk';
 
 /** Poll until `fn` stops throwing (registration frames are asynchronous). */
@@ -28,4 +29,16 @@ export class WorkerPool {
   async closeAll(): Promise<void> {
     await Promise.all(this.all.map((w) => w.shutdown()));
   }
+}
+
+/** A loopback port nothing listens on (bound, then released). */
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve, reject) => {
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (s.address() as AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
 }

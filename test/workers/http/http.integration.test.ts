@@ -7,16 +7,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { InvocationError, registerWorker, type Worker } from 'svc-sdk';
 import { startEngine } from '../../helpers/engine.js';
 import { startHttpWorker, type HttpWorkerHandle } from '../../../src/workers/http/worker.js';
+import type { HttpRequestPayload } from '../../../src/workers/http/request.js';
 
-type Req = {
-  body: unknown;
-  headers: Record<string, string>;
-  query_params: Record<string, string | string[]>;
-  path_params: Record<string, string>;
-  method: string;
-  path: string;
-  route: string;
-};
+type Req = HttpRequestPayload;
 
 const FAST = { reconnect: { initialDelayMs: 50, maxDelayMs: 200 }, echoLogs: false };
 

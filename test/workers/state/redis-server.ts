@@ -3,18 +3,7 @@
  * Needs Debian's redis-server on PATH (.ci/run installs it).
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from '../../helpers/util.js';
 
 export interface RedisServer {
   url: string;
