@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorBody, InvocationResultMsg, InvokeFunctionMsg } from 'svc-sdk';
+import { Deadlines, type DeadlineEntry } from './deadlines.js';
 import { EngineError, engineErrors } from './errors.js';
 import type { EngineOptions } from './options.js';
-import type { Registry } from './registry.js';
+import type { BuiltinHandler, Registry } from './registry.js';
 import type { Session } from './session.js';
-import { IdGenerator, parseTraceparent, type SpanStatus, type TraceBuffer } from './traces.js';
+import { hex12, IdGenerator, parseTraceparent, type SpanSource, type SpanStatus, type TraceBuffer } from './traces.js';
 
-export interface Invocation {
+export interface Invocation extends SpanSource, DeadlineEntry {
   /** Minted by the engine and sent to the callee; callers' own ids never reach callees. */
   id: string;
   /** The caller's invocation_id; undefined for fire-and-forget. */
@@ -15,18 +16,14 @@ export interface Invocation {
   /** For calls the engine makes itself. */
   internal: ((body: { result?: unknown; error?: ErrorBody }) => void) | undefined;
   callee: Session;
+  /** The registry's id string (shared, so a span in the trace ring does not keep a copy alive). */
   functionId: string;
-  /** What the caller asked for: differs from functionId when an enqueue went to engine::queue::enqueue. */
-  requestedFunctionId: string;
-  startedAt: number;
+  /**
+   * What the caller asked for, as JSON text for its answer: differs from functionId when an
+   * enqueue went to engine::queue::enqueue.
+   */
+  requestedIdJson: string;
   timeoutMs: number;
-  timer: NodeJS.Timeout;
-  /** Tracing (empty strings when off): this call's span, its trace and its parent span. */
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  /** High-resolution epoch ms of the start, for the span. */
-  traceStart: number;
 }
 
 export interface CallOutcome {
@@ -44,9 +41,15 @@ type Reply = (outcome: CallOutcome) => void;
  * held forever, so memory stays bounded by what is genuinely in flight.
  */
 export class Invocations {
-  private readonly all = new Map<string, Invocation>();
-  /** Invocation ids (and, through the trace buffer's own generator, trace and span ids). */
-  private readonly ids = new IdGenerator();
+  /**
+   * Every call in flight by its number (IdGenerator.next). Keyed by number, not by the id string:
+   * a string key costs a hash of 36 characters per call; the callee's `incoming` map, which a
+   * result is looked up in, already pays that once.
+   */
+  private readonly all = new Map<number, Invocation>();
+  private readonly deadlines = new Deadlines<Invocation>((inv) => this.expire(inv));
+  /** Invocation, span and trace ids: the trace buffer's generator, so that its numbers render the same. */
+  private readonly ids: IdGenerator;
   private idleWaiters: Array<() => void> = [];
   /** Set during shutdown: new top-level calls are refused. */
   draining = false;
@@ -57,7 +60,9 @@ export class Invocations {
     private readonly warn: (message: string, data?: Record<string, unknown>) => void,
     /** null: tracing off. */
     private readonly traces: TraceBuffer | null = null,
-  ) {}
+  ) {
+    this.ids = traces ? traces.ids : new IdGenerator();
+  }
 
   get size(): number {
     return this.all.size;
@@ -74,39 +79,35 @@ export class Invocations {
   invoke(caller: Session, msg: InvokeFunctionMsg): void {
     const isVoid = msg.invocation_id == null || msg.action?.type === 'void';
     const callerId = isVoid ? undefined : (msg.invocation_id as string);
-    const fid = msg.function_id;
-    const reply: Reply = (o) => this.answer(caller, callerId, fid, o);
-    if (!caller.access.canCall(fid)) {
-      reply({ error: engineErrors.forbiddenCall(caller.access.name, fid) });
-      return;
-    }
-    if (!isVoid && caller.outgoing.size >= this.opts.maxInFlightPerWorker) {
-      reply({ error: engineErrors.overloaded(`${caller.name} already waits on ${caller.outgoing.size} calls (engine.limits.max_in_flight_per_worker)`) });
-      return;
-    }
-    if (callerId !== undefined && caller.outgoing.has(callerId)) {
-      reply({ error: { code: 'invalid_frame', message: `invocation_id ${callerId} is already in flight from this connection` } });
-      return;
+    const refusal = this.admit(caller, callerId, msg.function_id) ?? this.dispatch(caller, callerId, msg, undefined);
+    if (refusal) this.answer(caller, callerId, JSON.stringify(msg.function_id), { error: refusal });
+  }
+
+  /** Why a peer's call may not start now, or null. */
+  private admit(caller: Session, callerId: string | undefined, fid: string): ErrorBody | null {
+    if (!caller.access.canCall(fid)) return engineErrors.forbiddenCall(caller.access.name, fid);
+    if (callerId !== undefined) {
+      if (caller.outgoing.size >= this.opts.maxInFlightPerWorker) {
+        return engineErrors.overloaded(`${caller.name} already waits on ${caller.outgoing.size} calls (engine.limits.max_in_flight_per_worker)`);
+      }
+      if (caller.outgoing.has(callerId)) return { code: 'invalid_frame', message: `invocation_id ${callerId} is already in flight from this connection` };
     }
     // During shutdown, calls made by a worker that is itself serving a call are nested calls of
     // in-flight work and must go on; other new calls are refused.
-    if (this.draining && caller.incoming.size === 0) {
-      reply({ error: engineErrors.shuttingDown() });
-      return;
-    }
-    this.dispatch(caller, callerId, msg);
+    if (this.draining && caller.incoming.size === 0) return engineErrors.shuttingDown();
+    return null;
   }
 
   /**
    * The caller's answer, written as text: the result frame is the hottest thing the engine
    * builds, and a template avoids the temporary objects a spread-and-stringify would make.
    */
-  private answer(caller: Session | null, callerId: string | undefined, fid: string, o: CallOutcome): void {
+  private answer(caller: Session | null, callerId: string | undefined, fidJson: string, o: CallOutcome): void {
     if (caller === null || callerId === undefined) {
-      if (o.error) this.warn(`fire-and-forget call of ${fid}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code });
+      if (o.error) this.warn(`fire-and-forget call of ${JSON.parse(fidJson) as string}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code });
       return;
     }
-    let t = '{"type":"invocationresult","invocation_id":' + JSON.stringify(callerId) + ',"function_id":' + JSON.stringify(fid);
+    let t = '{"type":"invocationresult","invocation_id":' + JSON.stringify(callerId) + ',"function_id":' + fidJson;
     t += o.error ? ',"error":' + JSON.stringify(o.error) : ',"result":' + (o.result === undefined ? 'null' : JSON.stringify(o.result) ?? 'null');
     if (o.traceparent) t += ',"traceparent":' + JSON.stringify(o.traceparent);
     if (o.baggage) t += ',"baggage":' + JSON.stringify(o.baggage);
@@ -116,116 +117,117 @@ export class Invocations {
   /** A call the engine makes itself (CLI-less tooling, cluster forwarding). */
   call(functionId: string, data: unknown, timeoutMs?: number): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.dispatch(null, undefined, { type: 'invokefunction', function_id: functionId, data, ...(timeoutMs ? { timeout_ms: timeoutMs } : {}) }, (o) =>
-        o.error ? reject(new EngineError(o.error.code, o.error.message)) : resolve(o.result),
-      );
+      const reply = (o: CallOutcome): void => (o.error ? reject(new EngineError(o.error.code, o.error.message)) : resolve(o.result));
+      const refusal = this.dispatch(null, undefined, { type: 'invokefunction', function_id: functionId, data, ...(timeoutMs ? { timeout_ms: timeoutMs } : {}) }, reply);
+      if (refusal) reply({ error: refusal });
     });
   }
 
-  /** `internal`: the answer path of a call the engine makes itself (no caller session). */
-  private dispatch(caller: Session | null, callerId: string | undefined, msg: InvokeFunctionMsg, internal?: Reply): void {
-    const fid0 = msg.function_id;
-    const reply: Reply = internal ?? ((o) => this.answer(caller, callerId, fid0, o));
+  /**
+   * Start a call: a builtin answers itself, anything else goes to a provider. Returns the error that
+   * refuses it instead of answering, so that the hot path makes no answer closure per call.
+   * `internal`: the answer path of a call the engine makes itself (no caller session).
+   */
+  private dispatch(caller: Session | null, callerId: string | undefined, msg: InvokeFunctionMsg, internal: Reply | undefined): ErrorBody | null {
     let fid = msg.function_id;
     let data = msg.data === undefined ? {} : msg.data;
     if (msg.action?.type === 'enqueue') {
       // Queues are served by a worker providing engine::queue::enqueue, as in iii.
       const queue = msg.action.queue;
-      if (!this.registry.get('engine::queue::enqueue')) {
-        reply({ error: engineErrors.enqueueUnavailable(queue) });
-        return;
-      }
+      if (!this.registry.get('engine::queue::enqueue')) return engineErrors.enqueueUnavailable(queue);
       data = { queue, function_id: fid, data, messageReceiptId: randomUUID() };
       fid = 'engine::queue::enqueue';
     }
     const timeoutMs = msg.timeout_ms ?? this.opts.invocationTimeoutMs;
-    if (!(timeoutMs > 0 && timeoutMs <= this.opts.maxInvocationTimeoutMs)) {
-      reply({ error: engineErrors.invalidTimeout(timeoutMs, this.opts.maxInvocationTimeoutMs) });
-      return;
-    }
+    if (!(timeoutMs > 0 && timeoutMs <= this.opts.maxInvocationTimeoutMs)) return engineErrors.invalidTimeout(timeoutMs, this.opts.maxInvocationTimeoutMs);
     const entry = this.registry.get(fid);
-    if (!entry) {
-      reply({ error: engineErrors.functionNotFound(fid) });
-      return;
-    }
+    if (!entry) return engineErrors.functionNotFound(fid);
     if (entry.builtin) {
-      const handler = entry.builtin;
-      Promise.resolve()
-        .then(() => handler(data, caller))
-        .then(
-          (result) => reply({ result: result ?? null }),
-          (err: unknown) =>
-            reply({
-              error:
-                err instanceof EngineError
-                  ? err.body()
-                  : { code: 'invocation_failed', message: err instanceof Error ? err.message : String(err) },
-            }),
-        );
-      return;
+      this.runBuiltin(entry.builtin, data, caller, internal ?? ((o) => this.answer(caller, callerId, JSON.stringify(msg.function_id), o)));
+      return null;
     }
     if (this.all.size >= this.opts.maxInFlightTotal) {
-      reply({ error: engineErrors.overloaded(`The engine has ${this.all.size} calls in flight (engine.limits.max_in_flight_total); retry later`) });
-      return;
+      return engineErrors.overloaded(`The engine has ${this.all.size} calls in flight (engine.limits.max_in_flight_total); retry later`);
     }
     // A call another engine forwarded (caller is its cluster proxy) is served here or not at all.
     const callee = this.registry.pick(entry, caller?.node !== undefined);
-    if (!callee) {
-      reply({ error: engineErrors.functionNotFound(fid) });
-      return;
-    }
+    if (!callee) return engineErrors.functionNotFound(fid);
     // pick() chose the least loaded provider: if it is full, all are.
     if (callee.incoming.size >= this.opts.maxInFlightPerWorker) {
-      reply({ error: engineErrors.overloaded(`Every worker serving ${fid} has ${callee.incoming.size} calls in flight (engine.limits.max_in_flight_per_worker); retry later`) });
-      return;
+      return engineErrors.overloaded(`Every worker serving ${fid} has ${callee.incoming.size} calls in flight (engine.limits.max_in_flight_per_worker); retry later`);
     }
-    const id = this.ids.invocationId();
+    const no = this.ids.next();
+    const hex = hex12(no);
+    const id = this.ids.invocationPrefix + hex;
     // The callee gets a traceparent naming this call's span, so its own calls become children.
     let traceparent = msg.traceparent;
     let traceId = '';
-    let spanId = '';
     let parentSpanId = '';
     if (this.traces) {
       const parent = parseTraceparent(traceparent);
-      traceId = parent ? parent.traceId : this.traces.ids.traceId();
-      parentSpanId = parent ? parent.parentId : '';
-      spanId = this.traces.ids.spanId();
-      traceparent = `00-${traceId}-${spanId}-${parent ? parent.flags : '01'}`;
+      if (parent) {
+        traceId = parent.traceId;
+        parentSpanId = parent.parentId;
+        traceparent = '00-' + traceId + '-' + this.ids.spanPrefix + hex + '-' + parent.flags;
+      } else {
+        traceparent = '00-' + this.ids.tracePrefix + hex + '-' + this.ids.spanPrefix + hex + '-01';
+      }
     }
+    const now = performance.now();
     const inv: Invocation = {
       id,
+      no,
       callerInvocationId: callerId,
       caller,
       internal,
       callee,
-      functionId: fid,
-      requestedFunctionId: fid0,
-      startedAt: Date.now(),
+      functionId: entry.id,
+      requestedIdJson: fid === msg.function_id ? entry.idJson : JSON.stringify(msg.function_id),
+      startedAt: now,
       timeoutMs,
-      timer: setTimeout(() => this.expire(inv), timeoutMs),
       traceId,
-      spanId,
       parentSpanId,
-      traceStart: this.traces ? performance.timeOrigin + performance.now() : 0,
+      deadlineAt: 0,
+      lane: null,
+      prevDue: null,
+      nextDue: null,
     };
+    this.deadlines.add(inv, timeoutMs, now);
     // Fire-and-forget calls are tracked too: they count as the callee's load until answered.
     if (caller && callerId !== undefined) caller.outgoing.set(callerId, inv);
-    this.all.set(id, inv);
+    this.all.set(no, inv);
     callee.incoming.set(id, inv);
     // Written as text for the same reason as answer(); `id` is UUID-shaped, nothing to escape.
-    let t = '{"type":"invokefunction","invocation_id":"' + id + '","function_id":' + JSON.stringify(fid) + ',"data":' + (JSON.stringify(data) ?? 'null');
-    if (traceparent) t += ',"traceparent":' + JSON.stringify(traceparent);
+    let t = '{"type":"invokefunction","invocation_id":"' + id + '","function_id":' + entry.idJson + ',"data":' + (JSON.stringify(data) ?? 'null');
+    // With tracing on, traceparent is ours: hex and dashes, nothing to escape.
+    if (traceparent) t += ',"traceparent":' + (this.traces ? '"' + traceparent + '"' : JSON.stringify(traceparent));
     if (msg.baggage) t += ',"baggage":' + JSON.stringify(msg.baggage);
     if (msg.metadata !== undefined) t += ',"metadata":' + JSON.stringify(msg.metadata);
     callee.sendText(t + '}');
+    return null;
+  }
+
+  private runBuiltin(handler: BuiltinHandler, data: unknown, caller: Session | null, reply: Reply): void {
+    Promise.resolve()
+      .then(() => handler(data, caller))
+      .then(
+        (result) => reply({ result: result ?? null }),
+        (err: unknown) =>
+          reply({
+            error: err instanceof EngineError ? err.body() : { code: 'invocation_failed', message: err instanceof Error ? err.message : String(err) },
+          }),
+      );
   }
 
   /** A result from a callee. Only the session the call was sent to may complete it. */
   complete(from: Session, msg: InvocationResultMsg): void {
-    const inv = this.all.get(msg.invocation_id);
-    if (!inv) return; // late (after a timeout) or unknown: nobody waits for it
-    if (inv.callee !== from) {
-      this.warn(`ignored a result for invocation ${msg.invocation_id} from ${from.name}: the call was sent to ${inv.callee.name}`);
+    const inv = from.incoming.get(msg.invocation_id);
+    if (!inv) {
+      // Late (after a timeout) or unknown: nobody waits for it. Another worker's call: say so.
+      const other = this.all.get(this.ids.numberOf(msg.invocation_id));
+      if (other && other.id === msg.invocation_id) {
+        this.warn(`ignored a result for invocation ${msg.invocation_id} from ${from.name}: the call was sent to ${other.callee.name}`);
+      }
       return;
     }
     this.finish(inv, msg.error ? 'error' : 'ok', msg.error);
@@ -234,8 +236,8 @@ export class Invocations {
 
   /** The callee's result frame could not be accepted (e.g. too large): the caller gets this error instead. */
   fail(from: Session, invocationId: string, error: ErrorBody): void {
-    const inv = this.all.get(invocationId);
-    if (!inv || inv.callee !== from) return;
+    const inv = from.incoming.get(invocationId);
+    if (!inv) return;
     this.finish(inv, 'error', error);
     this.deliver(inv, { error });
   }
@@ -276,7 +278,7 @@ export class Invocations {
   }
 
   private expire(inv: Invocation): void {
-    if (this.all.get(inv.id) !== inv) return;
+    if (this.all.get(inv.no) !== inv) return;
     const error = engineErrors.timeout(inv.functionId, inv.timeoutMs);
     this.finish(inv, 'timeout', error);
     this.deliver(inv, { error });
@@ -288,25 +290,9 @@ export class Invocations {
   }
 
   private finish(inv: Invocation, status: SpanStatus, error?: ErrorBody): void {
-    clearTimeout(inv.timer);
-    if (this.traces && inv.traceId) {
-      this.traces.add({
-        trace_id: inv.traceId,
-        span_id: inv.spanId,
-        parent_span_id: inv.parentSpanId || null,
-        function_id: inv.functionId,
-        invocation_id: inv.id,
-        caller_worker_id: inv.caller ? inv.caller.id : null,
-        caller_worker_name: inv.caller ? inv.caller.name : 'engine',
-        callee_worker_id: inv.callee.id,
-        callee_worker_name: inv.callee.name,
-        start_ms: inv.traceStart,
-        duration_ms: performance.timeOrigin + performance.now() - inv.traceStart,
-        status,
-        error: error ? { code: error.code, message: error.message } : null,
-      });
-    }
-    this.all.delete(inv.id);
+    this.deadlines.remove(inv);
+    if (this.traces) this.traces.record(inv, status, error);
+    this.all.delete(inv.no);
     inv.callee.incoming.delete(inv.id);
     if (inv.caller && inv.callerInvocationId !== undefined) inv.caller.outgoing.delete(inv.callerInvocationId);
     if (this.all.size === 0 && this.idleWaiters.length > 0) {
@@ -318,6 +304,6 @@ export class Invocations {
 
   private deliver(inv: Invocation, outcome: CallOutcome): void {
     if (inv.internal) inv.internal(outcome);
-    else this.answer(inv.caller, inv.callerInvocationId, inv.requestedFunctionId, outcome);
+    else this.answer(inv.caller, inv.callerInvocationId, inv.requestedIdJson, outcome);
   }
 }

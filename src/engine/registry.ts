@@ -6,6 +6,8 @@ export type BuiltinHandler = (data: unknown, caller: Session | null) => unknown;
 
 export interface FunctionEntry {
   id: string;
+  /** JSON.stringify(id), made once: every routed call writes it into two frames. */
+  idJson: string;
   description?: string;
   request_format?: unknown;
   response_format?: unknown;
@@ -34,7 +36,7 @@ export class Registry {
   }
 
   addBuiltin(id: string, description: string, handler: BuiltinHandler): void {
-    this.functions.set(id, { id, description, providers: [], builtin: handler, cursor: 0 });
+    this.functions.set(id, { id, idJson: JSON.stringify(id), description, providers: [], builtin: handler, cursor: 0 });
   }
 
   /** Returns false when the id belongs to a builtin and cannot be served by a worker. */
@@ -42,7 +44,7 @@ export class Registry {
     let entry = this.functions.get(msg.id);
     if (entry?.builtin) return false;
     if (!entry) {
-      entry = { id: msg.id, providers: [], cursor: 0 };
+      entry = { id: msg.id, idJson: JSON.stringify(msg.id), providers: [], cursor: 0 };
       this.functions.set(msg.id, entry);
     }
     // The latest registration describes the function (a redeployed worker may change it).

@@ -26,8 +26,8 @@ export class Router {
   constructor(private readonly d: RouterDeps) {}
 
   onText(s: Session, text: string): void {
-    // Blank frames are skipped, as iii does.
-    if (text.length === 0 || text.trim().length === 0) return;
+    // Blank frames are skipped, as iii does. (A frame that opens with "{" is not blank: no trim.)
+    if (text.charCodeAt(0) !== 0x7b && text.trim().length === 0) return;
     const limit = this.d.opts.maxFrameBytes;
     if (text.length > limit) {
       const size = Buffer.byteLength(text, 'utf8');

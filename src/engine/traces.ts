@@ -53,95 +53,240 @@ export function parseTraceparent(tp: string | undefined | null): { traceId: stri
   return { traceId: m[1]!, parentId: m[2]!, flags: m[3]! };
 }
 
-/** `xxxxxxxx-xxxx-4xxx-yxxx-` from 15 random bytes' hex (y in 8–b, the RFC 4122 variant). */
+/** `xxxxxxxx-xxxx-4xxx-yxxx-` from 10 random bytes' hex (y in 8–b, the RFC 4122 variant). */
 function uuidPrefix(): string {
   const h = randomBytes(10).toString('hex');
   const variant = ((parseInt(h[15]!, 16) & 0x3) | 0x8).toString(16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(12, 15)}-${variant}${h.slice(16, 19)}-`;
 }
 
-/**
- * Ids for the hot path: a random prefix drawn once plus a counter. Unique per engine run and
- * random across engines, without a crypto call per invocation (randomBytes costs microseconds).
- */
-export class IdGenerator {
-  private tracePrefix = randomBytes(8).toString('hex');
-  private spanPrefix = randomBytes(4).toString('hex');
-  private traceN = 0;
-  private spanN = 0;
+/** 2^48: counters render as 12 hex digits. At a million calls a second that is nine years. */
+const COUNTER_LIMIT = 2 ** 48;
 
-  traceId(): string {
-    if (++this.traceN > 0xffffffff) {
-      this.tracePrefix = randomBytes(8).toString('hex');
-      this.traceN = 1;
-    }
-    return this.tracePrefix + '00000000' + this.traceN.toString(16).padStart(8, '0');
-  }
-
-  private invocationPrefix = uuidPrefix();
-  private invocationN = 0;
-
-  /**
-   * Invocation ids sent to callees: UUID-shaped (8-4-4-4-12 hex, version 4 nibble), because iii
-   * clients may parse them as UUIDs, but a counter under a random per-engine prefix.
-   */
-  invocationId(): string {
-    if (++this.invocationN > 0xffffffffffff) {
-      this.invocationPrefix = uuidPrefix();
-      this.invocationN = 1;
-    }
-    return this.invocationPrefix + this.invocationN.toString(16).padStart(12, '0');
-  }
-
-  spanId(): string {
-    if (++this.spanN > 0xffffffff) {
-      this.spanPrefix = randomBytes(4).toString('hex');
-      this.spanN = 1;
-    }
-    return this.spanPrefix + this.spanN.toString(16).padStart(8, '0');
-  }
+export function hex12(n: number): string {
+  return n.toString(16).padStart(12, '0');
 }
 
 /**
- * The most recent spans, in a ring of `capacity`: recording one is an array store, nothing else,
- * because it happens on every routed call. Grouping spans into traces happens when someone asks
- * (`engine::traces::list`/`get` scan the ring: about a millisecond for 20 000 spans). When the ring
- * wraps, the oldest spans go first, so an old trace can lose its earliest spans before its latest.
+ * Ids for the hot path: a random prefix drawn once per engine run plus a 48-bit counter. Unique per
+ * run and random across engines, without a crypto call per invocation (randomBytes costs
+ * microseconds). Ids are handed out as numbers and rendered as text where they are sent, so the
+ * trace buffer keeps numbers, not strings (see TraceBuffer).
+ */
+export class IdGenerator {
+  /** Prefixes are public so that the hot path renders a number's hex once for all three ids. */
+  tracePrefix = randomBytes(8).toString('hex') + '0000';
+  spanPrefix = randomBytes(2).toString('hex');
+  /**
+   * Invocation ids sent to callees are UUID-shaped (8-4-4-4-12 hex, version 4 nibble), because iii
+   * clients may parse them as UUIDs.
+   */
+  invocationPrefix = uuidPrefix();
+  private n = 0;
+  /** Bumped when the counter wraps and the prefixes are drawn anew; numbers of an older epoch render wrongly. */
+  epoch = 0;
+
+  /** A fresh number, used for one call's invocation id, span id and (for a new trace) trace id. */
+  next(): number {
+    if (++this.n >= COUNTER_LIMIT) {
+      this.tracePrefix = randomBytes(8).toString('hex') + '0000';
+      this.spanPrefix = randomBytes(2).toString('hex');
+      this.invocationPrefix = uuidPrefix();
+      this.n = 1;
+      this.epoch++;
+    }
+    return this.n;
+  }
+
+  /** The number an invocation id of this generator was made from; NaN for any other string. */
+  numberOf(invocationId: string): number {
+    if (invocationId.length !== this.invocationPrefix.length + 12 || !invocationId.startsWith(this.invocationPrefix)) return NaN;
+    return parseInt(invocationId.slice(-12), 16);
+  }
+
+  traceId(n: number): string {
+    return this.tracePrefix + hex12(n);
+  }
+
+  spanId(n: number): string {
+    return this.spanPrefix + hex12(n);
+  }
+
+  invocationId(n: number): string {
+    return this.invocationPrefix + hex12(n);
+  }
+}
+
+/** What the engine knows of a call when it ends: the fields of an Invocation that make its span. */
+export interface SpanSource {
+  /** The number the call's ids were made from (IdGenerator.next). */
+  no: number;
+  /** The trace id taken from the caller's traceparent; '' when the call started a trace (its id is made from `no`). */
+  traceId: string;
+  parentSpanId: string;
+  functionId: string;
+  caller: { id: string; name: string } | null;
+  callee: { id: string; name: string };
+  /** performance.now() at dispatch. */
+  startedAt: number;
+}
+
+const STATUSES: readonly SpanStatus[] = ['ok', 'error', 'timeout', 'stopped', 'cancelled'];
+const STATUS_INDEX: Record<SpanStatus, number> = { ok: 0, error: 1, timeout: 2, stopped: 3, cancelled: 4 };
+/** performance.timeOrigin is a getter; read it once. */
+const TIME_ORIGIN = performance.timeOrigin;
+
+/**
+ * The most recent spans, in a ring of `capacity`, stored column-wise. Recording one happens on every
+ * routed call, so it must not allocate: the ring holds numbers (ids, times, status) and references
+ * to strings that live on anyway (function ids from the registry, worker names). A span object per
+ * call, kept until the ring wraps, survived young-generation GC and cost about 3 µs per call in
+ * promotion and old-space marking (bench/RESULTS.md, session 2). Span objects are made only when
+ * someone asks: `engine::traces::list`/`get` scan the ring (about a millisecond for 20 000 spans).
+ * When the ring wraps, the oldest spans go first, so an old trace can lose its earliest spans
+ * before its latest.
  */
 export class TraceBuffer {
-  private readonly ring: (Span | undefined)[];
+  readonly capacity: number;
   private next = 0;
   private count = 0;
-  readonly ids = new IdGenerator();
+  private epoch: number;
+  // One entry per slot. A number of 0 means the matching string column holds the id itself.
+  private readonly no: Float64Array;
+  private readonly traceIds: string[];
+  private readonly spanIds: string[];
+  private readonly invocationIds: string[];
+  private readonly parents: string[];
+  private readonly functionIds: string[];
+  private readonly callerIds: (string | null)[];
+  private readonly callerNames: string[];
+  private readonly calleeIds: string[];
+  private readonly calleeNames: string[];
+  private readonly starts: Float64Array;
+  private readonly durations: Float64Array;
+  private readonly statuses: Uint8Array;
+  private readonly errors: ({ code: string; message: string } | null)[];
 
-  constructor(readonly capacity: number) {
-    this.ring = new Array<Span | undefined>(Math.max(1, capacity)).fill(undefined);
+  constructor(
+    capacity: number,
+    readonly ids = new IdGenerator(),
+  ) {
+    const n = Math.max(1, capacity);
+    this.capacity = n;
+    this.epoch = ids.epoch;
+    this.no = new Float64Array(n);
+    this.starts = new Float64Array(n);
+    this.durations = new Float64Array(n);
+    this.statuses = new Uint8Array(n);
+    const strings = (): string[] => new Array<string>(n).fill('');
+    this.traceIds = strings();
+    this.spanIds = strings();
+    this.invocationIds = strings();
+    this.parents = strings();
+    this.functionIds = strings();
+    this.callerIds = new Array<string | null>(n).fill(null);
+    this.callerNames = strings();
+    this.calleeIds = strings();
+    this.calleeNames = strings();
+    this.errors = new Array<{ code: string; message: string } | null>(n).fill(null);
   }
 
   get spanCount(): number {
     return this.count;
   }
 
-  add(span: Span): void {
-    this.ring[this.next] = span;
-    this.next = this.next + 1 === this.ring.length ? 0 : this.next + 1;
-    if (this.count < this.ring.length) this.count++;
+  /** The span of a call that ended now. */
+  record(src: SpanSource, status: SpanStatus, error: { code: string; message: string } | undefined): void {
+    if (this.ids.epoch !== this.epoch) {
+      // The id counter wrapped (after 2^48 calls): numbers in the ring no longer render correctly.
+      this.epoch = this.ids.epoch;
+      this.count = 0;
+    }
+    const i = this.slot();
+    this.no[i] = src.no;
+    this.traceIds[i] = src.traceId;
+    this.spanIds[i] = '';
+    this.invocationIds[i] = '';
+    this.parents[i] = src.parentSpanId;
+    this.fill(i, src.functionId, src.caller, src.callee, TIME_ORIGIN + src.startedAt, performance.now() - src.startedAt, status, error ?? null);
   }
 
-  /** Spans newest first. */
-  private *newest(): Generator<Span> {
-    const n = this.ring.length;
-    for (let i = 1; i <= this.count; i++) {
-      const s = this.ring[(this.next - i + n) % n];
-      if (s) yield s;
-    }
+  /** A span given whole (tests, tools). */
+  add(span: Span): void {
+    const i = this.slot();
+    this.no[i] = 0;
+    this.traceIds[i] = span.trace_id;
+    this.spanIds[i] = span.span_id;
+    this.invocationIds[i] = span.invocation_id;
+    this.parents[i] = span.parent_span_id ?? '';
+    const caller = span.caller_worker_id === null ? null : { id: span.caller_worker_id, name: span.caller_worker_name };
+    this.fill(i, span.function_id, caller, { id: span.callee_worker_id, name: span.callee_worker_name }, span.start_ms, span.duration_ms, span.status, span.error);
+  }
+
+  private slot(): number {
+    const i = this.next;
+    this.next = i + 1 === this.capacity ? 0 : i + 1;
+    if (this.count < this.capacity) this.count++;
+    return i;
+  }
+
+  private fill(
+    i: number,
+    functionId: string,
+    caller: { id: string; name: string } | null,
+    callee: { id: string; name: string },
+    start: number,
+    duration: number,
+    status: SpanStatus,
+    error: { code: string; message: string } | null,
+  ): void {
+    this.functionIds[i] = functionId;
+    this.callerIds[i] = caller ? caller.id : null;
+    this.callerNames[i] = caller ? caller.name : 'engine';
+    this.calleeIds[i] = callee.id;
+    this.calleeNames[i] = callee.name;
+    this.starts[i] = start;
+    this.durations[i] = duration;
+    this.statuses[i] = STATUS_INDEX[status];
+    this.errors[i] = error;
+  }
+
+  private traceIdAt(i: number): string {
+    return this.traceIds[i] || this.ids.traceId(this.no[i]!);
+  }
+
+  private spanAt(i: number): Span {
+    const no = this.no[i]!;
+    const error = this.errors[i]!;
+    return {
+      trace_id: this.traceIdAt(i),
+      span_id: no ? this.ids.spanId(no) : this.spanIds[i]!,
+      parent_span_id: this.parents[i] || null,
+      function_id: this.functionIds[i]!,
+      invocation_id: no ? this.ids.invocationId(no) : this.invocationIds[i]!,
+      caller_worker_id: this.callerIds[i]!,
+      caller_worker_name: this.callerNames[i]!,
+      callee_worker_id: this.calleeIds[i]!,
+      callee_worker_name: this.calleeNames[i]!,
+      start_ms: this.starts[i]!,
+      duration_ms: this.durations[i]!,
+      status: STATUSES[this.statuses[i]!]!,
+      error: error ? { code: error.code, message: error.message } : null,
+    };
+  }
+
+  /** Slots newest first. */
+  private *newest(): Generator<number> {
+    const n = this.capacity;
+    for (let k = 1; k <= this.count; k++) yield (this.next - k + n) % n;
   }
 
   /** Most recent first (by the latest span recorded), with their root span. */
   list(q: { limit?: number; function_id?: string; worker?: string; errors_only?: boolean } = {}): TraceSummary[] {
     const limit = q.limit ?? 100;
     const groups = new Map<string, Span[]>();
-    for (const s of this.newest()) {
+    for (const i of this.newest()) {
+      const s = this.spanAt(i);
       const g = groups.get(s.trace_id);
       if (g) g.push(s);
       else groups.set(s.trace_id, [s]);
@@ -160,7 +305,7 @@ export class TraceBuffer {
   /** The spans of one trace, parents before their children, siblings by start; or null. */
   get(traceId: string): { trace_id: string; spans: SpanView[] } | null {
     const spans: Span[] = [];
-    for (const s of this.newest()) if (s.trace_id === traceId) spans.push(s);
+    for (const i of this.newest()) if (this.traceIdAt(i) === traceId) spans.push(this.spanAt(i));
     if (spans.length === 0) return null;
     return { trace_id: traceId, spans: orderSpans(spans) };
   }

@@ -232,6 +232,15 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
 
 export const MESSAGE_TYPES = Object.keys(SCHEMA) as MessageType[];
 
+/**
+ * SCHEMA as arrays, made once: every frame is checked against these, and a for-of over an array
+ * is cheaper than a for-in over an object on the path every call takes twice.
+ */
+type Field = readonly [name: string, kind: FieldKind];
+const FIELDS = new Map<string, { req: Field[]; opt: Field[] }>(
+  MESSAGE_TYPES.map((t) => [t, { req: Object.entries(SCHEMA[t].req), opt: Object.entries(SCHEMA[t].opt) }]),
+);
+
 function kindOk(kind: FieldKind, v: unknown): boolean {
   switch (kind) {
     case 'string':
@@ -287,36 +296,34 @@ export function validateMessage(value: unknown): DecodeResult {
   if (typeof type !== 'string') {
     return { ok: false, error: { code: 'malformed_frame', message: 'Frame has no string "type" field' } };
   }
-  // Own properties only: "toString" or "__proto__" must not find Object.prototype's members.
-  const schema = Object.hasOwn(SCHEMA, type) ? SCHEMA[type as MessageType] : undefined;
-  if (!schema) {
+  // A Map, not SCHEMA[type]: "toString" or "__proto__" must not find Object.prototype's members.
+  const fields = FIELDS.get(type);
+  if (!fields) {
     return {
       ok: false,
       error: { code: 'unknown_message_type', message: `Unknown message type "${type.slice(0, 64)}"` },
       ref: { type: type.slice(0, 64) },
     };
   }
-  const ref = { type, id: refId(obj) };
-  for (const field in schema.req) {
-    const kind = schema.req[field]!;
-    if (!kindOk(kind, obj[field])) {
-      const got = obj[field] === undefined ? 'it is missing' : `got ${describe(obj[field])}`;
+  for (const [field, kind] of fields.req) {
+    const v = obj[field];
+    if (!kindOk(kind, v)) {
+      const got = v === undefined ? 'it is missing' : `got ${describe(v)}`;
       return {
         ok: false,
         error: { code: 'invalid_frame', message: `"${type}" frame: field "${field}" must be ${KIND_TEXT[kind]}, ${got}` },
-        ref,
+        ref: { type, id: refId(obj) },
       };
     }
   }
-  for (const field in schema.opt) {
+  for (const [field, kind] of fields.opt) {
     const v = obj[field];
     if (v === undefined || v === null) continue;
-    const kind = schema.opt[field]!;
     if (!kindOk(kind, v)) {
       return {
         ok: false,
         error: { code: 'invalid_frame', message: `"${type}" frame: field "${field}" must be ${KIND_TEXT[kind]}, got ${describe(v)}` },
-        ref,
+        ref: { type, id: refId(obj) },
       };
     }
   }

@@ -43,7 +43,7 @@ export class RemoteSession extends Session {
       // answers `timeout`; the remote one, a little later, only guards against a lost cancel.
       const inv = this.incoming.get(msg.invocation_id);
       if (inv) {
-        const left = inv.timeoutMs - (Date.now() - inv.startedAt);
+        const left = Math.ceil(inv.timeoutMs - (performance.now() - inv.startedAt));
         if (left <= 0) return;
         msg = { ...msg, timeout_ms: left + FORWARD_DEADLINE_SLACK_MS };
       }
