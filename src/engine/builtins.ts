@@ -1,5 +1,5 @@
 import { EngineError } from './errors.js';
-import { LOG_LEVELS, type LogBuffer, type LogEntry } from './logs.js';
+import { LOG_LEVELS, levelIndex, type LogBuffer } from './logs.js';
 import { ENGINE_VERSION } from './options.js';
 import type { Invocations } from './invocations.js';
 import type { Registry } from './registry.js';
@@ -18,6 +18,21 @@ export interface BuiltinDeps {
 
 function obj(data: unknown): Record<string, unknown> {
   return typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>) : {};
+}
+
+/** Longest stored log message, in UTF-16 units; longer ones are cut. */
+const MAX_MESSAGE = 64 * 1024;
+
+/** A log line's function or invocation id: a non-empty string, else absent. */
+function idOf(v: unknown): string | undefined {
+  return typeof v === 'string' && v.length !== 0 ? v : undefined;
+}
+
+/** The trace id of a log line: given as is (32 characters) or inside a W3C traceparent ("00-<trace id>-…"). */
+function traceIdOf(v: unknown): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  if (v.length === 32) return v;
+  return v.length >= 35 && v.charCodeAt(2) === 0x2d ? v.slice(3, 35) : undefined;
 }
 
 function str(data: Record<string, unknown>, field: string, fn: string): string {
@@ -99,44 +114,50 @@ export function installBuiltins(d: BuiltinDeps): void {
     return { queues: [...counts].map(([function_id, in_flight]) => ({ function_id, in_flight, waiting: 0 })) };
   });
 
-  // One object literal, fields filled or undefined (JSON leaves those out): this runs for every
-  // Logger line of every worker.
-  const addLine = (level: LogEntry['level'], m: Record<string, unknown>, caller: Session | null): void => {
-      const tp = m.traceparent;
-      d.logs.add({
-        level,
-        message: typeof m.message === 'string' ? m.message.slice(0, 64 * 1024) : JSON.stringify(m.message ?? ''),
-        source: 'worker',
-        worker_id: caller?.id,
-        worker_name: caller?.name,
-        function_id: typeof m.function_id === 'string' && m.function_id ? m.function_id : undefined,
-        invocation_id: typeof m.invocation_id === 'string' && m.invocation_id ? m.invocation_id : undefined,
-        trace_id: typeof tp === 'string' && tp.length >= 35 && tp[2] === '-' ? tp.slice(3, 35) : undefined,
-        data: m.data,
-      } as Omit<LogEntry, 'seq' | 'time'>);
+  // Logger lines arrive at the call rate: nothing here allocates per line (LogBuffer.addLine
+  // stores the strings and data the frame's parse made), and the time is read once per call.
+  const message = (v: unknown): string => (typeof v === 'string' ? (v.length > MAX_MESSAGE ? v.slice(0, MAX_MESSAGE) : v) : JSON.stringify(v ?? ''));
+  const addObject = (level: number, m: Record<string, unknown>, caller: Session | null, ms: number): void => {
+    d.logs.addLine(level, false, message(m.message), caller?.id, caller?.name, idOf(m.function_id), idOf(m.invocation_id), traceIdOf(m.traceparent), m.data, ms);
   };
   for (const level of LOG_LEVELS) {
+    const index = levelIndex(level)!;
     r.addBuiltin(`engine::log::${level}`, `Store a ${level} log line from the calling worker`, (data, caller) => {
-      addLine(level, obj(data), caller);
+      addObject(index, obj(data), caller, Date.now());
       return null;
     });
   }
   // The SDKs send the lines of one event-loop turn in one call: a frame per line would cost a
-  // routed call's worth of work each (bench/RESULTS.md, tracing and logging).
-  r.addBuiltin('engine::log::batch', 'Store several log lines: {lines: [{level, message, data?, function_id?, invocation_id?, traceparent?}]}', (data, caller) => {
-    const lines = obj(data).lines;
-    if (!Array.isArray(lines)) throw new EngineError('invalid_payload', 'engine::log::batch: "lines" must be an array');
-    for (const line of lines) {
-      const m = obj(line);
-      const level = LOG_LEVELS.includes(m.level as LogEntry['level']) ? (m.level as LogEntry['level']) : 'info';
-      addLine(level, m, caller);
-    }
-    return null;
-  });
+  // routed call's worth of work each (bench/RESULTS.md, tracing and logging). A line is an object
+  // (as the single-line calls take) or, smaller to send and to parse, a row
+  // [level, message, data, function_id, invocation_id, trace_id] (null or left off: absent).
+  r.addBuiltin(
+    'engine::log::batch',
+    'Store several log lines: {lines: [{level, message, data?, function_id?, invocation_id?, traceparent?} | [level, message, data?, function_id?, invocation_id?, trace_id?]]}',
+    (data, caller) => {
+      const lines = obj(data).lines;
+      if (!Array.isArray(lines)) throw new EngineError('invalid_payload', 'engine::log::batch: "lines" must be an array');
+      const ms = Date.now();
+      const workerId = caller?.id;
+      const workerName = caller?.name;
+      for (let k = 0; k < lines.length; k++) {
+        const line: unknown = lines[k];
+        if (Array.isArray(line)) {
+          const row = line as unknown[];
+          const data = row[2];
+          d.logs.addLine(levelIndex(row[0]) ?? 1, false, message(row[1]), workerId, workerName, idOf(row[3]), idOf(row[4]), traceIdOf(row[5]), data === null ? undefined : data, ms);
+        } else {
+          const m = obj(line);
+          addObject(levelIndex(m.level) ?? 1, m, caller, ms);
+        }
+      }
+      return null;
+    },
+  );
 
   r.addBuiltin('engine::logs::list', 'Stored log lines, oldest first; filter by worker, level, text, since_seq, limit', (data) => {
     const m = obj(data);
-    if (m.level !== undefined && !LOG_LEVELS.includes(m.level as LogEntry['level'])) {
+    if (m.level !== undefined && levelIndex(m.level) === undefined) {
       throw new EngineError('invalid_payload', `engine::logs::list: "level" must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(m.level)}`);
     }
     return {

@@ -13,7 +13,27 @@ export interface LogEntry {
   data?: unknown;
 }
 
+export type LogLevel = LogEntry['level'];
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+
+/** debug 0 … error 3; undefined for anything else (own properties only: "toString" is no level). */
+export function levelIndex(level: unknown): number | undefined {
+  switch (level) {
+    case 'debug':
+      return 0;
+    case 'info':
+      return 1;
+    case 'warn':
+      return 2;
+    case 'error':
+      return 3;
+    default:
+      return undefined;
+  }
+}
+
+/** What `add` takes: a line without its seq and time, which the buffer assigns. */
+export type LogInput = Omit<LogEntry, 'seq' | 'time'>;
 
 export interface LogQuery {
   limit?: number;
@@ -23,62 +43,178 @@ export interface LogQuery {
   text?: string;
 }
 
+/** Set in a slot's level byte for the engine's own lines. */
+const ENGINE_SOURCE = 4;
+
 /**
  * A bounded ring of log lines: memory stays flat however much workers log. Subscribers see each
- * line as it is added (for `svc logs -f` and the console).
+ * line as it is added (`subscribe`; nobody subscribed costs nothing per line).
+ *
+ * Stored column-wise: line `seq` lives in slot `(seq - 1) % capacity` of parallel arrays (level
+ * and source in a byte, time as epoch ms, the rest as references to the strings and data the
+ * caller already has). Adding a line allocates nothing: no entry object, no time string, no
+ * trace-id slice. Workers log at the call rate, so a line that allocated would keep the young
+ * generation busy and, living as long as the ring holds it, be promoted to the old one. The
+ * `LogEntry` objects and ISO times are made in `list`, for the lines asked for.
  */
 export class LogBuffer {
-  private readonly ring: (LogEntry | undefined)[];
-  private next = 0;
+  readonly capacity: number;
+  /** Seq of the newest line (0: none yet). */
   private seq = 0;
+  /** Slot of the next line. */
+  private next = 0;
+  private readonly levels: Uint8Array;
+  private readonly times: Float64Array;
+  private readonly messages: string[];
+  private readonly workerIds: Array<string | undefined>;
+  private readonly workerNames: Array<string | undefined>;
+  private readonly functionIds: Array<string | undefined>;
+  private readonly invocationIds: Array<string | undefined>;
+  private readonly traceIds: Array<string | undefined>;
+  private readonly data: unknown[];
   private readonly listeners = new Set<(e: LogEntry) => void>();
 
-  constructor(readonly capacity: number) {
-    this.ring = new Array(Math.max(1, capacity));
+  constructor(capacity: number) {
+    this.capacity = Math.max(1, Math.floor(capacity));
+    const n = this.capacity;
+    this.levels = new Uint8Array(n);
+    this.times = new Float64Array(n);
+    // Filled by push, not `new Array(n)`: a large `new Array(n)` starts in slow (dictionary) mode.
+    const column = <T>(v: T): T[] => {
+      const a: T[] = [];
+      for (let i = 0; i < n; i++) a.push(v);
+      return a;
+    };
+    this.messages = column('');
+    this.workerIds = column<string | undefined>(undefined);
+    this.workerNames = column<string | undefined>(undefined);
+    this.functionIds = column<string | undefined>(undefined);
+    this.invocationIds = column<string | undefined>(undefined);
+    this.traceIds = column<string | undefined>(undefined);
+    this.data = column<unknown>(undefined);
+  }
+
+  /** Lines stored so far (including those the ring has since dropped): the newest line's seq. */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  /** Store one line; returns its seq. The engine's own events and single-line `engine::log::<level>` calls. */
+  add(e: LogInput): number {
+    return this.addLine(
+      levelIndex(e.level) ?? 1,
+      e.source === 'engine',
+      e.message,
+      e.worker_id,
+      e.worker_name,
+      e.function_id,
+      e.invocation_id,
+      e.trace_id,
+      e.data,
+      Date.now(),
+    );
   }
 
   /**
-   * Stores `e` itself (no copy: callers hand over a fresh object). Called once per Logger line of
-   * every worker, so it stays allocation-free apart from the time string.
+   * The allocation-free form of `add`, for `engine::log::batch`: fields as arguments, `level` a
+   * `levelIndex`, `ms` the time (one `Date.now()` per batch). Strings are stored as given.
    */
-  add(e: Omit<LogEntry, 'seq' | 'time'> & { time?: string }): LogEntry {
-    const entry = e as LogEntry;
-    entry.seq = ++this.seq;
-    if (entry.time === undefined) entry.time = isoNow();
-    this.ring[this.next] = entry;
-    this.next = (this.next + 1) % this.ring.length;
-    for (const l of this.listeners) l(entry);
-    return entry;
+  addLine(
+    level: number,
+    engine: boolean,
+    message: string,
+    workerId: string | undefined,
+    workerName: string | undefined,
+    functionId: string | undefined,
+    invocationId: string | undefined,
+    traceId: string | undefined,
+    data: unknown,
+    ms: number,
+  ): number {
+    const i = this.next;
+    this.next = i + 1 === this.capacity ? 0 : i + 1;
+    const seq = ++this.seq;
+    this.levels[i] = engine ? level | ENGINE_SOURCE : level;
+    this.times[i] = ms;
+    this.messages[i] = message;
+    this.workerIds[i] = workerId;
+    this.workerNames[i] = workerName;
+    this.functionIds[i] = functionId;
+    this.invocationIds[i] = invocationId;
+    this.traceIds[i] = traceId;
+    this.data[i] = data;
+    if (this.listeners.size !== 0) {
+      const entry = this.entry(seq, i);
+      for (const l of this.listeners) l(entry);
+    }
+    return seq;
   }
 
+  /** `fn` gets every line added from now on, as a fresh `LogEntry`. Returns the unsubscribe function. */
   subscribe(fn: (e: LogEntry) => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
   }
 
-  /** Oldest first, filtered, the newest `limit` matches. */
+  /** Oldest first, filtered, the newest `limit` matches (default 1000). */
   list(q: LogQuery = {}): LogEntry[] {
-    const minLevel = q.level ? LOG_LEVELS.indexOf(q.level as LogEntry['level']) : 0;
-    const out: LogEntry[] = [];
-    for (let i = 0; i < this.ring.length; i++) {
-      const e = this.ring[(this.next + i) % this.ring.length];
-      if (!e) continue;
-      if (q.since_seq !== undefined && e.seq <= q.since_seq) continue;
-      if (LOG_LEVELS.indexOf(e.level) < minLevel) continue;
-      if (q.worker && e.worker_name !== q.worker && e.worker_id !== q.worker) continue;
-      if (q.text && !e.message.includes(q.text)) continue;
-      out.push(e);
-    }
+    const minLevel = q.level ? (levelIndex(q.level) ?? 0) : 0;
     const limit = q.limit ?? 1000;
-    return out.length > limit ? out.slice(out.length - limit) : out;
+    const oldest = Math.max(1, this.seq - this.capacity + 1);
+    const from = q.since_seq !== undefined ? Math.max(oldest, Math.floor(q.since_seq) + 1) : oldest;
+    // Newest first until `limit` matches, so `limit: 1` reads one slot, not the whole ring.
+    const seqs: number[] = [];
+    let slot = this.slotOf(this.seq);
+    for (let seq = this.seq; seq >= from && seqs.length < limit; seq--) {
+      if (this.matches(slot, minLevel, q)) seqs.push(seq);
+      slot = slot === 0 ? this.capacity - 1 : slot - 1;
+    }
+    const out: LogEntry[] = new Array(seqs.length);
+    for (let k = seqs.length - 1, j = 0; k >= 0; k--, j++) out[j] = this.entry(seqs[k]!, this.slotOf(seqs[k]!));
+    return out;
+  }
+
+  private slotOf(seq: number): number {
+    return (seq - 1) % this.capacity;
+  }
+
+  private matches(i: number, minLevel: number, q: LogQuery): boolean {
+    if ((this.levels[i]! & 3) < minLevel) return false;
+    if (q.worker && this.workerNames[i] !== q.worker && this.workerIds[i] !== q.worker) return false;
+    if (q.text && !this.messages[i]!.includes(q.text)) return false;
+    return true;
+  }
+
+  /** The line in slot `i` as the object `engine::logs::list` returns; absent fields left out. */
+  private entry(seq: number, i: number): LogEntry {
+    const code = this.levels[i]!;
+    const e: LogEntry = {
+      seq,
+      time: isoTime(this.times[i]!),
+      level: LOG_LEVELS[code & 3]!,
+      message: this.messages[i]!,
+      source: code & ENGINE_SOURCE ? 'engine' : 'worker',
+    };
+    const workerId = this.workerIds[i];
+    if (workerId !== undefined) e.worker_id = workerId;
+    const workerName = this.workerNames[i];
+    if (workerName !== undefined) e.worker_name = workerName;
+    const functionId = this.functionIds[i];
+    if (functionId !== undefined) e.function_id = functionId;
+    const invocationId = this.invocationIds[i];
+    if (invocationId !== undefined) e.invocation_id = invocationId;
+    const traceId = this.traceIds[i];
+    if (traceId !== undefined) e.trace_id = traceId;
+    const data = this.data[i];
+    if (data !== undefined) e.data = data;
+    return e;
   }
 }
 
-// Formatting a date costs more than storing the line: lines of the same millisecond share one string.
-let lastMs = 0;
+// Lines listed together mostly share their millisecond: one ISO string per millisecond.
+let lastMs = NaN;
 let lastIso = '';
-function isoNow(): string {
-  const ms = Date.now();
+function isoTime(ms: number): string {
   if (ms !== lastMs) {
     lastMs = ms;
     lastIso = new Date(ms).toISOString();

@@ -1,10 +1,15 @@
-import { invocationScope } from './context.js';
+import { invocationScope, type InvocationScope } from './context.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /** Where log lines go besides the local console; set by the most recently created worker. */
 export interface LogSink {
   log(level: LogLevel, message: string, data: unknown, scope: { function_id?: string; invocation_id?: string; traceparent?: string }): void;
+  /**
+   * Optional, preferred by Logger when present: the same line with the invocation scope as the SDK
+   * keeps it (undefined outside a handler), so that no scope object is built per line.
+   */
+  logScoped?(level: LogLevel, message: string, data: unknown, scope: InvocationScope | undefined): void;
 }
 
 let defaultSink: LogSink | null = null;
@@ -45,10 +50,12 @@ export class Logger {
       (level === 'error' || level === 'warn' ? process.stderr : process.stdout).write(line + '\n');
     }
     const sink = this.sink ?? defaultSink;
-    sink?.log(level, message, data, {
-      ...(scope ? { function_id: scope.functionId, invocation_id: scope.invocationId } : {}),
-      ...(scope?.traceparent ? { traceparent: scope.traceparent } : {}),
-    });
+    if (!sink) return;
+    // A Worker takes the line as it is (no per-line object); other sinks get the plain scope.
+    if (sink.logScoped) sink.logScoped(level, message, data, scope);
+    else if (!scope) sink.log(level, message, data, {});
+    else if (scope.traceparent) sink.log(level, message, data, { function_id: scope.functionId, invocation_id: scope.invocationId, traceparent: scope.traceparent });
+    else sink.log(level, message, data, { function_id: scope.functionId, invocation_id: scope.invocationId });
   }
 }
 

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { hostname, platform } from 'node:os';
 import { Connection, DEFAULT_RECONNECT, type ConnectionState } from './connection.js';
-import { invocationScope } from './context.js';
+import { invocationScope, type InvocationScope } from './context.js';
 import { InvocationError, toErrorBody } from './errors.js';
 import { Logger, setDefaultLogSink, type LogLevel, type LogSink } from './logger.js';
 import type {
@@ -372,26 +372,59 @@ export class Worker extends EventEmitter implements LogSink {
   }
 
   // ---- LogSink ---------------------------------------------------------------------------------------
+  //
+  // Lines of one event-loop turn leave together in one fire-and-forget `engine::log::batch` call,
+  // each as a row [level, message, data, function_id, invocation_id, trace_id]: a Logger line
+  // costs a push of four values here and its share of one JSON.stringify at the end of the turn
+  // (docs/protocol.md, engine::log::batch). The data is serialized then, not when logged.
 
+  /** The LogSink form for code holding a worker: `scope` as plain fields. */
   log(level: LogLevel, message: string, data: unknown, scope: { function_id?: string; invocation_id?: string; traceparent?: string }): void {
-    if (!this.live) return;
-    // Lines of one event-loop turn leave together in one fire-and-forget call.
-    this.logBatch.push({ level, message, ...(data !== undefined ? { data } : {}), ...scope });
-    if (this.logBatch.length === 1) setImmediate(this.flushLogs);
+    const inCall = scope.function_id !== undefined || scope.invocation_id !== undefined || scope.traceparent !== undefined;
+    this.logScoped(level, message, data, inCall ? { functionId: scope.function_id ?? '', invocationId: scope.invocation_id ?? '', traceparent: scope.traceparent } : undefined);
   }
 
-  private logBatch: Array<Record<string, unknown>> = [];
+  /** What Logger calls: the invocation scope as the SDK keeps it (the running call), nothing copied. */
+  logScoped(level: LogLevel, message: string, data: unknown, scope: InvocationScope | undefined): void {
+    if (!this.live) return;
+    const q = this.logQueue;
+    q.push(level, message, data, scope);
+    if (q.length === 4) setImmediate(this.flushLogs);
+  }
+
+  /** Pending lines, four slots each: level, message, data, scope. */
+  private logQueue: unknown[] = [];
   private readonly flushLogs = (): void => {
-    const lines = this.logBatch;
-    this.logBatch = [];
-    if (lines.length === 0 || !this.live) return;
-    const msg: InvokeFunctionMsg = { type: 'invokefunction', function_id: 'engine::log::batch', data: { lines }, action: { type: 'void' } };
-    try {
-      this.conn.sendText(this.encode(msg));
-    } catch {
-      /* an oversized batch is dropped, never thrown into user code */
-    }
+    const q = this.logQueue;
+    this.logQueue = [];
+    if (q.length === 0 || !this.live) return;
+    const rows: unknown[][] = new Array(q.length / 4);
+    for (let i = 0, j = 0; i < q.length; i += 4, j++) rows[j] = logRow(q[i] as LogLevel, q[i + 1], q[i + 2], q[i + 3] as InvocationScope | undefined);
+    this.sendLogRows(rows, false);
   };
+
+  private sendLogRows(rows: unknown[][], safe: boolean): void {
+    const msg: InvokeFunctionMsg = { type: 'invokefunction', function_id: 'engine::log::batch', data: { lines: rows }, action: { type: 'void' } };
+    let text: string;
+    try {
+      text = this.encode(msg);
+    } catch (e) {
+      // Never thrown into user code. Data that JSON cannot encode (a cycle, a BigInt) becomes its
+      // String(); a batch over the frame limit goes in halves; a single line over it is dropped.
+      if ((e as InvocationError).code === 'payload_too_large') {
+        if (rows.length > 1) {
+          const half = rows.length >> 1;
+          this.sendLogRows(rows.slice(0, half), safe);
+          this.sendLogRows(rows.slice(half), safe);
+        }
+      } else if (!safe) {
+        for (const row of rows) if (row.length > 2) row[2] = jsonSafe(row[2]);
+        this.sendLogRows(rows, true);
+      }
+      return;
+    }
+    this.conn.sendText(text);
+  }
 
   // ---- connection lifecycle ------------------------------------------------------------------------
 
@@ -639,5 +672,46 @@ export class Worker extends EventEmitter implements LogSink {
   /** Test hook: drop the socket as a network failure would. */
   simulateDisconnect(): void {
     this.conn.drop();
+  }
+}
+
+/** A log line on the wire: [level, message] outside a handler, else [level, message, data, function_id, invocation_id, trace_id]. */
+function logRow(level: LogLevel, message: unknown, data: unknown, scope: InvocationScope | undefined): unknown[] {
+  if (scope === undefined) return data === undefined ? [level, message] : [level, message, data];
+  const tp = scope.traceparent;
+  // W3C traceparent "00-<32 hex trace id>-<16 hex span id>-<flags>": the engine stores the trace id.
+  const traceId = tp !== undefined && tp.length >= 35 && tp.charCodeAt(2) === 0x2d ? tp.slice(3, 35) : null;
+  return [level, message, data === undefined ? null : data, scope.functionId || null, scope.invocationId || null, traceId];
+}
+
+/**
+ * `v` if JSON can encode it; else a copy where BigInts are strings and repeated objects (cycles)
+ * "[Circular]"; else its String(). A log line's data is changed rather than lost.
+ */
+function jsonSafe(v: unknown): unknown {
+  try {
+    JSON.stringify(v);
+    return v;
+  } catch {
+    /* below */
+  }
+  const seen = new WeakSet<object>();
+  try {
+    return JSON.parse(
+      JSON.stringify(v, (_key, x: unknown) => {
+        if (typeof x === 'bigint') return x.toString();
+        if (typeof x === 'object' && x !== null) {
+          if (seen.has(x)) return '[Circular]';
+          seen.add(x);
+        }
+        return x;
+      }),
+    ) as unknown;
+  } catch {
+    try {
+      return String(v);
+    } catch {
+      return '[unserializable]';
+    }
   }
 }

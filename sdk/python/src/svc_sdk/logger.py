@@ -1,17 +1,18 @@
 """`Logger`: log lines printed to stderr and sent to the engine, which stores them with the worker name.
 
 Inside a handler, lines carry the function and invocation ids without being told (a context variable
-set by the SDK around every handler call).
+set by the SDK around every handler call). The lines of one event-loop iteration of the worker go
+to the engine together, in one `engine::log::batch` call (see `Worker._queue_log_line`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
 
 from .context import current_invocation
-from .protocol import LOG_FUNCTION_PREFIX, Frame
 from .worker import Worker, current_worker
 
 
@@ -50,26 +51,39 @@ class Logger:
         print(f"{level.upper():5} [{name}]{where} {message}{tail}", file=sys.stderr, flush=True)
         if worker is None:
             return
-        frame: Frame = {
-            "type": "invokefunction",
-            "function_id": LOG_FUNCTION_PREFIX + level,
-            "data": {
-                "message": message,
-                "data": data,
-                "function_id": ctx.function_id if ctx is not None else None,
-                "invocation_id": ctx.invocation_id if ctx is not None else None,
-                "traceparent": ctx.traceparent if ctx is not None else None,
-            },
-            "action": {"type": "void"},
-        }
-        worker._send_void(frame)
+        # A row of engine::log::batch: [level, message, data, function_id, invocation_id, trace_id].
+        if ctx is None:
+            row: list[Any] = [level, message] if data is None else [level, message, data]
+        else:
+            row = [level, message, data, ctx.function_id, ctx.invocation_id, _trace_id(ctx.traceparent)]
+        worker._queue_log_line(row)
+
+
+def _trace_id(traceparent: str | None) -> str | None:
+    """The trace id of a W3C traceparent ("00-<32 hex trace id>-<span id>-<flags>"), which the engine stores."""
+    if traceparent is None or len(traceparent) < 35 or traceparent[2] != "-":
+        return None
+    return traceparent[3:35]
 
 
 def _json_safe(data: Any) -> Any:
-    """Log data must never make logging fail: anything json cannot encode becomes its str()."""
-    if data is None or isinstance(data, str | int | float | bool):
+    """Log data must never make logging fail: anything json cannot encode becomes its str().
+
+    Returns a copy (the line is encoded later, with the others of its batch): a flat dict of plain
+    values is copied as is, anything else goes through json once.
+    """
+    if data is None or isinstance(data, str | int | bool):
         return data
+    if isinstance(data, float):
+        return data if math.isfinite(data) else repr(data)
+    if type(data) is dict and all(type(k) is str and _plain(v) for k, v in data.items()):
+        return dict(data)
     try:
-        return json.loads(json.dumps(data, default=str))
+        return json.loads(json.dumps(data, default=str, allow_nan=False))
     except (TypeError, ValueError):
         return repr(data)
+
+
+def _plain(v: Any) -> bool:
+    t = type(v)
+    return t is str or t is int or t is bool or v is None or (t is float and math.isfinite(v))

@@ -20,6 +20,8 @@ FEATURES: Final = ("cancel", "ack")
 
 REGISTER_WORKER_FUNCTION: Final = "engine::workers::register"
 LOG_FUNCTION_PREFIX: Final = "engine::log::"
+#: Logger lines, several per call: {"lines": [[level, message, data, function_id, invocation_id, trace_id], ...]}.
+LOG_BATCH_FUNCTION: Final = "engine::log::batch"
 
 Frame = dict[str, Any]
 

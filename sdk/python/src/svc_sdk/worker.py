@@ -23,7 +23,14 @@ from .context import current_invocation
 from .errors import ErrorCode, SvcError
 from .handlers import Handler, Invoker, RegisteredFunction, is_async_callable
 from .options import InitOptions, default_url
-from .protocol import REGISTER_WORKER_FUNCTION, Frame, TriggerConfig, TriggerRequest, TriggerTypeInfo
+from .protocol import (
+    LOG_BATCH_FUNCTION,
+    REGISTER_WORKER_FUNCTION,
+    Frame,
+    TriggerConfig,
+    TriggerRequest,
+    TriggerTypeInfo,
+)
 from .runtime import LoopThread, forget, on_process_exit
 from .triggers import ProvidedType, Trigger, TriggerRegistry, TriggerTypeHandler
 
@@ -74,6 +81,10 @@ class Worker:
         self._replayed: Session | None = None
         self._connected = threading.Event()
         self._stopped = threading.Event()
+        # Logger lines not sent yet (rows of engine::log::batch): any thread appends, the loop sends.
+        self._log_lock = threading.Lock()
+        self._log_rows: list[list[Any]] = []
+        self._log_flush_scheduled = False
 
     @property
     def worker_name(self) -> str:
@@ -344,8 +355,69 @@ class Worker:
             self._send_now({"type": "unregistertriggertype", "id": type_id})
 
     def _send_void(self, frame: Frame) -> None:
-        """Fire-and-forget from any thread (log lines); dropped while disconnected."""
+        """Fire-and-forget from any thread; dropped while disconnected."""
         self._on_loop(self._send_now, frame)
+
+    # ---- log lines (any thread → loop thread) -------------------------------------------------
+
+    def _queue_log_line(self, row: list[Any]) -> None:
+        """Send a Logger line, from any thread. The lines of one loop iteration leave together in one
+        `engine::log::batch` call (a frame per line costs the engine a routed call's work each);
+        dropped while disconnected."""
+        with self._log_lock:
+            self._log_rows.append(row)
+            if self._log_flush_scheduled:
+                return
+            self._log_flush_scheduled = True
+        try:
+            if self._runtime.on_loop_thread:
+                self._loop.call_soon(self._flush_logs)
+            else:
+                self._loop.call_soon_threadsafe(self._flush_logs)
+        except RuntimeError:  # the loop is closed: nothing will send them
+            with self._log_lock:
+                self._log_rows = []
+                self._log_flush_scheduled = False
+
+    def _flush_logs(self) -> None:
+        with self._log_lock:
+            rows = self._log_rows
+            self._log_rows = []
+            self._log_flush_scheduled = False
+        session = self._replayed
+        if not rows or session is None or session.closed:
+            return
+        spawn(self._send_log_rows(session, rows))
+
+    async def _send_log_rows(self, session: Session, rows: list[list[Any]]) -> None:
+        for text in _log_batches(session, rows):
+            try:
+                await session.send_text(text)
+            except SvcError as exc:
+                if exc.code != ErrorCode.CONNECTION_LOST:
+                    log.error("svc: could not send log lines: %s", exc)
+                return
+
+
+def _log_batches(session: Session, rows: list[list[Any]]) -> list[str]:
+    """`rows` as `engine::log::batch` frames: one, or halves while over the frame limit (a single
+    line over it is dropped, with an error logged)."""
+    frame: Frame = {
+        "type": "invokefunction",
+        "function_id": LOG_BATCH_FUNCTION,
+        "data": {"lines": rows},
+        "action": {"type": "void"},
+    }
+    try:
+        return [session.encode_checked(frame)]
+    except SvcError as exc:
+        if len(rows) > 1:
+            half = len(rows) // 2
+            return _log_batches(session, rows[:half]) + _log_batches(session, rows[half:])
+        log.error("svc: dropped a log line: %s", exc)
+    except (TypeError, ValueError) as exc:  # Logger makes data JSON-safe; kept as a last resort
+        log.error("svc: dropped %d log lines: %s", len(rows), exc)
+    return []
 
 
 def register_worker(url: str | Sequence[str] | None = None, options: InitOptions | None = None) -> Worker:

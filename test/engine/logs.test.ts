@@ -1,0 +1,191 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Logger, type Worker } from 'svc-sdk';
+import { LogBuffer, type LogEntry } from '../../src/engine/logs.js';
+import { startEngine } from '../helpers/engine.js';
+import { RawClient } from '../helpers/raw-client.js';
+import { eventually, WorkerPool } from '../helpers/util.js';
+
+describe('LogBuffer', () => {
+  const worker = (b: LogBuffer, message: string, extra: Partial<LogEntry> = {}): number =>
+    b.add({ level: 'info', message, source: 'worker', worker_id: 'w-1', worker_name: 'alpha', ...extra });
+
+  test('keeps the newest `capacity` lines, oldest first, numbered from 1', () => {
+    const b = new LogBuffer(3);
+    for (let i = 1; i <= 7; i++) assert.equal(worker(b, `line ${i}`), i);
+    const all = b.list();
+    assert.deepEqual(
+      all.map((e) => [e.seq, e.message]),
+      [
+        [5, 'line 5'],
+        [6, 'line 6'],
+        [7, 'line 7'],
+      ],
+    );
+    assert.equal(b.lastSeq, 7);
+    assert.match(all[0]!.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+
+  test('filters: since_seq, level (a minimum), worker (name or id), text, and the newest `limit`', () => {
+    const b = new LogBuffer(100);
+    worker(b, 'a debug', { level: 'debug' });
+    worker(b, 'b warn', { level: 'warn', worker_name: 'beta', worker_id: 'w-2' });
+    b.add({ level: 'error', message: 'c engine', source: 'engine' });
+    worker(b, 'd info');
+    const msgs = (q: Parameters<LogBuffer['list']>[0]): string[] => b.list(q).map((e) => e.message);
+    assert.deepEqual(msgs({ since_seq: 2 }), ['c engine', 'd info']);
+    assert.deepEqual(msgs({ since_seq: 4 }), []);
+    assert.deepEqual(msgs({ level: 'warn' }), ['b warn', 'c engine']);
+    assert.deepEqual(msgs({ worker: 'beta' }), ['b warn']);
+    assert.deepEqual(msgs({ worker: 'w-1' }), ['a debug', 'd info']);
+    assert.deepEqual(msgs({ text: 'engine' }), ['c engine']);
+    assert.deepEqual(msgs({ limit: 2 }), ['c engine', 'd info']);
+    assert.deepEqual(msgs({ limit: 0 }), []);
+    assert.deepEqual(msgs({ level: 'info', limit: 1, since_seq: 1 }), ['d info']);
+  });
+
+  test('entries carry exactly the fields given; engine lines have source "engine"', () => {
+    const b = new LogBuffer(10);
+    const data = { n: 1 };
+    worker(b, 'full', { function_id: 'f::g', invocation_id: 'inv-1', trace_id: 'a'.repeat(32), data });
+    b.add({ level: 'warn', message: 'engine event', source: 'engine' });
+    const [full, engine] = b.list();
+    assert.deepEqual(
+      { ...full, time: undefined },
+      { seq: 1, time: undefined, level: 'info', message: 'full', source: 'worker', worker_id: 'w-1', worker_name: 'alpha', function_id: 'f::g', invocation_id: 'inv-1', trace_id: 'a'.repeat(32), data },
+    );
+    assert.deepEqual(Object.keys(engine!).sort(), ['level', 'message', 'seq', 'source', 'time']);
+    assert.equal(engine!.source, 'engine');
+    assert.equal(engine!.level, 'warn');
+  });
+
+  test('subscribers get every line as it is added, until they unsubscribe', () => {
+    const b = new LogBuffer(2);
+    const seen: LogEntry[] = [];
+    const off = b.subscribe((e) => seen.push(e));
+    for (let i = 1; i <= 5; i++) worker(b, `line ${i}`);
+    off();
+    worker(b, 'unseen');
+    assert.deepEqual(
+      seen.map((e) => [e.seq, e.message]),
+      [1, 2, 3, 4, 5].map((i) => [i, `line ${i}`]),
+    );
+  });
+});
+
+describe('engine::log::batch and the SDK Logger', () => {
+  let eng: Awaited<ReturnType<typeof startEngine>>;
+  const pool = new WorkerPool(() => eng.url);
+  let client: Worker;
+  /** Lines per engine::log::batch call received. */
+  const batches: number[] = [];
+
+  before(async () => {
+    eng = await startEngine();
+    const entry = eng.engine.registry.get('engine::log::batch')!;
+    const inner = entry.builtin!;
+    entry.builtin = (data, caller) => {
+      batches.push((data as { lines: unknown[] }).lines.length);
+      return inner(data, caller);
+    };
+    client = pool.make('log-client', { role: 'client' });
+    await client.ready();
+  });
+  after(async () => {
+    await pool.closeAll();
+    await eng.stop();
+  });
+
+  const list = async (payload: Record<string, unknown>): Promise<LogEntry[]> =>
+    ((await client.trigger({ function_id: 'engine::logs::list', payload })) as { logs: LogEntry[] }).logs;
+
+  test('the lines of one event-loop turn go in one call, in order, with their invocation', async () => {
+    const w = pool.make('batch-worker');
+    const logger = new Logger(w, { echo: false });
+    w.registerFunction('logs::burst', (d: { n: number }) => {
+      for (let i = 0; i < d.n; i++) logger.info(`burst ${i}`, { i });
+      return d.n;
+    });
+    await w.ready();
+    await eventually(async () => assert.equal(await client.trigger({ function_id: 'logs::burst', payload: { n: 50 } }), 50));
+    await eventually(async () => assert.equal((await list({ text: 'burst ' })).length, 50));
+    const lines = await list({ text: 'burst ', worker: 'batch-worker' });
+    assert.deepEqual(
+      lines.map((l) => [l.message, l.data]),
+      Array.from({ length: 50 }, (_, i) => [`burst ${i}`, { i }]),
+    );
+    assert.equal(new Set(lines.map((l) => l.invocation_id)).size, 1);
+    assert.ok(lines.every((l) => l.function_id === 'logs::burst' && l.worker_name === 'batch-worker' && l.level === 'info' && /^[0-9a-f]{32}$/.test(l.trace_id ?? '')));
+    assert.ok(batches.includes(50), `batch sizes ${batches.join(',')}`);
+  });
+
+  test('data JSON cannot encode is made encodable; the other lines of the batch are kept', async () => {
+    const w = pool.make('odd-data-worker');
+    await w.ready();
+    const logger = new Logger(w, { echo: false });
+    const cycle: Record<string, unknown> = { name: 'cycle' };
+    cycle.self = cycle;
+    logger.info('odd before', { ok: 1 });
+    logger.warn('odd bigint', { n: 10n });
+    logger.warn('odd cycle', cycle);
+    logger.info('odd after');
+    await eventually(async () => assert.equal((await list({ text: 'odd ' })).length, 4));
+    const [before, big, cyc, afterLine] = await list({ text: 'odd ' });
+    assert.deepEqual(before!.data, { ok: 1 });
+    assert.deepEqual(big!.data, { n: '10' });
+    assert.deepEqual(cyc!.data, { name: 'cycle', self: '[Circular]' });
+    assert.equal(afterLine!.data, undefined);
+    assert.equal(afterLine!.function_id, undefined);
+  });
+
+  test('a batch over the frame limit is sent in parts', async () => {
+    const w = pool.make('big-batch-worker', { maxFrameBytes: 4096 });
+    await w.ready();
+    const logger = new Logger(w, { echo: false });
+    for (let i = 0; i < 40; i++) logger.info(`big ${i}`, { pad: 'x'.repeat(200) });
+    await eventually(async () => assert.equal((await list({ text: 'big ' })).length, 40));
+    assert.deepEqual(
+      (await list({ text: 'big ' })).map((l) => l.message),
+      Array.from({ length: 40 }, (_, i) => `big ${i}`),
+    );
+  });
+
+  test('rows and objects, and the single-line calls, from any client', async () => {
+    const raw = await RawClient.connect(eng.url);
+    try {
+      raw.send({ type: 'invokefunction', function_id: 'engine::workers::register', data: { name: 'raw-logger' }, action: { type: 'void' } });
+      raw.send({
+        type: 'invokefunction',
+        function_id: 'engine::log::batch',
+        action: { type: 'void' },
+        data: {
+          lines: [
+            ['warn', 'raw row', { a: 1 }, 'raw::fn', 'inv-1', 'b'.repeat(32)],
+            ['error', 'raw short row'],
+            ['nonsense-level', 'raw defaulted', null, '', null, '00-' + 'c'.repeat(32) + '-' + 'd'.repeat(16) + '-01'],
+            { level: 'debug', message: 'raw object', data: [1], function_id: 'raw::obj', invocation_id: 'inv-2', traceparent: '00-' + 'e'.repeat(32) + '-' + 'f'.repeat(16) + '-01' },
+          ],
+        },
+      });
+      raw.send({ type: 'invokefunction', function_id: 'engine::log::error', action: { type: 'void' }, data: { message: 'raw single', data: { s: true } } });
+      await eventually(async () => assert.equal((await list({ text: 'raw ' })).length, 5));
+      const got = (await list({ text: 'raw ' })).map(({ seq: _s, time: _t, worker_id: id, ...rest }) => {
+        assert.equal(id, raw.registered.worker_id);
+        return rest;
+      });
+      assert.deepEqual(got, [
+        { level: 'warn', message: 'raw row', source: 'worker', worker_name: 'raw-logger', function_id: 'raw::fn', invocation_id: 'inv-1', trace_id: 'b'.repeat(32), data: { a: 1 } },
+        { level: 'error', message: 'raw short row', source: 'worker', worker_name: 'raw-logger' },
+        { level: 'info', message: 'raw defaulted', source: 'worker', worker_name: 'raw-logger', trace_id: 'c'.repeat(32) },
+        { level: 'debug', message: 'raw object', source: 'worker', worker_name: 'raw-logger', function_id: 'raw::obj', invocation_id: 'inv-2', trace_id: 'e'.repeat(32), data: [1] },
+        { level: 'error', message: 'raw single', source: 'worker', worker_name: 'raw-logger', data: { s: true } },
+      ]);
+    } finally {
+      raw.ws.close();
+    }
+  });
+
+  test('a batch without a "lines" array is refused', async () => {
+    await assert.rejects(client.trigger({ function_id: 'engine::log::batch', payload: { lines: 'no' } }), /"lines" must be an array/);
+  });
+});
