@@ -23,6 +23,14 @@ if len(sys.argv) > 2:
 """
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """Runs in the child before exec. A test run started in the background (`cmd &` in a script, as CI
+    runners may do) has SIGINT ignored, and children inherit that; the SDK rightly leaves an ignored
+    SIGINT alone, so the worker would not see the Ctrl-C these tests send. Give it the disposition
+    a worker started from a terminal has."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(tmp_path: Path, engine: Engine, *extra: str) -> subprocess.Popen[str]:
     script = tmp_path / "worker.py"
     script.write_text(SCRIPT)
@@ -32,6 +40,7 @@ def _start(tmp_path: Path, engine: Engine, *extra: str) -> subprocess.Popen[str]
         stderr=subprocess.PIPE,
         text=True,
         env=python_env(),
+        preexec_fn=_sigint_as_in_a_terminal,
     )
 
 
@@ -71,7 +80,12 @@ def test_script_worker_reconnects_by_host_name_after_its_last_line(
     script.write_text(SCRIPT)
     url = engine.url.replace("127.0.0.1", "localhost")
     proc = subprocess.Popen(
-        [sys.executable, str(script), url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=python_env()
+        [sys.executable, str(script), url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=python_env(),
+        preexec_fn=_sigint_as_in_a_terminal,
     )
     try:
         caller = make_worker("observer")
