@@ -2,10 +2,18 @@
  * The default store: LMDB through the `lmdb` package (docs/design.md, "State store: embedded
  * database choice", has the measurement behind the choice).
  *
- * Durability: `overlappingSync: false` makes every commit fdatasync before its promise resolves,
- * so a write acknowledged to a caller survives kill -9 and a machine crash. Throughput comes from
- * lmdb's group commit: every write issued in one event-loop turn shares one transaction and one
- * sync, off the main thread.
+ * Durability: every commit is fdatasync'ed (`overlappingSync: false`; LMDB's meta page is written
+ * O_DSYNC) before any write in it is answered, so a write acknowledged to a caller survives kill -9
+ * and a machine crash.
+ *
+ * Group commit, synchronous: the writes that arrive together (batcher.ts decides which) are
+ * committed in one `transactionSync`, which returns once the commit is on disk; then each write is
+ * answered. lmdb's asynchronous
+ * `transaction()` would run the same commit on a background thread, but its hand-offs (a thread
+ * pool job, a call back into JS for the callbacks, a completion callback) cost more CPU per commit
+ * than the commit itself, and svc-state is CPU-bound behind the engine: bench/RESULTS.md
+ * (2026-11-22, session 2) measures both through the engine. The price is that the event loop
+ * waits for the disk during a commit (a read arriving meanwhile is answered after it).
  *
  * Layout: one LMDB environment in `dataDir`; key = u16 length of scope + scope + key (UTF-8), so
  * a scope's keys are one contiguous range and scopes can be listed by seeking past each one.
@@ -13,7 +21,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { applyOps } from './ops.js';
+import { TurnBatcher } from './batcher.js';
+import { applyOps, mutatesInput } from './ops.js';
 import { StateError, checkSize, type Change, type Entry, type JsonValue, type StateStore, type StoreLimits, type UpdateOp } from './store.js';
 
 export interface EmbeddedStoreOptions extends StoreLimits {
@@ -46,8 +55,14 @@ function scopePrefix(scope: string): Buffer {
   return b;
 }
 
+/** scopePrefix(scope) + key, in one buffer written in place (this runs on every call). */
 function dbKey(scope: string, key: string): Buffer {
-  return Buffer.concat([scopePrefix(scope), Buffer.from(key, 'utf8')]);
+  const sLen = Buffer.byteLength(scope, 'utf8');
+  const b = Buffer.allocUnsafe(2 + sLen + Buffer.byteLength(key, 'utf8'));
+  b.writeUInt16BE(sLen, 0);
+  b.write(scope, 2, 'utf8');
+  b.write(key, 2 + sLen, 'utf8');
+  return b;
 }
 
 /** The smallest buffer greater than every buffer that starts with `prefix`. */
@@ -62,11 +77,59 @@ function afterPrefix(prefix: Buffer): Buffer {
   return Buffer.concat([b, Buffer.from([0xff])]); // unreachable for our prefixes (length < 0xffff)
 }
 
+/** A write waiting for its batch (batcher.ts): `run` reads and writes inside the batch's transaction. */
+interface Job {
+  run(): Change;
+  resolve(c: Change): void;
+  reject(e: unknown): void;
+}
+
+/** Writes per transaction at most, so one huge burst is several commits rather than one giant one. */
+const MAX_BATCH = 1024;
+
 class EmbeddedStore implements StateStore {
+  private readonly batcher = new TurnBatcher<Job>((jobs) => this.commit(jobs));
+
   constructor(
     private readonly db: Database<string, Buffer>,
     private readonly limits: StoreLimits,
   ) {}
+
+  private write(run: () => Change): Promise<Change> {
+    return new Promise((resolve, reject) => this.batcher.push({ run, resolve, reject }));
+  }
+
+  /**
+   * Commit a batch of writes in one synchronous transaction (on disk when it returns), then answer
+   * each in order. A write that throws writes nothing (everything that can throw comes before its
+   * put) and the others still commit; if the commit itself fails, none of them is written.
+   */
+  private commit(queue: Job[]): void {
+    for (let from = 0; from < queue.length; from += MAX_BATCH) {
+      const jobs = from === 0 && queue.length <= MAX_BATCH ? queue : queue.slice(from, from + MAX_BATCH);
+      const results: Array<{ ok: true; change: Change } | { ok: false; error: unknown }> = [];
+      try {
+        this.db.transactionSync(() => {
+          for (const j of jobs) {
+            try {
+              results.push({ ok: true, change: j.run() });
+            } catch (error) {
+              results.push({ ok: false, error });
+            }
+          }
+        });
+      } catch (e) {
+        const err = new StateError('store_unavailable', `embedded store: commit failed, nothing of it was written: ${(e as Error).message}`);
+        for (const j of jobs) j.reject(err);
+        continue;
+      }
+      for (let i = 0; i < jobs.length; i++) {
+        const r = results[i]!;
+        if (r.ok) jobs[i]!.resolve(r.change);
+        else jobs[i]!.reject(r.error);
+      }
+    }
+  }
 
   async get(scope: string, key: string): Promise<JsonValue> {
     const raw = this.db.get(dbKey(scope, key));
@@ -76,7 +139,7 @@ class EmbeddedStore implements StateStore {
   set(scope: string, key: string, json: string): Promise<Change> {
     const k = dbKey(scope, key);
     const value = JSON.parse(json) as JsonValue;
-    return this.db.transaction(() => {
+    return this.write(() => {
       const old = this.db.get(k);
       this.db.put(k, json);
       return { old_value: old === undefined ? null : (JSON.parse(old) as JsonValue), new_value: value, existed: old !== undefined, exists: true };
@@ -85,7 +148,7 @@ class EmbeddedStore implements StateStore {
 
   delete(scope: string, key: string): Promise<Change> {
     const k = dbKey(scope, key);
-    return this.db.transaction(() => {
+    return this.write(() => {
       const old = this.db.get(k);
       if (old === undefined) return { old_value: null, new_value: null, existed: false, exists: false };
       this.db.remove(k);
@@ -95,13 +158,15 @@ class EmbeddedStore implements StateStore {
 
   update(scope: string, key: string, ops: UpdateOp[]): Promise<Change> {
     const k = dbKey(scope, key);
-    // Everything that can throw happens before the put: lmdb does not roll back a callback's
-    // writes when it throws, so the write is the last step.
-    return this.db.transaction(() => {
+    // Everything that can throw happens before the put: a write that throws is answered with its
+    // error while the rest of the transaction commits, so it must not have written anything.
+    const mutates = mutatesInput(ops);
+    return this.write(() => {
       const old = this.db.get(k);
       const oldValue = old === undefined ? undefined : (JSON.parse(old) as JsonValue);
-      const working = old === undefined ? undefined : (JSON.parse(old) as JsonValue);
-      const next = applyOps(working, ops, `state::update scope ${JSON.stringify(scope)} key ${JSON.stringify(key)}`);
+      // applyOps may change its input in place: then it works on a second copy of the old value.
+      const working = old === undefined || !mutates ? oldValue : (JSON.parse(old) as JsonValue);
+      const next = applyOps(working, ops, () => `state::update scope ${JSON.stringify(scope)} key ${JSON.stringify(key)}`);
       if (next === undefined) {
         if (old !== undefined) this.db.remove(k);
         return { old_value: oldValue ?? null, new_value: null, existed: old !== undefined, exists: false };
@@ -138,6 +203,7 @@ class EmbeddedStore implements StateStore {
   }
 
   async close(): Promise<void> {
+    this.batcher.flush();
     await this.db.close();
   }
 }

@@ -1,6 +1,6 @@
 /**
  * `state::update` op semantics, as a pure function over a JSON value. The embedded store calls it
- * inside its write transaction; the Redis store runs the UPDATE script of redis-scripts.ts, which implements the
+ * inside its write transaction; the Redis store runs WRITE_SCRIPT of redis-scripts.ts, which implements the
  * rules below on the server (the conformance suite holds both to them).
  *
  * Rules (`path` [] is the whole value; `undefined` means the key is absent):
@@ -22,19 +22,36 @@ type Container = JsonValue[] | { [k: string]: JsonValue };
 
 const isObject = (v: unknown): v is { [k: string]: JsonValue } => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The start of an error message naming the op; built only when an op fails. */
+type Ctx = () => string;
+
 /**
  * Apply ops to `current` and return the new value (undefined: the key is deleted). `current` may be
- * mutated: callers pass a freshly parsed value and discard it when this throws.
+ * mutated (see `mutatesInput`): callers pass a freshly parsed value and discard it when this throws.
+ * `where` names the call in error messages ("state::update scope … key …").
  */
-export function applyOps(current: JsonValue | undefined, ops: readonly UpdateOp[], where: string): JsonValue | undefined {
+export function applyOps(current: JsonValue | undefined, ops: readonly UpdateOp[], where: () => string): JsonValue | undefined {
   let root = current;
-  ops.forEach((op, i) => {
-    root = applyOne(root, op, `${where}: ops[${i}] (${op.type} at ${pathText(op.path)})`);
-  });
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!;
+    root = applyOne(root, op, () => `${where()}: ops[${i}] (${op.type} at ${pathText(op.path)})`);
+  }
   return root;
 }
 
-function applyOne(root: JsonValue | undefined, op: UpdateOp, ctx: string): JsonValue | undefined {
+/**
+ * Whether applyOps may change the value it is given in place. Ops at the root that replace the
+ * value (set, increment, decrement, remove) never do, so a caller that needs the value before the
+ * update too (old_value) can skip parsing it twice.
+ */
+export function mutatesInput(ops: readonly UpdateOp[]): boolean {
+  for (const op of ops) {
+    if (op.path.length > 0 || op.type === 'merge' || op.type === 'append') return true;
+  }
+  return false;
+}
+
+function applyOne(root: JsonValue | undefined, op: UpdateOp, ctx: Ctx): JsonValue | undefined {
   if (op.path.length === 0) return leaf(root, op, ctx);
   if (op.type === 'remove') {
     if (root === undefined || root === null) return root;
@@ -76,27 +93,27 @@ function own(c: Container, seg: string | number): JsonValue | undefined {
 }
 
 /** The container at path[0..d), or a type_error naming that prefix. */
-function container(node: JsonValue, path: Path, d: number, ctx: string): Container {
+function container(node: JsonValue, path: Path, d: number, ctx: Ctx): Container {
   if (typeof node === 'object' && node !== null) return node;
   const at = d === 0 ? 'the value' : JSON.stringify(path.slice(0, d).join('.'));
-  throw new StateError('type_error', `${ctx}: cannot step into ${at}: it is ${describe(node)}, not an object or array`);
+  throw new StateError('type_error', `${ctx()}: cannot step into ${at}: it is ${describe(node)}, not an object or array`);
 }
 
 /** The key to use for path[d] inside `c`: an array index (bounded) or an object property name. */
-function index(c: Container, path: Path, d: number, ctx: string): string | number {
+function index(c: Container, path: Path, d: number, ctx: Ctx): string | number {
   const seg = path[d]!;
   if (!Array.isArray(c)) return String(seg);
   const n = typeof seg === 'number' ? seg : /^(0|[1-9][0-9]*)$/.test(seg) ? Number(seg) : NaN;
   if (!Number.isSafeInteger(n)) {
-    throw new StateError('type_error', `${ctx}: segment ${JSON.stringify(seg)} indexes an array and must be an integer`);
+    throw new StateError('type_error', `${ctx()}: segment ${JSON.stringify(seg)} indexes an array and must be an integer`);
   }
   if (n > c.length) {
-    throw new StateError('invalid_path', `${ctx}: index ${n} is past the end of an array of length ${c.length}`);
+    throw new StateError('invalid_path', `${ctx()}: index ${n} is past the end of an array of length ${c.length}`);
   }
   return n;
 }
 
-function leaf(v: JsonValue | undefined, op: UpdateOp, ctx: string): JsonValue | undefined {
+function leaf(v: JsonValue | undefined, op: UpdateOp, ctx: Ctx): JsonValue | undefined {
   switch (op.type) {
     case 'set':
       return op.value;
@@ -104,7 +121,7 @@ function leaf(v: JsonValue | undefined, op: UpdateOp, ctx: string): JsonValue | 
       return undefined;
     case 'merge': {
       if (v === undefined || v === null) return { ...op.value };
-      if (!isObject(v)) throw new StateError('type_error', `${ctx}: merge needs an object, found ${describe(v)}`);
+      if (!isObject(v)) throw new StateError('type_error', `${ctx()}: merge needs an object, found ${describe(v)}`);
       for (const k of Object.keys(op.value)) {
         v[k] = op.value[k]!;
       }
@@ -113,9 +130,9 @@ function leaf(v: JsonValue | undefined, op: UpdateOp, ctx: string): JsonValue | 
     case 'increment':
     case 'decrement': {
       const cur = v === undefined || v === null ? 0 : v;
-      if (typeof cur !== 'number') throw new StateError('type_error', `${ctx}: cannot ${op.type} ${describe(cur)}; the value there is not a number`);
+      if (typeof cur !== 'number') throw new StateError('type_error', `${ctx()}: cannot ${op.type} ${describe(cur)}; the value there is not a number`);
       const next = op.type === 'increment' ? cur + op.by : cur - op.by;
-      if (!Number.isFinite(next)) throw new StateError('type_error', `${ctx}: result ${next} is not a finite number`);
+      if (!Number.isFinite(next)) throw new StateError('type_error', `${ctx()}: result ${next} is not a finite number`);
       return next;
     }
     case 'append': {
@@ -125,7 +142,7 @@ function leaf(v: JsonValue | undefined, op: UpdateOp, ctx: string): JsonValue | 
         return v;
       }
       if (typeof v === 'string' && typeof op.value === 'string') return v + op.value;
-      throw new StateError('type_error', `${ctx}: cannot append ${describe(op.value)} to ${describe(v)}; append needs an array (or two strings)`);
+      throw new StateError('type_error', `${ctx()}: cannot append ${describe(op.value)} to ${describe(v)}; append needs an array (or two strings)`);
     }
   }
 }

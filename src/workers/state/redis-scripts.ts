@@ -1,38 +1,37 @@
 /**
- * Lua scripts run by Redis for every write of the Redis store, so each write is atomic on the server
- * (a script runs alone) and concurrent callers on any number of engines never lose a write.
+ * Lua run by Redis for every write of the Redis store, so each write is atomic on the server (a
+ * script runs alone) and concurrent callers on any number of engines never lose a write.
  *
- * Layout: KEYS[1] = the scope's hash (field = key, value = JSON text), KEYS[2] = the set of scopes.
+ * One script, WRITE_SCRIPT, carries a batch of writes (set, delete, update): redis-store.ts sends
+ * every write issued in one event-loop turn as one EVALSHA, so a burst of N concurrent writes
+ * costs one command, one reply and one script start instead of N (the client-side cost of a
+ * command was most of svc-state's CPU per call: bench/RESULTS.md, 2026-11-22 session 2). The
+ * writes apply in order, each on its own: one that fails (a type error) writes nothing and the
+ * others still apply, exactly as if each had been its own script. Inside a run, each field is
+ * read once and each changed field written once, at the end (a burst of increments of one hot
+ * key is one HGET and one HSET); the set of scopes is brought up to date for every hash touched.
  *
- * UPDATE implements the op rules of ops.ts. It parses JSON losslessly itself (cjson would turn []
- * into {}, lose key order and print numbers with 14 digits): strings and numbers keep their original
- * text, and only a number changed by increment/decrement is printed anew, with 17 significant digits
- * so that it parses back to the same double in JavaScript.
+ * Layout: KEYS[1] = the set of scopes, KEYS[2..] = the scope hashes (field = key, value = JSON
+ * text) the batch touches.
+ *
+ * Updates implement the op rules of ops.ts. The script parses JSON losslessly itself (cjson would
+ * turn [] into {}, lose key order and print numbers with 14 digits): strings and numbers keep their
+ * original text, and only a number changed by increment/decrement is printed anew, with 17
+ * significant digits so that it parses back to the same double in JavaScript.
  */
-
-/** ARGV: field, scope, json → {old or "", new}. */
-export const SET_SCRIPT = `
-local old = redis.call('HGET', KEYS[1], ARGV[1])
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-if not old then redis.call('SADD', KEYS[2], ARGV[2]) end
-return {old or '', ARGV[3]}
-`;
-
-/** ARGV: field, scope → old or "". */
-export const DELETE_SCRIPT = `
-local old = redis.call('HGET', KEYS[1], ARGV[1])
-if not old then return '' end
-redis.call('HDEL', KEYS[1], ARGV[1])
-if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[2]) end
-return old
-`;
 
 /**
- * ARGV: field, scope, max_value_bytes, then per op three args: type, path (JSON array), operand
- * (the value's JSON text, or "by" as a number's text, or "" for remove).
- * → {old or "", new or ""}, or an error reply "<code> <op index> <detail>".
+ * ARGV[1] = max_value_bytes, ARGV[2] = the length of "<prefix>:scope:" (a hash's scope is the
+ * rest of its name), then per write: kind, hash (index into KEYS), field, and
+ *   kind "s" (set):    the value's JSON text
+ *   kind "d" (delete): nothing more
+ *   kind "u" (update): the op count n, then per op three args: type, path (JSON array; "[]" is the
+ *                      root), operand (the value's JSON text, or "by" as a number's text, or "" for remove)
+ * → two elements per write, in order: old and new JSON text ("" when absent; a set answers "" as
+ *   new, the client has it), or null and the error, "<code> <op index> <detail>" for the errors
+ *   ops.ts defines.
  */
-export const UPDATE_SCRIPT = `
+export const WRITE_SCRIPT = `
 local find, sub, byte = string.find, string.sub, string.byte
 
 local function fail(code, i, detail) error({err = code .. ' ' .. i .. ' ' .. detail}) end
@@ -133,10 +132,16 @@ end
 
 local function absent(n) return n == nil or n.t == 'z' end
 
-local function num(x)
+-- The JSON text of a number, or nil when it is not finite.
+local function num_text(x)
   if x ~= x or x == math.huge or x == -math.huge then return nil end
-  if x == math.floor(x) and x > -1e15 and x < 1e15 then return {t = 'n', raw = string.format('%d', x), num = x} end
-  return {t = 'n', raw = string.format('%.17g', x), num = x}
+  if x == math.floor(x) and x > -1e15 and x < 1e15 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
+local function num(x)
+  local raw = num_text(x)
+  if raw == nil then return nil end
+  return {t = 'n', raw = raw, num = x}
 end
 
 -- Resolve a segment inside container c: returns the lookup key (object: string; array: 1-based).
@@ -233,32 +238,129 @@ local function apply(root, op, i)
   return root
 end
 
-local old = redis.call('HGET', KEYS[1], ARGV[1])
-local root = nil
-if old then root = parse(old, 1) end
-local n = 0
-for a = 4, #ARGV, 3 do
-  local op = {type = ARGV[a], path = cjson.decode(ARGV[a + 1])}
-  local operand = ARGV[a + 2]
-  if op.type == 'increment' or op.type == 'decrement' then op.by = tonumber(operand)
-  elseif op.type ~= 'remove' then op.value = parse(operand, 1) end
-  root = apply(root, op, n)
-  n = n + 1
-end
-if root == nil then
-  if old then
-    redis.call('HDEL', KEYS[1], ARGV[1])
-    if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[2]) end
+local max_bytes = tonumber(ARGV[1])
+local hash_prefix = tonumber(ARGV[2]) -- length of "<prefix>:scope:", to recover a hash's scope
+local scopes = KEYS[1]
+local ROOT = {}
+
+local function scope_of(h) return sub(h, hash_prefix + 1) end
+
+-- The batch reads each field once and writes each changed field once, at the end (a burst of
+-- increments of one hot key is one HGET and one HSET). values[h][field] = JSON text, or false
+-- when absent.
+local values, dirty, dirty_hashes = {}, {}, {}
+local function current(h, field)
+  local t = values[h]
+  if not t then t = {} values[h] = t end
+  local v = t[field]
+  if v == nil then
+    v = redis.call('HGET', h, field)
+    t[field] = v
   end
-  return {old or '', ''}
+  return v
 end
-local out = {}
-encode(root, out)
-local json = table.concat(out)
-if #json > tonumber(ARGV[3]) then fail('value_too_large', -1, tostring(#json)) end
-if json ~= old then
-  redis.call('HSET', KEYS[1], ARGV[1], json)
-  if not old then redis.call('SADD', KEYS[2], ARGV[2]) end
+local function assign(h, field, v)
+  values[h][field] = v
+  local d = dirty[h]
+  if not d then d = {} dirty[h] = d dirty_hashes[#dirty_hashes + 1] = h end
+  d[field] = true
 end
-return {old or '', json}
+
+local function write_set(h, field, json)
+  local old = current(h, field)
+  assign(h, field, json)
+  return old or '', '' -- the client has the new text already
+end
+
+local function write_delete(h, field)
+  local old = current(h, field)
+  if not old then return '', '' end
+  assign(h, field, false)
+  return old, ''
+end
+
+local function store_json(h, field, old, json)
+  if #json > max_bytes then fail('value_too_large', -1, tostring(#json)) end
+  if json ~= old then assign(h, field, json) end
+  return old or '', json
+end
+
+-- ARGV[a] = op count, then the ops. Every failure is raised before assign().
+local function write_update(h, field, a)
+  local nops = tonumber(ARGV[a])
+  local old = current(h, field)
+  -- Fast path, the same rules without building a tree: one increment or decrement of a number
+  -- (or of nothing, or null) at the root. Anything else takes the general path below.
+  if nops == 1 and ARGV[a + 2] == '[]' and (ARGV[a + 1] == 'increment' or ARGV[a + 1] == 'decrement') then
+    local cur
+    if not old or old == 'null' then cur = 0
+    else
+      local c = byte(old, 1)
+      if c == 45 or (c >= 48 and c <= 57) then cur = tonumber(old) end
+    end
+    if cur then
+      local by = tonumber(ARGV[a + 3])
+      local r
+      if ARGV[a + 1] == 'increment' then r = cur + by else r = cur - by end
+      local json = num_text(r)
+      if json == nil then fail('type_error', 0, 'result ' .. tostring(r) .. ' is not a finite number') end
+      return store_json(h, field, old, json)
+    end
+  end
+  local root = nil
+  if old then root = parse(old, 1) end
+  for n = 0, nops - 1 do
+    local o = a + 1 + n * 3
+    local ty, rawpath, operand = ARGV[o], ARGV[o + 1], ARGV[o + 2]
+    local op = {type = ty}
+    if rawpath == '[]' then op.path = ROOT else op.path = cjson.decode(rawpath) end
+    if ty == 'increment' or ty == 'decrement' then op.by = tonumber(operand)
+    elseif ty ~= 'remove' then op.value = parse(operand, 1) end
+    root = apply(root, op, n)
+  end
+  if root == nil then
+    if old then assign(h, field, false) end
+    return old or '', ''
+  end
+  local out = {}
+  encode(root, out)
+  return store_json(h, field, old, table.concat(out))
+end
+
+local replies, nr = {}, 0
+local a = 3
+while a <= #ARGV do
+  local kind, h, field = ARGV[a], KEYS[tonumber(ARGV[a + 1])], ARGV[a + 2]
+  local ok, old, new
+  if kind == 's' then
+    ok, old, new = pcall(write_set, h, field, ARGV[a + 3])
+    a = a + 4
+  elseif kind == 'd' then
+    ok, old, new = pcall(write_delete, h, field)
+    a = a + 3
+  else
+    ok, old, new = pcall(write_update, h, field, a + 3)
+    a = a + 4 + 3 * tonumber(ARGV[a + 3])
+  end
+  if ok then replies[nr + 1] = old replies[nr + 2] = new
+  else
+    replies[nr + 1] = false -- a null reply: this write failed, the next element says why
+    if type(old) == 'table' then replies[nr + 2] = tostring(old.err) else replies[nr + 2] = tostring(old) end
+  end
+  nr = nr + 2
+end
+
+-- Write what changed, and keep the set of scopes to the non-empty hashes.
+for _, h in ipairs(dirty_hashes) do
+  local sets, dels = {}, {}
+  for field in pairs(dirty[h]) do
+    local v = values[h][field]
+    if v then sets[#sets + 1] = field sets[#sets + 1] = v else dels[#dels + 1] = field end
+  end
+  if #sets > 0 then redis.call('HSET', h, unpack(sets)) end
+  if #dels > 0 then redis.call('HDEL', h, unpack(dels)) end
+  if redis.call('EXISTS', h) == 1 then redis.call('SADD', scopes, scope_of(h))
+  else redis.call('SREM', scopes, scope_of(h)) end
+end
+return replies
 `;

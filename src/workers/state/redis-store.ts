@@ -1,12 +1,20 @@
 /**
- * The Redis store: state shared by several engines and machines. Every write is one Lua script
- * (redis-scripts.ts), so it is atomic on the server; the client never reads-then-writes.
+ * The Redis store: state shared by several engines and machines. Every write runs inside a Lua
+ * script (redis-scripts.ts), so it is atomic on the server; the client never reads-then-writes.
+ *
+ * Writes are batched: the sets, deletes and updates that arrive together (batcher.ts decides
+ * which) leave as one EVALSHA of WRITE_SCRIPT (at most MAX_BATCH writes or about MAX_BATCH_CHARS
+ * of arguments each), in the order they were issued, and each write gets its own answer. A read
+ * first sends the writes queued before it, so commands reach Redis in the order they were issued.
+ * One command per burst instead of one per write is what makes this store cheap per call
+ * (bench/RESULTS.md).
  *
  * Layout: `<prefix>:scope:<scope>` is a hash of key → JSON text; `<prefix>:scopes` is the set of
- * non-empty scopes (kept by the scripts, so list_groups does not scan the keyspace).
+ * non-empty scopes (kept by the script, so list_groups does not scan the keyspace).
  */
 import { createClient, type RedisClientType } from 'redis';
-import { DELETE_SCRIPT, SET_SCRIPT, UPDATE_SCRIPT } from './redis-scripts.js';
+import { TurnBatcher } from './batcher.js';
+import { WRITE_SCRIPT } from './redis-scripts.js';
 import { StateError, pathText, type Change, type Entry, type JsonValue, type StateStore, type StoreLimits, type UpdateOp, type StateErrorCode } from './store.js';
 
 export interface RedisStoreOptions extends StoreLimits {
@@ -18,6 +26,17 @@ export interface RedisStoreOptions extends StoreLimits {
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
 type Client = RedisClientType<{}, {}, {}, 3, {}>;
 const SCRIPT_CODES = new Set<StateErrorCode>(['type_error', 'invalid_path', 'invalid_op', 'value_too_large']);
+/** Bounds of one script run, so one burst never holds Redis (a single-threaded server) for long. */
+const MAX_BATCH = 128;
+const MAX_BATCH_CHARS = 1 << 20;
+/**
+ * No per-command timer: node-redis arms an AbortSignal.timeout (5 s by default) for every command
+ * (about 6 % of svc-state's CPU in the benchmark, even with batches), and it only covers the wait
+ * before the command is written (the timer is dropped once it is on the socket). With
+ * disableOfflineQueue a command is refused at once while Redis is unreachable, and the engine's
+ * invocation deadline bounds every call.
+ */
+const WRITE_OPTIONS = { timeout: 0 };
 
 export async function openRedisStore(opts: RedisStoreOptions): Promise<StateStore> {
   // Fail calls at once while Redis is unreachable (store_unavailable) instead of queueing them.
@@ -33,103 +52,165 @@ export async function openRedisStore(opts: RedisStoreOptions): Promise<StateStor
     throw new StateError('store_unavailable', `redis store: cannot connect to ${opts.url}: ${(e as Error).message || lastError}`);
   }
   const store = new RedisStore(client, opts);
-  await store.loadScripts();
+  await store.loadScript();
   return store;
 }
 
 const byUtf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+const parseOld = (old: string): JsonValue => (old === '' ? null : (JSON.parse(old) as JsonValue));
+
+/** A write waiting to be sent (batcher.ts decides when). */
+type Queued = { scope: string; key: string; resolve(c: Change): void; reject(e: Error): void } & (
+  | { kind: 's'; json: string }
+  | { kind: 'd' }
+  | { kind: 'u'; ops: UpdateOp[] }
+);
+
+/** WRITE_SCRIPT's answer: per write, old and new JSON text ("" when absent), or null and the error. */
+type Replies = Array<string | null>;
 
 class RedisStore implements StateStore {
   private readonly prefix: string;
-  private sha = { set: '', del: '', update: '' };
+  private readonly scopesKey: string;
+  /** Length of `<prefix>:scope:` as text: WRITE_SCRIPT recovers a hash's scope from its name. */
+  private readonly hashPrefixLength: string;
+  private sha = '';
+  private readonly batcher = new TurnBatcher<Queued>((writes) => {
+    for (let from = 0; from < writes.length; ) from = this.send(writes, from);
+  });
+  /** Commands sent and not answered yet (batches and reads), so close() can wait for them. */
+  private pending = 0;
+  private idle: (() => void) | undefined;
 
   constructor(
     private readonly client: Client,
     private readonly opts: RedisStoreOptions,
   ) {
     this.prefix = opts.keyPrefix ?? 'svc:state';
+    this.scopesKey = `${this.prefix}:scopes`;
+    this.hashPrefixLength = String(Buffer.byteLength(this.hash(''), 'utf8'));
   }
 
-  async loadScripts(): Promise<void> {
-    const [set, del, update] = await Promise.all([SET_SCRIPT, DELETE_SCRIPT, UPDATE_SCRIPT].map((s) => this.client.scriptLoad(s)));
-    this.sha = { set: set!, del: del!, update: update! };
+  async loadScript(): Promise<void> {
+    this.sha = await this.client.scriptLoad(WRITE_SCRIPT);
   }
 
   private hash(scope: string): string {
     return `${this.prefix}:scope:${scope}`;
   }
-  private scopes(): string {
-    return `${this.prefix}:scopes`;
+
+  /** One EVALSHA for queue[from..]; returns where the next batch starts. */
+  private send(queue: Queued[], from: number): number {
+    const keys = [this.scopesKey];
+    const keyIndex = new Map<string, string>();
+    const args = [String(this.opts.maxValueBytes), this.hashPrefixLength];
+    let chars = 0;
+    let to = from;
+    for (; to < queue.length && to - from < MAX_BATCH && chars < MAX_BATCH_CHARS; to++) {
+      const w = queue[to]!;
+      let k = keyIndex.get(w.scope);
+      if (k === undefined) {
+        k = String(keys.push(this.hash(w.scope)));
+        keyIndex.set(w.scope, k);
+      }
+      args.push(w.kind, k, w.key);
+      chars += w.key.length;
+      if (w.kind === 's') {
+        args.push(w.json);
+        chars += w.json.length;
+      } else if (w.kind === 'u') {
+        args.push(String(w.ops.length));
+        for (const op of w.ops) {
+          const operand = op.type === 'increment' || op.type === 'decrement' ? String(op.by) : op.type === 'remove' ? '' : JSON.stringify(op.value);
+          args.push(op.type, op.path.length === 0 ? '[]' : JSON.stringify(op.path), operand);
+          chars += operand.length;
+        }
+      }
+    }
+    const batch = queue.slice(from, to);
+    this.pending++;
+    this.runWrite(keys, args).then(
+      (replies) => {
+        for (let i = 0; i < batch.length; i++) this.settle(batch[i]!, replies[2 * i], replies[2 * i + 1]);
+        this.done();
+      },
+      (e: Error) => {
+        for (const w of batch) w.reject(unavailable(whereOf(w), this.opts.url, e));
+        this.done();
+      },
+    );
+    return to;
   }
 
-  /** EVALSHA, reloading the scripts once if Redis lost them (restart, SCRIPT FLUSH). */
-  private async run(which: keyof RedisStore['sha'], scope: string, args: string[]): Promise<unknown> {
-    const call = () => this.client.evalSha(this.sha[which], { keys: [this.hash(scope), this.scopes()], arguments: args });
+  private done(): void {
+    if (--this.pending === 0) this.idle?.();
+  }
+
+  /** EVALSHA, loading the script again once if Redis lost it (restart, SCRIPT FLUSH). */
+  private async runWrite(keys: string[], args: string[]): Promise<Replies> {
+    const call = () => this.client.sendCommand(['EVALSHA', this.sha, String(keys.length), ...keys, ...args], WRITE_OPTIONS) as Promise<Replies>;
     try {
       return await call();
     } catch (e) {
       if (!String((e as Error).message).startsWith('NOSCRIPT')) throw e;
-      await this.loadScripts();
+      await this.loadScript();
       return await call();
     }
   }
 
-  private async guard<T>(what: string, f: () => Promise<T>): Promise<T> {
+  private settle(w: Queued, old: string | null | undefined, next: string | null | undefined): void {
+    try {
+      if (typeof next !== 'string') throw new Error('no answer for this write in the script reply');
+      if (old === null || old === undefined) {
+        const e = new Error(next);
+        throw w.kind === 'u' ? scriptError(e, whereOf(w), w.ops, this.opts.maxValueBytes) : e;
+      }
+      if (w.kind === 's') {
+        w.resolve({ old_value: parseOld(old), new_value: JSON.parse(w.json) as JsonValue, existed: old !== '', exists: true });
+      } else if (w.kind === 'd') {
+        w.resolve({ old_value: parseOld(old), new_value: null, existed: old !== '', exists: false });
+      } else {
+        w.resolve({ old_value: parseOld(old), new_value: parseOld(next), existed: old !== '', exists: next !== '' });
+      }
+    } catch (e) {
+      w.reject(e instanceof StateError ? e : unavailable(whereOf(w), this.opts.url, e as Error));
+    }
+  }
+
+  /** A read: first send the writes queued before it, so it sees them. */
+  private async read<T>(what: string, f: () => Promise<T>): Promise<T> {
+    this.batcher.flush();
+    this.pending++;
     try {
       return await f();
     } catch (e) {
-      if (e instanceof StateError) throw e;
-      throw new StateError('store_unavailable', `${what}: redis store at ${this.opts.url} failed: ${(e as Error).message}`);
+      throw unavailable(what, this.opts.url, e as Error);
+    } finally {
+      this.done();
     }
   }
 
   get(scope: string, key: string): Promise<JsonValue> {
-    return this.guard('state::get', async () => {
+    return this.read('state::get', async () => {
       const raw = await this.client.hGet(this.hash(scope), key);
       return raw == null ? null : (JSON.parse(raw) as JsonValue);
     });
   }
 
   set(scope: string, key: string, json: string): Promise<Change> {
-    return this.guard('state::set', async () => {
-      const [old] = (await this.run('set', scope, [key, scope, json])) as [string, string];
-      return { old_value: old === '' ? null : (JSON.parse(old) as JsonValue), new_value: JSON.parse(json) as JsonValue, existed: old !== '', exists: true };
-    });
+    return new Promise((resolve, reject) => this.batcher.push({ kind: 's', scope, key, json, resolve, reject }));
   }
 
   delete(scope: string, key: string): Promise<Change> {
-    return this.guard('state::delete', async () => {
-      const old = (await this.run('del', scope, [key, scope])) as string;
-      return { old_value: old === '' ? null : (JSON.parse(old) as JsonValue), new_value: null, existed: old !== '', exists: false };
-    });
+    return new Promise((resolve, reject) => this.batcher.push({ kind: 'd', scope, key, resolve, reject }));
   }
 
   update(scope: string, key: string, ops: UpdateOp[]): Promise<Change> {
-    const where = `state::update scope ${JSON.stringify(scope)} key ${JSON.stringify(key)}`;
-    return this.guard(where, async () => {
-      const args = [key, scope, String(this.opts.maxValueBytes)];
-      for (const op of ops) {
-        const operand = op.type === 'increment' || op.type === 'decrement' ? String(op.by) : op.type === 'remove' ? '' : JSON.stringify(op.value);
-        args.push(op.type, JSON.stringify(op.path), operand);
-      }
-      let reply: [string, string];
-      try {
-        reply = (await this.run('update', scope, args)) as [string, string];
-      } catch (e) {
-        throw scriptError(e as Error, where, ops, this.opts.maxValueBytes);
-      }
-      const [old, next] = reply;
-      return {
-        old_value: old === '' ? null : (JSON.parse(old) as JsonValue),
-        new_value: next === '' ? null : (JSON.parse(next) as JsonValue),
-        existed: old !== '',
-        exists: next !== '',
-      };
-    });
+    return new Promise((resolve, reject) => this.batcher.push({ kind: 'u', scope, key, ops, resolve, reject }));
   }
 
   list(scope: string): Promise<Entry[]> {
-    return this.guard('state::list', async () => {
+    return this.read('state::list', async () => {
       const all = await this.client.hGetAll(this.hash(scope));
       return Object.keys(all)
         .sort(byUtf8)
@@ -138,16 +219,27 @@ class RedisStore implements StateStore {
   }
 
   listGroups(): Promise<string[]> {
-    return this.guard('state::list_groups', async () => (await this.client.sMembers(this.scopes())).sort(byUtf8));
+    return this.read('state::list_groups', async () => (await this.client.sMembers(this.scopesKey)).sort(byUtf8));
   }
 
   async close(): Promise<void> {
+    this.batcher.flush();
+    if (this.pending > 0) await new Promise<void>((resolve) => (this.idle = resolve));
     try {
       await this.client.close();
     } catch {
       this.client.destroy();
     }
   }
+}
+
+/** The context a write's errors name: the function, and for an update its scope and key. */
+function whereOf(w: Queued): string {
+  return w.kind === 's' ? 'state::set' : w.kind === 'd' ? 'state::delete' : `state::update scope ${JSON.stringify(w.scope)} key ${JSON.stringify(w.key)}`;
+}
+
+function unavailable(what: string, url: string, e: Error): StateError {
+  return new StateError('store_unavailable', `${what}: redis store at ${url} failed: ${e.message}`);
 }
 
 /** Turn the script's "<code> <op index> <detail>" error into the same StateError ops.ts throws. */

@@ -53,6 +53,7 @@ export interface StateStore {
   list(scope: string): Promise<Entry[]>;
   /** Scopes holding at least one key, ordered (UTF-8 byte order). */
   listGroups(): Promise<string[]>;
+  /** Let every operation already issued finish (acknowledged writes stay written), then close. */
   close(): Promise<void>;
 }
 
@@ -116,9 +117,10 @@ function checkName(fn: string, field: 'scope' | 'key', v: unknown, max: number):
   if (typeof v !== 'string' || v.length === 0) {
     throw new StateError('invalid_payload', `${fn}: "${field}" must be a non-empty string, got ${describe(v)}`);
   }
-  const bytes = Buffer.byteLength(v, 'utf8');
-  if (bytes > max) {
-    throw new StateError('key_too_large', `${fn}: ${field} ${quote(v)} is ${bytes} bytes; the limit is ${max}`);
+  // A UTF-8 string has at most 3 bytes per UTF-16 unit: most names need no byte count.
+  if (v.length * 3 > max) {
+    const bytes = Buffer.byteLength(v, 'utf8');
+    if (bytes > max) throw new StateError('key_too_large', `${fn}: ${field} ${quote(v)} is ${bytes} bytes; the limit is ${max}`);
   }
   // A lone surrogate cannot be encoded as UTF-8 and would come back as U+FFFD: refuse it.
   if (LONE_SURROGATE.test(v)) {

@@ -87,24 +87,12 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
     }
   };
 
-  // Calls in flight, so shutdown can let acknowledged writes finish before closing the store.
-  let inFlight = 0;
-  let drained: (() => void) | undefined;
+  // The handlers go on the wire as they are: no wrapper per call (every promise costs CPU on this
+  // hot path). Calls still running at shutdown are safe without one: store.close() lets the
+  // operations already issued finish first.
   const fns = stateFunctions(store, { maxValueBytes: config.maxValueBytes }, onChange);
   for (const id of Object.keys(fns) as (keyof StateFunctions)[]) {
-    const handler = fns[id];
-    worker.registerFunction(
-      id,
-      async (data: unknown) => {
-        inFlight++;
-        try {
-          return await handler(data);
-        } finally {
-          if (--inFlight === 0) drained?.();
-        }
-      },
-      { description: FUNCTION_DESCRIPTIONS[id] },
-    );
+    worker.registerFunction(id, fns[id], { description: FUNCTION_DESCRIPTIONS[id] });
   }
   await worker.registerTriggerType(
     {
@@ -123,7 +111,6 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
 
   const shutdown = async () => {
     await worker.shutdown();
-    if (inFlight > 0) await new Promise<void>((resolve) => (drained = resolve));
     await store.close();
   };
 

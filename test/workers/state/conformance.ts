@@ -240,6 +240,65 @@ export function conformance(name: string, open: OpenStore): void {
       assert.equal(olds.size, 1000);
     });
 
+    withStore('writes issued together apply in order, each on its own', async ({ fn, events }) => {
+      // Issued in one event-loop turn, none awaited: both stores group such writes (one
+      // transaction, one script), and each must still answer as if it had run alone.
+      const u = (key: string, ops: unknown[]) => fn['state::update']({ scope: 'b', key, ops });
+      const results = await Promise.allSettled([
+        fn['state::set']({ scope: 'b', key: 'k', value: 1 }),
+        u('k', [{ type: 'increment', by: 2 }]),
+        u('k', [{ type: 'append', value: 'x' }]), // a type error: writes nothing, the others go on
+        u('k', [{ type: 'increment', by: 4 }]),
+        fn['state::set']({ scope: 'other', key: 'k', value: 'o' }),
+        fn['state::delete']({ scope: 'b', key: 'never-set' }),
+        u('k2', [{ type: 'set', path: 'a', value: [] }]),
+        fn['state::delete']({ scope: 'other', key: 'k' }),
+      ]);
+      const value = (i: number) => {
+        const r = results[i]!;
+        assert.equal(r.status, 'fulfilled', `write #${i}: ${r.status === 'rejected' ? (r.reason as Error).message : ''}`);
+        return (r as PromiseFulfilledResult<unknown>).value;
+      };
+      assert.deepEqual(value(0), { old_value: null, new_value: 1 });
+      assert.deepEqual(value(1), { old_value: 1, new_value: 3 });
+      assert.equal(results[2]!.status, 'rejected');
+      await rejectsWith(Promise.reject((results[2] as PromiseRejectedResult).reason), 'type_error', 'ops[0]', 'append', 'number 3');
+      assert.deepEqual(value(3), { old_value: 3, new_value: 7 });
+      assert.deepEqual(value(4), { old_value: null, new_value: 'o' });
+      assert.equal(value(5), null);
+      assert.deepEqual(value(6), { old_value: null, new_value: { a: [] } });
+      assert.equal(value(7), 'o');
+      assert.equal(await fn['state::get']({ scope: 'b', key: 'k' }), 7);
+      assert.deepEqual(await fn['state::list']({ scope: 'b' }), [
+        { key: 'k', value: 7 },
+        { key: 'k2', value: { a: [] } },
+      ]);
+      assert.deepEqual(await fn['state::list_groups']({}), { groups: ['b'] });
+      assert.deepEqual(
+        events.map((e) => [e.event_type, e.scope, e.key, e.old_value, e.new_value]),
+        [
+          ['created', 'b', 'k', null, 1],
+          ['updated', 'b', 'k', 1, 3],
+          ['updated', 'b', 'k', 3, 7],
+          ['created', 'other', 'k', null, 'o'],
+          ['created', 'b', 'k2', null, { a: [] }],
+          ['deleted', 'other', 'k', 'o', null],
+        ],
+      );
+    });
+
+    test('close() lets the writes already issued finish first', async () => {
+      const store = await open(LIMITS);
+      const fn = stateFunctions(store, LIMITS);
+      const writes = Array.from({ length: 50 }, () => fn['state::update']({ scope: 'c', key: 'n', ops: [{ type: 'increment' }] }));
+      await store.close();
+      const results = await Promise.all(writes);
+      assert.deepEqual(
+        results.map((r) => r.new_value as number).sort((a, b) => a - b),
+        Array.from({ length: 50 }, (_, i) => i + 1),
+      );
+    });
+
     withStore('concurrent appends and sets on one key lose nothing', async ({ fn }) => {
       await Promise.all(Array.from({ length: 300 }, (_, i) => fn['state::update']({ scope: 'c', key: 'log', ops: [{ type: 'append', path: 'items', value: i }] })));
       const got = (await fn['state::get']({ scope: 'c', key: 'log' })) as { items: number[] };
