@@ -11,7 +11,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
-import { cpuMicros, fmt, median, startNode, type Proc } from './harness.js';
+import { cpuMicros, fmt, median, runMain, startNode, UsageError, type Proc } from './harness.js';
 
 
 interface Target {
@@ -41,8 +41,6 @@ interface Cell {
 }
 
 // ---- arguments ---------------------------------------------------------------------------------
-
-class UsageError extends Error {}
 
 function parseArgs(argv: string[]): { rounds: number; warmupMs: number; measureMs: number; json?: string } {
   const quick = argv.includes('--quick');
@@ -195,11 +193,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((e: unknown) => {
-  if (e instanceof UsageError) {
-    process.stderr.write(`bench: ${e.message}\n`);
-    process.exit(2);
-  }
-  process.stderr.write(`bench failed: ${(e as Error).stack ?? String(e)}\n`);
-  process.exit(1);
-});
+runMain(main);

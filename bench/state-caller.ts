@@ -14,6 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { registerWorker } from 'svc-sdk';
+import { closedLoop } from './closed-loop.js';
 
 const [url, inFlightArg, warmupArg, measureArg, keys] = process.argv.slice(2);
 const inFlight = Number(inFlightArg);
@@ -41,44 +42,14 @@ const scope = `bench-${randomUUID()}`;
 const keyOf = (lane: number): string => (keys === 'one' ? 'counter' : `k${lane}`);
 const ops = [{ type: 'increment', by: 1 }];
 
-const now = process.hrtime.bigint;
-const start = now() + BigInt(warmupMs) * 1_000_000n;
-const end = start + BigInt(measureMs) * 1_000_000n;
-let lat = new Float64Array(Math.max(1024, Math.ceil((measureMs / 1000) * 100_000)));
-let n = 0;
 /** Acknowledged increments per key, to check the stored counters at the end. */
 const acked = new Map<string, number>();
-
-let cpuStart: NodeJS.CpuUsage | undefined;
-const startTimer = setTimeout(() => {
-  cpuStart = process.cpuUsage();
-  process.stdout.write('MEASURE_START\n');
-}, warmupMs);
-
-async function lane(k: number): Promise<void> {
-  const key = keyOf(k);
-  for (;;) {
-    const t0 = now();
-    const r = await w.trigger<{ old_value: number | null; new_value: number }>({ function_id: 'state::update', payload: { scope, key, ops } });
-    const t1 = now();
-    if (r.new_value !== (r.old_value ?? 0) + 1) throw new Error(`state::update of ${key} returned ${JSON.stringify(r)}`);
-    acked.set(key, (acked.get(key) ?? 0) + 1);
-    if (t1 >= end) return;
-    if (t1 >= start) {
-      if (n === lat.length) {
-        const bigger = new Float64Array(lat.length * 2);
-        bigger.set(lat);
-        lat = bigger;
-      }
-      lat[n++] = Number(t1 - t0);
-    }
-  }
-}
-
-await Promise.all(Array.from({ length: inFlight }, (_, k) => lane(k)));
-clearTimeout(startTimer);
-const cpu = process.cpuUsage(cpuStart);
-process.stdout.write('MEASURE_END\n');
+const loop = await closedLoop(inFlight, warmupMs, measureMs, async (lane) => {
+  const key = keyOf(lane);
+  const r = await w.trigger<{ old_value: number | null; new_value: number }>({ function_id: 'state::update', payload: { scope, key, ops } });
+  if (r.new_value !== (r.old_value ?? 0) + 1) throw new Error(`state::update of ${key} returned ${JSON.stringify(r)}`);
+  acked.set(key, (acked.get(key) ?? 0) + 1);
+});
 
 let lost = 0;
 for (const [key, count] of acked) {
@@ -86,16 +57,7 @@ for (const [key, count] of acked) {
   lost += count - (stored ?? 0);
 }
 
-const sorted = lat.subarray(0, n).sort();
-const pct = (p: number): number => (n === 0 ? NaN : sorted[Math.min(n - 1, Math.floor(p * n))]! / 1000);
-const result = {
-  throughput: Math.round(n / (measureMs / 1000)),
-  p50_us: Math.round(pct(0.5)),
-  p99_us: Math.round(pct(0.99)),
-  calls: n,
-  caller_cpu_us: n === 0 ? NaN : (cpu.user + cpu.system) / n,
-  lost,
-};
+const result = { ...loop, lost };
 process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
 await w.shutdown();
 process.exit(0);
