@@ -171,6 +171,8 @@ setInterval(() => {}, 1000);`,
     assert.ok(alive(pid));
     const log = m.log_file as string;
     await eventually(() => assert.match(readFileSync(log, 'utf8'), /url=ws:\/\/127\.0\.0\.1:1 name=steady/));
+    // The grandchild line is printed just after the first one: wait for it too.
+    await eventually(() => assert.match(readFileSync(log, 'utf8'), /grandchild=\d+/));
     const grandchild = Number(/grandchild=(\d+)/.exec(readFileSync(log, 'utf8'))![1]);
     process.kill(pid, 'SIGKILL');
     await eventually(() => {
