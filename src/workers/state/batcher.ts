@@ -5,33 +5,38 @@
  * session 2.
  *
  * When: at the end of the event-loop turn in which the first queued write arrived (the frames of
- * one read from the engine are one turn), so a lone call waits for nothing. One exception: a turn
- * that brought a single write while the store is busy (the previous batch had BUSY_BATCH writes or
- * more) waits for the next turn that brings writes, at most LONE_WRITE_WAIT_MS. Under load the
- * engine writes the first frame of a burst at once and the rest at the end of its turn
- * (sdk/typescript/src/transport.ts), and committing that first write alone cost a whole fsync: in
- * the 64-in-flight benchmark a third of the embedded commits, and half of the Redis script runs,
- * carried one write.
+ * one read from the engine are one turn), so a lone call waits for nothing. One exception: while
+ * writes come in bursts, a turn that brought a small part of a burst (at most a quarter of the
+ * previous batch) waits for the next turn that brings writes, at most SMALL_BATCH_WAIT_MS, and leaves
+ * with it. Under load the engine writes the first frame of a burst at once and the rest at the end
+ * of its turn (sdk/typescript/src/transport.ts), and the pieces of a burst arrive in separate reads:
+ * committing each piece on its own cost a whole fsync each. Waiting only for a single write left,
+ * in the 64-in-flight benchmark, 13-30 % of the embedded commits with 2-3 writes or one; waiting
+ * for any small piece made the average commit 35-48 → 52-59 writes and cut the time svc-state's
+ * event loop waits for the disk by a third to a half (bench/RESULTS.md, 2026-11-22 session 3).
  */
 
-/** A previous batch this large means writes are arriving in bursts. */
-const BUSY_BATCH = 4;
-/** How long a lone write may wait for the rest of its burst (setTimeout's resolution is 1 ms). */
-const LONE_WRITE_WAIT_MS = 1;
+/** A turn whose writes number at most 1/SMALL_FRACTION of the previous batch is a piece of a burst. */
+const SMALL_FRACTION = 4;
+/** How long a small piece may wait for the rest of its burst (setTimeout's resolution is 1 ms). */
+const SMALL_BATCH_WAIT_MS = 1;
 
 export class TurnBatcher<T> {
   private queue: T[] = [];
   private lastBatch = 0;
   private waiting: NodeJS.Timeout | undefined;
+  /** An end-of-turn check is queued (one per turn that brings writes). */
+  private scheduled = false;
 
   /** `run` gets each batch, in arrival order, and must not throw. */
   constructor(private readonly run: (batch: T[]) => void) {}
 
   push(item: T): void {
-    const n = this.queue.push(item);
-    // The first write of a turn schedules the end of the turn; so does the first one to join a
-    // lone write that is waiting.
-    if (n === 1 || (n === 2 && this.waiting !== undefined)) queueMicrotask(this.endOfTurn);
+    this.queue.push(item);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      queueMicrotask(this.endOfTurn);
+    }
   }
 
   /** Hand everything queued to `run` now (a read that must see earlier writes, close). */
@@ -48,8 +53,11 @@ export class TurnBatcher<T> {
   };
 
   private readonly endOfTurn = (): void => {
-    if (this.queue.length === 1 && this.lastBatch >= BUSY_BATCH && this.waiting === undefined) {
-      this.waiting = setTimeout(this.flush, LONE_WRITE_WAIT_MS);
+    this.scheduled = false;
+    if (this.queue.length === 0) return; // flushed already in this turn
+    // A piece already waiting: this turn brought the writes it waited for.
+    if (this.waiting === undefined && this.queue.length * SMALL_FRACTION <= this.lastBatch) {
+      this.waiting = setTimeout(this.flush, SMALL_BATCH_WAIT_MS);
       return;
     }
     this.flush();

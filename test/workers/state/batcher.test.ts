@@ -40,6 +40,24 @@ test('while busy, a lone write waits for the next writes and leaves with them', 
   assert.deepEqual(batches, [['1', '2', '3', '4'], ['lone', 'next', 'after']]);
 });
 
+test('while busy, a small piece of a burst (up to a quarter of the last batch) waits too; a bigger one does not', async () => {
+  const { batcher, batches } = recorder();
+  const burst = Array.from({ length: 12 }, (_, i) => `b${i}`);
+  for (const x of burst) batcher.push(x);
+  await nextTurn();
+  batcher.push('p1');
+  batcher.push('p2');
+  batcher.push('p3');
+  await microtasks();
+  assert.deepEqual(batches, [burst], 'three writes after a batch of twelve wait');
+  batcher.push('rest');
+  await microtasks();
+  assert.deepEqual(batches, [burst, ['p1', 'p2', 'p3', 'rest']], 'they leave with the next turn that brings writes');
+  for (const x of ['x1', 'x2']) batcher.push(x);
+  await microtasks();
+  assert.deepEqual(batches.at(-1), ['x1', 'x2'], 'two writes after a batch of four are half of it: no wait');
+});
+
 test('a waiting lone write leaves on its own when nothing follows', async () => {
   const { batcher, batches } = recorder();
   for (const x of ['1', '2', '3', '4']) batcher.push(x);
