@@ -1,17 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import type { ErrorBody, InvocationResultMsg, InvokeFunctionMsg } from 'svc-sdk';
+import { ChurnMap, type ErrorBody, type InvocationResultMsg, type InvokeFunctionMsg } from 'svc-sdk';
 import { Deadlines, type DeadlineEntry } from './deadlines.js';
 import { EngineError, engineErrors } from './errors.js';
 import type { EngineOptions } from './options.js';
 import type { BuiltinHandler, Registry } from './registry.js';
 import type { Session } from './session.js';
-import { hex12, IdGenerator, parseTraceparent, type SpanSource, type SpanStatus, type TraceBuffer } from './traces.js';
+import { callDataTail, forwardedResult, invokeText, resultText } from './call-frames.js';
+import { counterOf, hex12, IdGenerator, parseTraceparent, type SpanSource, type SpanStatus, type TraceBuffer } from './traces.js';
 
 export interface Invocation extends SpanSource, DeadlineEntry {
   /** Minted by the engine and sent to the callee; callers' own ids never reach callees. */
   id: string;
   /** The caller's invocation_id; undefined for fire-and-forget. */
   callerInvocationId: string | undefined;
+  /** Its JSON, once made (for the answer). */
+  callerIdJson: string | undefined;
   caller: Session | null;
   /** For calls the engine makes itself. */
   internal: ((body: { result?: unknown; error?: ErrorBody }) => void) | undefined;
@@ -46,7 +49,7 @@ export class Invocations {
    * a string key costs a hash of 36 characters per call; the callee's `incoming` map, which a
    * result is looked up in, already pays that once.
    */
-  private readonly all = new Map<number, Invocation>();
+  private readonly all = new ChurnMap<number, Invocation>();
   private readonly deadlines = new Deadlines<Invocation>((inv) => this.expire(inv));
   /** Invocation, span and trace ids: the trace buffer's generator, so that its numbers render the same. */
   private readonly ids: IdGenerator;
@@ -75,11 +78,14 @@ export class Invocations {
     return m;
   }
 
-  /** A call from a connected peer. Answers the caller (unless fire-and-forget) in every case. */
-  invoke(caller: Session, msg: InvokeFunctionMsg): void {
+  /**
+   * A call from a connected peer. Answers the caller (unless fire-and-forget) in every case.
+   * `text`: the frame as it arrived, whose payload is passed on as text when its layout allows.
+   */
+  invoke(caller: Session, msg: InvokeFunctionMsg, text?: string): void {
     const isVoid = msg.invocation_id == null || msg.action?.type === 'void';
     const callerId = isVoid ? undefined : (msg.invocation_id as string);
-    const refusal = this.admit(caller, callerId, msg.function_id) ?? this.dispatch(caller, callerId, msg, undefined);
+    const refusal = this.admit(caller, callerId, msg.function_id) ?? this.dispatch(caller, callerId, msg, undefined, text);
     if (refusal) this.answer(caller, callerId, JSON.stringify(msg.function_id), { error: refusal });
   }
 
@@ -99,19 +105,14 @@ export class Invocations {
   }
 
   /**
-   * The caller's answer, written as text: the result frame is the hottest thing the engine
-   * builds, and a template avoids the temporary objects a spread-and-stringify would make.
+   * The caller's answer (call-frames.ts writes it).
    */
   private answer(caller: Session | null, callerId: string | undefined, fidJson: string, o: CallOutcome): void {
     if (caller === null || callerId === undefined) {
       if (o.error) this.warn(`fire-and-forget call of ${JSON.parse(fidJson) as string}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code });
       return;
     }
-    let t = '{"type":"invocationresult","invocation_id":' + JSON.stringify(callerId) + ',"function_id":' + fidJson;
-    t += o.error ? ',"error":' + JSON.stringify(o.error) : ',"result":' + (o.result === undefined ? 'null' : JSON.stringify(o.result) ?? 'null');
-    if (o.traceparent) t += ',"traceparent":' + JSON.stringify(o.traceparent);
-    if (o.baggage) t += ',"baggage":' + JSON.stringify(o.baggage);
-    caller.sendText(t + '}');
+    caller.sendText(resultText(JSON.stringify(callerId), fidJson, o.result, o.error, o.traceparent, o.baggage));
   }
 
   /** A call the engine makes itself (CLI-less tooling, cluster forwarding). */
@@ -128,7 +129,7 @@ export class Invocations {
    * refuses it instead of answering, so that the hot path makes no answer closure per call.
    * `internal`: the answer path of a call the engine makes itself (no caller session).
    */
-  private dispatch(caller: Session | null, callerId: string | undefined, msg: InvokeFunctionMsg, internal: Reply | undefined): ErrorBody | null {
+  private dispatch(caller: Session | null, callerId: string | undefined, msg: InvokeFunctionMsg, internal: Reply | undefined, text?: string): ErrorBody | null {
     let fid = msg.function_id;
     let data = msg.data === undefined ? {} : msg.data;
     if (msg.action?.type === 'enqueue') {
@@ -174,10 +175,14 @@ export class Invocations {
       }
     }
     const now = performance.now();
+    const callerIdJson = callerId === undefined ? undefined : JSON.stringify(callerId);
+    // The payload passes on as it came when the frame has our SDKs' layout (call-frames.ts).
+    const dataTail = text !== undefined && callerIdJson !== undefined && msg.action === undefined ? callDataTail(text, entry.idJson, callerIdJson, msg.timeout_ms) : null;
     const inv: Invocation = {
       id,
       no,
       callerInvocationId: callerId,
+      callerIdJson,
       caller,
       internal,
       callee,
@@ -196,14 +201,8 @@ export class Invocations {
     // Fire-and-forget calls are tracked too: they count as the callee's load until answered.
     if (caller && callerId !== undefined) caller.outgoing.set(callerId, inv);
     this.all.set(no, inv);
-    callee.incoming.set(id, inv);
-    // Written as text for the same reason as answer(); `id` is UUID-shaped, nothing to escape.
-    let t = '{"type":"invokefunction","invocation_id":"' + id + '","function_id":' + entry.idJson + ',"data":' + (JSON.stringify(data) ?? 'null');
-    // With tracing on, traceparent is ours: hex and dashes, nothing to escape.
-    if (traceparent) t += ',"traceparent":' + (this.traces ? '"' + traceparent + '"' : JSON.stringify(traceparent));
-    if (msg.baggage) t += ',"baggage":' + JSON.stringify(msg.baggage);
-    if (msg.metadata !== undefined) t += ',"metadata":' + JSON.stringify(msg.metadata);
-    callee.sendText(t + '}');
+    callee.incoming.set(no, inv);
+    callee.sendText(invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.traces !== null));
     return null;
   }
 
@@ -219,24 +218,36 @@ export class Invocations {
       );
   }
 
-  /** A result from a callee. Only the session the call was sent to may complete it. */
-  complete(from: Session, msg: InvocationResultMsg): void {
-    const inv = from.incoming.get(msg.invocation_id);
+  /**
+   * A result from a callee. Only the session the call was sent to may complete it. `text`: the
+   * frame as it arrived, passed on to the caller when its layout allows.
+   */
+  complete(from: Session, msg: InvocationResultMsg, text?: string): void {
+    const inv = from.incomingCall(msg.invocation_id);
     if (!inv) {
       // Late (after a timeout) or unknown: nobody waits for it. Another worker's call: say so.
-      const other = this.all.get(this.ids.numberOf(msg.invocation_id));
+      const other = this.all.get(counterOf(msg.invocation_id));
       if (other && other.id === msg.invocation_id) {
         this.warn(`ignored a result for invocation ${msg.invocation_id} from ${from.name}: the call was sent to ${other.callee.name}`);
       }
       return;
     }
-    this.finish(inv, msg.error ? 'error' : 'ok', msg.error);
-    this.deliver(inv, msg.error ? { error: msg.error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
+    const error = msg.error ?? undefined;
+    this.finish(inv, error ? 'error' : 'ok', error);
+    const { caller, callerIdJson } = inv;
+    if (inv.internal || caller === null || callerIdJson === undefined) {
+      this.deliver(inv, error ? { error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
+      return;
+    }
+    caller.sendText(
+      (text !== undefined ? forwardedResult(text, msg, inv.id, inv.functionId, inv.requestedIdJson, callerIdJson) : null) ??
+        resultText(callerIdJson, inv.requestedIdJson, msg.result, error, msg.traceparent, msg.baggage),
+    );
   }
 
   /** The callee's result frame could not be accepted (e.g. too large): the caller gets this error instead. */
   fail(from: Session, invocationId: string, error: ErrorBody): void {
-    const inv = from.incoming.get(invocationId);
+    const inv = from.incomingCall(invocationId);
     if (!inv) return;
     this.finish(inv, 'error', error);
     this.deliver(inv, { error });
@@ -293,7 +304,7 @@ export class Invocations {
     this.deadlines.remove(inv);
     if (this.traces) this.traces.record(inv, status, error);
     this.all.delete(inv.no);
-    inv.callee.incoming.delete(inv.id);
+    inv.callee.incoming.delete(inv.no);
     if (inv.caller && inv.callerInvocationId !== undefined) inv.caller.outgoing.delete(inv.callerInvocationId);
     if (this.all.size === 0 && this.idleWaiters.length > 0) {
       const w = this.idleWaiters;
@@ -304,6 +315,8 @@ export class Invocations {
 
   private deliver(inv: Invocation, outcome: CallOutcome): void {
     if (inv.internal) inv.internal(outcome);
-    else this.answer(inv.caller, inv.callerInvocationId, inv.requestedIdJson, outcome);
+    else if (inv.caller !== null && inv.callerIdJson !== undefined) {
+      inv.caller.sendText(resultText(inv.callerIdJson, inv.requestedIdJson, outcome.result, outcome.error, outcome.traceparent, outcome.baggage));
+    } else this.answer(inv.caller, inv.callerInvocationId, inv.requestedIdJson, outcome);
   }
 }

@@ -1,4 +1,4 @@
-import { FEATURES, PROTOCOL_VERSION, decodeFrame, type ErrorBody, type Feature, type Message } from 'svc-sdk';
+import { FEATURES, PROTOCOL_VERSION, asCallFrame, decodeFrame, notJson, validateMessage, type DecodeResult, type ErrorBody, type Feature, type Message } from 'svc-sdk';
 import { checkFunctionId, engineErrors } from './errors.js';
 import type { Invocations } from './invocations.js';
 import { ENGINE_VERSION, type EngineOptions } from './options.js';
@@ -36,21 +36,48 @@ export class Router {
         return;
       }
     }
-    const decoded = decodeFrame(text);
-    if (!decoded.ok) {
-      s.sendError(decoded.error, decoded.ref);
-      // A caller waiting on a malformed call must not hang: answer its invocation_id.
-      if (decoded.ref?.type === 'invokefunction' && decoded.ref.id) {
-        s.send({ type: 'invocationresult', invocation_id: decoded.ref.id, error: decoded.error });
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (e) {
+      this.refuse(s, notJson(e));
+      return;
+    }
+    // A call or its result (most frames) goes straight to the invocations, with its text, which
+    // they may pass on instead of serialising the payload again (call-frames.ts).
+    const call = asCallFrame(value);
+    if (call !== null) {
+      try {
+        if (call.type === 'invokefunction') this.d.invocations.invoke(s, call, text);
+        else this.d.invocations.complete(s, call, text);
+      } catch (err) {
+        this.internalError(s, call.type, err);
       }
+      return;
+    }
+    const decoded = validateMessage(value);
+    if (!decoded.ok) {
+      this.refuse(s, decoded);
       return;
     }
     try {
       this.dispatch(s, decoded.msg);
     } catch (err) {
-      // A bug of ours must not take the engine down with it: report it to the peer and the log.
-      this.d.warn(`internal error handling ${decoded.msg.type} from ${s.name}: ${(err as Error).stack ?? String(err)}`);
-      s.sendError({ code: 'internal_error', message: `Engine failed to handle "${decoded.msg.type}": ${(err as Error).message}` });
+      this.internalError(s, decoded.msg.type, err);
+    }
+  }
+
+  /** A bug of ours must not take the engine down with it: report it to the peer and the log. */
+  private internalError(s: Session, type: string, err: unknown): void {
+    this.d.warn(`internal error handling ${type} from ${s.name}: ${(err as Error).stack ?? String(err)}`);
+    s.sendError({ code: 'internal_error', message: `Engine failed to handle "${type}": ${(err as Error).message}` });
+  }
+
+  private refuse(s: Session, decoded: DecodeResult & { ok: false }): void {
+    s.sendError(decoded.error, decoded.ref);
+    // A caller waiting on a malformed call must not hang: answer its invocation_id.
+    if (decoded.ref?.type === 'invokefunction' && decoded.ref.id) {
+      s.send({ type: 'invocationresult', invocation_id: decoded.ref.id, error: decoded.error });
     }
   }
 

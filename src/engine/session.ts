@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
-import { sendCoalesced, type ErrorBody, type Feature, type Message } from 'svc-sdk';
+import { ChurnMap, sendCoalesced, type ErrorBody, type Feature, type Message } from 'svc-sdk';
 import { OPEN_ACCESS, type Access } from './auth.js';
 import type { Invocation } from './invocations.js';
+import { counterOf } from './traces.js';
 
 /**
  * One connected peer (a worker, the CLI, the console). Holds what the peer registered, so that all
@@ -30,16 +31,26 @@ export class Session {
   readonly triggerTypes = new Set<string>();
   /** Binding ids this peer registered. */
   readonly triggers = new Set<string>();
-  /** Calls this peer is serving, by engine invocation id. */
-  readonly incoming = new Map<string, Invocation>();
+  /**
+   * Calls this peer is serving, by the number of their engine invocation id (IdGenerator): a
+   * number key costs no string hash, and every result is looked up here. incomingCall() finds one
+   * by its id.
+   */
+  readonly incoming = new ChurnMap<number, Invocation>();
   /** Calls this peer made and awaits, by the peer's own invocation id. */
-  readonly outgoing = new Map<string, Invocation>();
+  readonly outgoing = new ChurnMap<string, Invocation>();
 
   constructor(
     private readonly ws: WebSocket,
     readonly ip: string,
   ) {
     this.name = `anonymous-${this.id.slice(0, 8)}`;
+  }
+
+  /** The call this peer serves under engine invocation id `id`, if any. */
+  incomingCall(id: string): Invocation | undefined {
+    const inv = this.incoming.get(counterOf(id));
+    return inv !== undefined && inv.id === id ? inv : undefined;
   }
 
   get registrations(): number {

@@ -68,6 +68,14 @@ export function hex12(n: number): string {
 }
 
 /**
+ * The counter an id of IdGenerator ends in (its last 12 hex digits); NaN or a wrong number for
+ * other strings, so a lookup by it must still compare the whole id.
+ */
+export function counterOf(id: string): number {
+  return parseInt(id.slice(-12), 16);
+}
+
+/**
  * Ids for the hot path: a random prefix drawn once per engine run plus a 48-bit counter. Unique per
  * run and random across engines, without a crypto call per invocation (randomBytes costs
  * microseconds). Ids are handed out as numbers and rendered as text where they are sent, so the
@@ -96,12 +104,6 @@ export class IdGenerator {
       this.epoch++;
     }
     return this.n;
-  }
-
-  /** The number an invocation id of this generator was made from; NaN for any other string. */
-  numberOf(invocationId: string): number {
-    if (invocationId.length !== this.invocationPrefix.length + 12 || !invocationId.startsWith(this.invocationPrefix)) return NaN;
-    return parseInt(invocationId.slice(-12), 16);
   }
 
   traceId(n: number): string {

@@ -73,3 +73,26 @@ describe('svc trigger payloads', () => {
     if (!notPair.ok) assert.match(notPair.message, /"oops" is not key=value/);
   });
 });
+
+describe('ChurnMap', () => {
+  test('keeps its entries, order and size across the moves to a new Map', async () => {
+    const { ChurnMap } = await import('svc-sdk');
+    const m = new ChurnMap<number, string>();
+    const live = new Map<number, string>();
+    for (let i = 0; i < 20_000; i++) {
+      m.set(i, `v${i}`);
+      live.set(i, `v${i}`);
+      if (i >= 50) {
+        assert.equal(m.delete(i - 50), true);
+        live.delete(i - 50);
+      }
+    }
+    assert.equal(m.size, 50);
+    assert.deepEqual([...m], [...live]);
+    assert.deepEqual([...m.keys()], [...live.keys()]);
+    assert.deepEqual([...m.values()], [...live.values()]);
+    assert.equal(m.get(19_999), 'v19999');
+    assert.equal(m.has(0), false);
+    assert.equal(m.delete(0), false);
+  });
+});

@@ -330,18 +330,61 @@ export function validateMessage(value: unknown): DecodeResult {
   return { ok: true, msg: obj as unknown as Message };
 }
 
+/**
+ * The two frames every call brings, `invokefunction` and `invocationresult`, checked field by field
+ * by the rules of SCHEMA (a test holds the two equal) without its generic loop: they are most of
+ * what the engine and the SDKs receive. Returns the frame, or null: another type, or not valid
+ * (validateMessage then says why).
+ */
+export function asCallFrame(value: unknown): InvokeFunctionMsg | InvocationResultMsg | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const o = value as Record<string, unknown>;
+  const type = o.type;
+  if (type === 'invokefunction') {
+    const t = o.timeout_ms;
+    const action = o.action;
+    return typeof o.function_id === 'string' &&
+      nullOrString(o.invocation_id) &&
+      nullOrString(o.traceparent) &&
+      nullOrString(o.baggage) &&
+      (t == null || (typeof t === 'number' && Number.isFinite(t))) &&
+      (action == null || kindOk('action', action))
+      ? (o as unknown as InvokeFunctionMsg)
+      : null;
+  }
+  if (type === 'invocationresult') {
+    const error = o.error;
+    return typeof o.invocation_id === 'string' &&
+      nullOrString(o.function_id) &&
+      nullOrString(o.traceparent) &&
+      nullOrString(o.baggage) &&
+      (error == null || kindOk('error', error))
+      ? (o as unknown as InvocationResultMsg)
+      : null;
+  }
+  return null;
+}
+
+/** Absent, null or a string: an optional nullable-string field. */
+function nullOrString(v: unknown): boolean {
+  return v == null || typeof v === 'string';
+}
+
 /** Parse and validate one text frame. Never throws. */
 export function decodeFrame(text: string): DecodeResult {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (e) {
-    return {
-      ok: false,
-      error: { code: 'malformed_frame', message: `Frame is not valid JSON: ${(e as Error).message}` },
-    };
+    return notJson(e);
   }
-  return validateMessage(value);
+  const call = asCallFrame(value);
+  return call !== null ? { ok: true, msg: call } : validateMessage(value);
+}
+
+/** The answer to a frame JSON.parse refused (`e`: what it threw). */
+export function notJson(e: unknown): DecodeResult & { ok: false } {
+  return { ok: false, error: { code: 'malformed_frame', message: `Frame is not valid JSON: ${(e as Error).message}` } };
 }
 
 function refId(obj: Record<string, unknown>): string | undefined {

@@ -1,3 +1,4 @@
+import { ChurnMap } from './churn-map.js';
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { hostname, platform } from 'node:os';
@@ -110,9 +111,9 @@ export class Worker extends EventEmitter implements LogSink {
   private readonly triggers = new Map<string, RegisterTriggerMsg>();
   /** Bindings the engine delivered to us as a trigger-type provider, by binding id. */
   private readonly providedBindings = new Map<string, TriggerBinding>();
-  private readonly calls = new Map<string, PendingCall>();
+  private readonly calls = new ChurnMap<string, PendingCall>();
   private readonly acks = new Map<string, PendingAck>();
-  private readonly running = new Map<string, RunningCall>();
+  private readonly running = new ChurnMap<string, RunningCall>();
   private registered: WorkerRegisteredMsg | null = null;
   private granted = new Set<string>();
   private engineInfo: HelloMsg['engine'] | undefined;
@@ -307,12 +308,14 @@ export class Worker extends EventEmitter implements LogSink {
     const scope = invocationScope.getStore();
     const isVoid = req.action?.type === 'void';
     const invocationId = isVoid ? undefined : randomUUID();
+    // Key order matters to the engine, not to the protocol: with the payload after these four keys
+    // the engine passes it on as text instead of serialising it again (src/engine/call-frames.ts).
     const msg: InvokeFunctionMsg = {
       type: 'invokefunction',
       function_id: req.function_id,
-      data: req.payload ?? {},
-      timeout_ms: timeoutMs,
       ...(invocationId ? { invocation_id: invocationId } : {}),
+      timeout_ms: timeoutMs,
+      data: req.payload ?? {},
       ...(req.action ? { action: req.action } : {}),
       ...(req.metadata !== undefined ? { metadata: req.metadata } : {}),
       ...(scope?.traceparent ? { traceparent: scope.traceparent } : {}),

@@ -41,7 +41,7 @@ export class RemoteSession extends Session {
     if (msg.type === 'invokefunction' && msg.invocation_id) {
       // The deadline travels as the time left. The calling engine's own timer stays the one that
       // answers `timeout`; the remote one, a little later, only guards against a lost cancel.
-      const inv = this.incoming.get(msg.invocation_id);
+      const inv = this.incomingCall(msg.invocation_id);
       if (inv) {
         const left = Math.ceil(inv.timeoutMs - (performance.now() - inv.startedAt));
         if (left <= 0) return;

@@ -1,0 +1,135 @@
+/**
+ * The hot path of a routed call: the call/result validator (asCallFrame) against the general one,
+ * and payloads passed on as text (src/engine/call-frames.ts), which must reach the other side
+ * exactly as they would have re-serialised, with the engine's own keys winning.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { asCallFrame, registerWorker, validateMessage, type InvocationResultMsg, type Worker } from 'svc-sdk';
+import { callDataTail, forwardedResult, PASS_ON_MIN_CHARS } from '../../src/engine/call-frames.js';
+import { startEngine } from '../helpers/engine.js';
+import { RawClient } from '../helpers/raw-client.js';
+
+const BIG = 'x'.repeat(PASS_ON_MIN_CHARS);
+
+describe('asCallFrame accepts exactly what validateMessage accepts for calls and results', () => {
+  const bases: Record<string, unknown>[] = [
+    { type: 'invokefunction', function_id: 'a::b' },
+    { type: 'invokefunction', function_id: 'a::b', invocation_id: 'i', data: { x: 1 }, timeout_ms: 5, traceparent: 't', baggage: 'b', metadata: [1], action: { type: 'void' } },
+    { type: 'invocationresult', invocation_id: 'i' },
+    { type: 'invocationresult', invocation_id: 'i', function_id: 'a::b', result: 1, error: { code: 'c', message: 'm' }, traceparent: 't', baggage: 'b' },
+  ];
+  const values: unknown[] = [undefined, null, 'text', 0, 1.5, Infinity, NaN, true, {}, [], { type: 'void' }, { type: 'enqueue' }, { type: 'enqueue', queue: 'q' }, { code: 'c' }, { code: 'c', message: 'm' }];
+  const fields = ['function_id', 'invocation_id', 'timeout_ms', 'traceparent', 'baggage', 'action', 'error', 'result', 'data', 'metadata'];
+  test('every field of both types set to every kind of value', () => {
+    let checked = 0;
+    for (const base of bases) {
+      for (const field of fields) {
+        for (const v of values) {
+          const frame = { ...base, [field]: v };
+          if (v === undefined) delete frame[field];
+          const general = validateMessage(frame).ok;
+          assert.equal(asCallFrame(frame) !== null, general, `${JSON.stringify(frame)}: general says ${general}`);
+          checked++;
+        }
+      }
+    }
+    assert.ok(checked > 500);
+  });
+  test('other types and non-objects are left to validateMessage', () => {
+    for (const v of [null, 1, 'x', [], { type: 'ping' }, { type: 'toString' }, { type: 'registerfunction', id: 'a' }]) assert.equal(asCallFrame(v), null);
+  });
+});
+
+describe('payloads passed on as text', () => {
+  const fid = '"a::b"';
+  const cid = '"c-1"';
+  const call = (data: string, tail = ''): string => `{"type":"invokefunction","function_id":"a::b","invocation_id":"c-1","timeout_ms":30000,"data":${data}${tail}}`;
+  test("a call in the SDK's layout gives its data and later keys", () => {
+    assert.equal(callDataTail(call(`"${BIG}"`, ',"baggage":"k=v"'), fid, cid, 30000), `"${BIG}","baggage":"k=v"`);
+  });
+  test('small frames, other layouts and escaped ids are serialised again', () => {
+    assert.equal(callDataTail(call('{"a":1}'), fid, cid, 30000), null, 'small');
+    assert.equal(callDataTail(call(`"${BIG}"`), fid, cid, 5), null, 'other timeout');
+    assert.equal(callDataTail(call(`"${BIG}"`), fid, cid, undefined), null, 'no timeout');
+    assert.equal(callDataTail(call(`"${BIG}"`) + ' ', fid, cid, 30000), null, 'trailing space');
+    const escaped = call(`"${BIG}"`).replace('"c-1"', '"\\u0063-1"');
+    assert.equal(callDataTail(escaped, fid, cid, 30000), null, 'id written with an escape');
+    const reordered = `{"type":"invokefunction","data":"${BIG}","function_id":"a::b","invocation_id":"c-1","timeout_ms":30000}`;
+    assert.equal(callDataTail(reordered, fid, cid, 30000), null, 'data first');
+  });
+  test('a result keeps its keys, and the caller id is written last', () => {
+    const text = `{"type":"invocationresult","invocation_id":"e-1","function_id":"a::b","result":"${BIG}","invocation_id":"e-1"}`;
+    const msg = JSON.parse(text) as InvocationResultMsg;
+    const out = forwardedResult(text, msg, 'e-1', 'a::b', fid, cid);
+    assert.ok(out);
+    assert.deepEqual(JSON.parse(out), { type: 'invocationresult', function_id: 'a::b', result: BIG, invocation_id: 'c-1' });
+  });
+  test('results with an error, another function id or another layout are rebuilt', () => {
+    const ok = `{"type":"invocationresult","invocation_id":"e-1","function_id":"a::b","result":"${BIG}"}`;
+    const parse = (t: string): InvocationResultMsg => JSON.parse(t) as InvocationResultMsg;
+    assert.ok(forwardedResult(ok, parse(ok), 'e-1', 'a::b', fid, cid));
+    const withError = ok.replace(/}$/, ',"error":{"code":"c","message":"m"}}');
+    assert.equal(forwardedResult(withError, parse(withError), 'e-1', 'a::b', fid, cid), null);
+    const redirected = ok.replace(/}$/, ',"function_id":"z::z"}');
+    assert.equal(forwardedResult(redirected, parse(redirected), 'e-1', 'a::b', fid, cid), null);
+    assert.equal(forwardedResult(ok, parse(ok), 'e-2', 'a::b', fid, cid), null, 'another invocation');
+    const small = '{"type":"invocationresult","invocation_id":"e-1","function_id":"a::b","result":1}';
+    assert.equal(forwardedResult(small, parse(small), 'e-1', 'a::b', fid, cid), null);
+  });
+});
+
+describe('through a real engine', () => {
+  let eng: Awaited<ReturnType<typeof startEngine>>;
+  let callee: RawClient;
+  let caller: RawClient;
+  before(async () => {
+    eng = await startEngine();
+    callee = await RawClient.connect(eng.url);
+    caller = await RawClient.connect(eng.url);
+    callee.send({ type: 'registerfunction', id: 'big::echo' });
+    await new Promise((r) => setTimeout(r, 50));
+  });
+  after(async () => {
+    callee.close();
+    caller.close();
+    await eng.stop();
+  });
+
+  test("the callee gets the caller's data and later keys, but the engine's id and traceparent", async () => {
+    const data = { text: `ünïcødé "quoted" \\ ${BIG}`, n: [1, 2.5, null] };
+    const stranger = '00-11111111111111111111111111111111-2222222222222222-01';
+    caller.send(
+      `{"type":"invokefunction","function_id":"big::echo","invocation_id":"mine-1","timeout_ms":30000,"data":${JSON.stringify(data)},"baggage":"k=v","invocation_id":"mine-1","traceparent":"${stranger}"}`,
+    );
+    const inv = await callee.next((f) => f.type === 'invokefunction');
+    assert.deepEqual(inv.data, data);
+    assert.equal(inv.baggage, 'k=v');
+    assert.notEqual(inv.invocation_id, 'mine-1');
+    assert.match(String(inv.traceparent), /^00-1{32}-[0-9a-f]{16}-01$/, 'a child span of the caller\'s trace');
+    assert.notEqual(inv.traceparent, stranger);
+    const result = { echoed: data.text };
+    callee.send(`{"type":"invocationresult","invocation_id":"${String(inv.invocation_id)}","function_id":"big::echo","result":${JSON.stringify(result)},"invocation_id":"${String(inv.invocation_id)}"}`);
+    const answer = await caller.next((f) => f.type === 'invocationresult');
+    assert.equal(answer.invocation_id, 'mine-1');
+    assert.equal(answer.function_id, 'big::echo');
+    assert.deepEqual(answer.result, result);
+  });
+
+  test('svc-sdk workers: a large payload and result arrive intact', async () => {
+    const a: Worker = registerWorker(eng.url, { workerName: 'big-callee' });
+    const b: Worker = registerWorker(eng.url, { workerName: 'big-caller' });
+    try {
+      a.registerFunction('big::reverse', async (d: { s: string }) => ({ s: [...d.s].reverse().join(''), len: d.s.length }));
+      await a.ready();
+      await b.ready();
+      const s = `→ ${'\u2028'} \u0001 "q" \\ 🙂 ${BIG}`;
+      const r = await b.trigger<{ s: string; len: number }>({ function_id: 'big::reverse', payload: { s } });
+      assert.equal(r.s, [...s].reverse().join(''));
+      assert.equal(r.len, s.length);
+    } finally {
+      await a.shutdown();
+      await b.shutdown();
+    }
+  });
+});
