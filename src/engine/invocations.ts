@@ -86,7 +86,7 @@ export class Invocations {
     const isVoid = msg.invocation_id == null || msg.action?.type === 'void';
     const callerId = isVoid ? undefined : (msg.invocation_id as string);
     const refusal = this.admit(caller, callerId, msg.function_id) ?? this.dispatch(caller, callerId, msg, undefined, text);
-    if (refusal) this.answer(caller, callerId, JSON.stringify(msg.function_id), { error: refusal });
+    if (refusal) this.answer(caller, jsonOf(callerId), JSON.stringify(msg.function_id), { error: refusal });
   }
 
   /** Why a peer's call may not start now, or null. */
@@ -104,15 +104,13 @@ export class Invocations {
     return null;
   }
 
-  /**
-   * The caller's answer (call-frames.ts writes it).
-   */
-  private answer(caller: Session | null, callerId: string | undefined, fidJson: string, o: CallOutcome): void {
-    if (caller === null || callerId === undefined) {
+  /** The caller's answer (call-frames.ts writes it); `callerIdJson` undefined: fire-and-forget. */
+  private answer(caller: Session | null, callerIdJson: string | undefined, fidJson: string, o: CallOutcome): void {
+    if (caller === null || callerIdJson === undefined) {
       if (o.error) this.warn(`fire-and-forget call of ${JSON.parse(fidJson) as string}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code });
       return;
     }
-    caller.sendText(resultText(JSON.stringify(callerId), fidJson, o.result, o.error, o.traceparent, o.baggage));
+    caller.sendText(resultText(callerIdJson, fidJson, o.result, o.error, o.traceparent, o.baggage));
   }
 
   /** A call the engine makes itself (CLI-less tooling, cluster forwarding). */
@@ -144,7 +142,7 @@ export class Invocations {
     const entry = this.registry.get(fid);
     if (!entry) return engineErrors.functionNotFound(fid);
     if (entry.builtin) {
-      this.runBuiltin(entry.builtin, data, caller, internal ?? ((o) => this.answer(caller, callerId, JSON.stringify(msg.function_id), o)));
+      this.runBuiltin(entry.builtin, data, caller, internal ?? ((o) => this.answer(caller, jsonOf(callerId), JSON.stringify(msg.function_id), o)));
       return null;
     }
     if (this.all.size >= this.opts.maxInFlightTotal) {
@@ -175,7 +173,7 @@ export class Invocations {
       }
     }
     const now = performance.now();
-    const callerIdJson = callerId === undefined ? undefined : JSON.stringify(callerId);
+    const callerIdJson = jsonOf(callerId);
     // The payload passes on as it came when the frame has our SDKs' layout (call-frames.ts).
     const dataTail = text !== undefined && callerIdJson !== undefined && msg.action === undefined ? callDataTail(text, entry.idJson, callerIdJson, msg.timeout_ms) : null;
     const inv: Invocation = {
@@ -235,14 +233,9 @@ export class Invocations {
     const error = msg.error ?? undefined;
     this.finish(inv, error ? 'error' : 'ok', error);
     const { caller, callerIdJson } = inv;
-    if (inv.internal || caller === null || callerIdJson === undefined) {
-      this.deliver(inv, error ? { error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
-      return;
-    }
-    caller.sendText(
-      (text !== undefined ? forwardedResult(text, msg, inv.id, inv.functionId, inv.requestedIdJson, callerIdJson) : null) ??
-        resultText(callerIdJson, inv.requestedIdJson, msg.result, error, msg.traceparent, msg.baggage),
-    );
+    const forwarded = text !== undefined && !inv.internal && caller !== null && callerIdJson !== undefined ? forwardedResult(text, msg, inv.id, inv.functionId, inv.requestedIdJson, callerIdJson) : null;
+    if (forwarded !== null) caller!.sendText(forwarded);
+    else this.deliver(inv, error ? { error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
   }
 
   /** The callee's result frame could not be accepted (e.g. too large): the caller gets this error instead. */
@@ -315,8 +308,11 @@ export class Invocations {
 
   private deliver(inv: Invocation, outcome: CallOutcome): void {
     if (inv.internal) inv.internal(outcome);
-    else if (inv.caller !== null && inv.callerIdJson !== undefined) {
-      inv.caller.sendText(resultText(inv.callerIdJson, inv.requestedIdJson, outcome.result, outcome.error, outcome.traceparent, outcome.baggage));
-    } else this.answer(inv.caller, inv.callerInvocationId, inv.requestedIdJson, outcome);
+    else this.answer(inv.caller, inv.callerIdJson, inv.requestedIdJson, outcome);
   }
+}
+
+/** A caller's invocation_id as JSON; undefined for fire-and-forget. */
+function jsonOf(callerId: string | undefined): string | undefined {
+  return callerId === undefined ? undefined : JSON.stringify(callerId);
 }

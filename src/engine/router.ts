@@ -1,4 +1,4 @@
-import { FEATURES, PROTOCOL_VERSION, asCallFrame, decodeFrame, notJson, validateMessage, type DecodeResult, type ErrorBody, type Feature, type Message } from 'svc-sdk';
+import { FEATURES, PROTOCOL_VERSION, decodeFrame, type DecodeResult, type ErrorBody, type Feature, type Message } from 'svc-sdk';
 import { checkFunctionId, engineErrors } from './errors.js';
 import type { Invocations } from './invocations.js';
 import { ENGINE_VERSION, type EngineOptions } from './options.js';
@@ -36,32 +36,14 @@ export class Router {
         return;
       }
     }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (e) {
-      this.refuse(s, notJson(e));
-      return;
-    }
-    // A call or its result (most frames) goes straight to the invocations, with its text, which
-    // they may pass on instead of serialising the payload again (call-frames.ts).
-    const call = asCallFrame(value);
-    if (call !== null) {
-      try {
-        if (call.type === 'invokefunction') this.d.invocations.invoke(s, call, text);
-        else this.d.invocations.complete(s, call, text);
-      } catch (err) {
-        this.internalError(s, call.type, err);
-      }
-      return;
-    }
-    const decoded = validateMessage(value);
+    // One parse and one check (quick for calls and results: asCallFrame in svc-sdk's decodeFrame).
+    const decoded = decodeFrame(text);
     if (!decoded.ok) {
       this.refuse(s, decoded);
       return;
     }
     try {
-      this.dispatch(s, decoded.msg);
+      this.dispatch(s, decoded.msg, text);
     } catch (err) {
       this.internalError(s, decoded.msg.type, err);
     }
@@ -93,14 +75,18 @@ export class Router {
     }
   }
 
-  private dispatch(s: Session, m: Message): void {
+  /**
+   * `text`: the frame as it arrived, for a call or result the invocations may pass on instead of
+   * serialising its payload again (call-frames.ts); absent for frames another engine produced.
+   */
+  private dispatch(s: Session, m: Message, text?: string): void {
     const { registry, triggers, invocations } = this.d;
     switch (m.type) {
       case 'invokefunction':
-        invocations.invoke(s, m);
+        invocations.invoke(s, m, text);
         return;
       case 'invocationresult':
-        invocations.complete(s, m);
+        invocations.complete(s, m, text);
         return;
       case 'registerfunction': {
         const bad = checkFunctionId(m.id);

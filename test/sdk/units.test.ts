@@ -75,7 +75,7 @@ describe('svc trigger payloads', () => {
 });
 
 describe('ChurnMap', () => {
-  test('keeps its entries, order and size across the moves to a new Map', async () => {
+  test('keeps its entries, their order and its size across the moves to a new Map', async () => {
     const { ChurnMap } = await import('svc-sdk');
     const m = new ChurnMap<number, string>();
     const live = new Map<number, string>();
@@ -89,7 +89,6 @@ describe('ChurnMap', () => {
     }
     assert.equal(m.size, 50);
     assert.deepEqual([...m], [...live]);
-    assert.deepEqual([...m.keys()], [...live.keys()]);
     assert.deepEqual([...m.values()], [...live.values()]);
     assert.equal(m.get(19_999), 'v19999');
     assert.equal(m.has(0), false);

@@ -48,10 +48,6 @@ export class ChurnMap<K, V> {
     return this.m.values();
   }
 
-  keys(): IterableIterator<K> {
-    return this.m.keys();
-  }
-
   [Symbol.iterator](): IterableIterator<[K, V]> {
     return this.m[Symbol.iterator]();
   }

@@ -376,15 +376,13 @@ export function decodeFrame(text: string): DecodeResult {
   try {
     value = JSON.parse(text);
   } catch (e) {
-    return notJson(e);
+    return {
+      ok: false,
+      error: { code: 'malformed_frame', message: `Frame is not valid JSON: ${(e as Error).message}` },
+    };
   }
   const call = asCallFrame(value);
   return call !== null ? { ok: true, msg: call } : validateMessage(value);
-}
-
-/** The answer to a frame JSON.parse refused (`e`: what it threw). */
-export function notJson(e: unknown): DecodeResult & { ok: false } {
-  return { ok: false, error: { code: 'malformed_frame', message: `Frame is not valid JSON: ${(e as Error).message}` } };
 }
 
 function refId(obj: Record<string, unknown>): string | undefined {

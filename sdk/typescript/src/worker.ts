@@ -1,7 +1,7 @@
-import { ChurnMap } from './churn-map.js';
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { hostname, platform } from 'node:os';
+import { ChurnMap } from './churn-map.js';
 import { Connection, DEFAULT_RECONNECT, type ConnectionState } from './connection.js';
 import { invocationScope, type InvocationScope } from './context.js';
 import { InvocationError, toErrorBody } from './errors.js';
