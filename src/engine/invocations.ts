@@ -5,7 +5,7 @@ import { EngineError, engineErrors } from './errors.js';
 import type { EngineOptions } from './options.js';
 import type { BuiltinHandler, Registry } from './registry.js';
 import type { Session } from './session.js';
-import { callDataTail, forwardedResult, invokeText, resultText } from './call-frames.js';
+import { callDataTail, forwardedResult, invokeText, jsonString, resultText } from './call-frames.js';
 import { counterOf, hex12, IdGenerator, parseTraceparent, type SpanSource, type SpanStatus, type TraceBuffer } from './traces.js';
 
 export interface Invocation extends SpanSource, DeadlineEntry {
@@ -169,7 +169,7 @@ export class Invocations {
         parentSpanId = parent.parentId;
         traceparent = '00-' + traceId + '-' + this.ids.spanPrefix + hex + '-' + parent.flags;
       } else {
-        traceparent = '00-' + this.ids.tracePrefix + hex + '-' + this.ids.spanPrefix + hex + '-01';
+        traceparent = this.ids.rootTraceparent(hex);
       }
     }
     const now = performance.now();
@@ -314,5 +314,5 @@ export class Invocations {
 
 /** A caller's invocation_id as JSON; undefined for fire-and-forget. */
 function jsonOf(callerId: string | undefined): string | undefined {
-  return callerId === undefined ? undefined : JSON.stringify(callerId);
+  return callerId === undefined ? undefined : jsonString(callerId);
 }

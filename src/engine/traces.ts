@@ -63,8 +63,23 @@ function uuidPrefix(): string {
 /** 2^48: counters render as 12 hex digits. At a million calls a second that is nine years. */
 const COUNTER_LIMIT = 2 ** 48;
 
+/** The last 3 hex digits of every number, rendered once. */
+const LOW_HEX: readonly string[] = Array.from({ length: 4096 }, (_, k) => k.toString(16).padStart(3, '0'));
+/** The upper 9 digits change once per 4096 numbers: the last rendering is kept. */
+let highOf = -1;
+let highHex = '';
+
+/**
+ * `n` as 12 hex digits. Runs on every routed call; rendering only the low 3 digits per call (a table
+ * lookup) instead of the whole number costs a tenth (bench/RESULTS.md, session 4).
+ */
 export function hex12(n: number): string {
-  return n.toString(16).padStart(12, '0');
+  const high = Math.floor(n / 4096);
+  if (high !== highOf) {
+    highOf = high;
+    highHex = high.toString(16).padStart(9, '0');
+  }
+  return highHex + LOW_HEX[n & 4095]!;
 }
 
 /**
@@ -90,6 +105,9 @@ export class IdGenerator {
    * clients may parse them as UUIDs.
    */
   invocationPrefix = uuidPrefix();
+  /** `00-<trace prefix>` and `-<span prefix>`: a new trace's traceparent in four concatenations. */
+  private rootHead = '00-' + this.tracePrefix;
+  private spanHead = '-' + this.spanPrefix;
   private n = 0;
   /** Bumped when the counter wraps and the prefixes are drawn anew; numbers of an older epoch render wrongly. */
   epoch = 0;
@@ -100,10 +118,17 @@ export class IdGenerator {
       this.tracePrefix = randomBytes(8).toString('hex') + '0000';
       this.spanPrefix = randomBytes(2).toString('hex');
       this.invocationPrefix = uuidPrefix();
+      this.rootHead = '00-' + this.tracePrefix;
+      this.spanHead = '-' + this.spanPrefix;
       this.n = 1;
       this.epoch++;
     }
     return this.n;
+  }
+
+  /** The traceparent of call `hex` (hex12 of its number) when it starts a trace: its trace and span ids are both made from it. */
+  rootTraceparent(hex: string): string {
+    return this.rootHead + hex + this.spanHead + hex + '-01';
   }
 
   traceId(n: number): string {

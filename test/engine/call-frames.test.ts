@@ -6,7 +6,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { asCallFrame, registerWorker, validateMessage, type InvocationResultMsg, type Worker } from 'svc-sdk';
-import { callDataTail, forwardedResult, PASS_ON_MIN_CHARS } from '../../src/engine/call-frames.js';
+import { callDataTail, forwardedResult, jsonString, PASS_ON_MIN_CHARS } from '../../src/engine/call-frames.js';
+import { counterOf, hex12, IdGenerator } from '../../src/engine/traces.js';
 import { startEngine } from '../helpers/engine.js';
 import { RawClient } from '../helpers/raw-client.js';
 
@@ -38,6 +39,29 @@ describe('asCallFrame accepts exactly what validateMessage accepts for calls and
   });
   test('other types and non-objects are left to validateMessage', () => {
     for (const v of [null, 1, 'x', [], { type: 'ping' }, { type: 'toString' }, { type: 'registerfunction', id: 'a' }]) assert.equal(asCallFrame(v), null);
+  });
+});
+
+describe('ids rendered on every call', () => {
+  test('jsonString is JSON.stringify for every kind of character', () => {
+    const samples = ['', '5a4e3c2b-1d0f-4e9a-8b7c-0123456789ab', 'a"b', 'a\\b', 'tab\there', 'nl\n', '\u0000', '\u001f', '\u007f', 'é ü 日本', '😀', '\ud800', 'x\udc00y', '\u2028'];
+    for (let c = 0; c < 0x10000; c += 97) samples.push(String.fromCharCode(c), 'id-' + String.fromCharCode(c) + '-end');
+    for (const s of samples) assert.equal(jsonString(s), JSON.stringify(s), `for ${JSON.stringify(s)}`);
+  });
+  test('hex12 renders 12 hex digits across its table and its 4096-number blocks', () => {
+    for (const n of [0, 1, 4095, 4096, 4097, 8191, 8192, 123_456_789, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 4095, 2 ** 48 - 1]) {
+      assert.equal(hex12(n), n.toString(16).padStart(12, '0'), `for ${n}`);
+    }
+    // Out of order, as ids of several engines' traces are rendered: the cached block must not leak.
+    for (const n of [5 * 4096 + 7, 3, 5 * 4096 + 8, 2 ** 40 + 1, 9]) assert.equal(hex12(n), n.toString(16).padStart(12, '0'));
+  });
+  test('an invocation id and a root traceparent are made from one number', () => {
+    const ids = new IdGenerator();
+    const n = ids.next();
+    const id = ids.invocationId(n);
+    assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(counterOf(id), n);
+    assert.equal(ids.rootTraceparent(hex12(n)), `00-${ids.traceId(n)}-${ids.spanId(n)}-01`);
   });
 });
 
