@@ -117,6 +117,32 @@ describe('traces', () => {
     }
   });
 
+  test('implicitContext false: a nested call joins the trace only when given parent: ctx', async () => {
+    const explicit = pool.make('explicit-worker', { implicitContext: false });
+    const seen: Array<string | undefined> = [];
+    explicit.registerFunction('t::explicit', async (_d: unknown, ctx) => {
+      await explicit.trigger({ function_id: 't::leaf', payload: {} });
+      seen.push(seenTraceparents.get('t::leaf'));
+      await explicit.trigger({ function_id: 't::leaf', payload: {}, parent: ctx });
+      seen.push(seenTraceparents.get('t::leaf'));
+      return ctx.traceparent;
+    });
+    await explicit.ready();
+    let answer: unknown;
+    await eventually(async () => {
+      answer = await client.trigger({ function_id: 't::explicit', payload: {} });
+    });
+    const own = TP.exec(answer as string);
+    assert.ok(own, 't::explicit got a traceparent');
+    const [withoutParent, withParent] = seen.map((tp) => TP.exec(tp ?? ''));
+    assert.ok(withoutParent && withParent);
+    assert.notEqual(withoutParent[1], own[1], 'without parent: a trace of its own');
+    assert.equal(withParent[1], own[1], 'with parent: the same trace');
+    const t = await get(own[1]!);
+    const leaf = t.spans.find((sp) => sp.function_id === 't::leaf');
+    assert.equal(leaf?.parent_span_id, own[2], "the leaf is the explicit call's child");
+  });
+
   test('Logger lines inside a traced call carry its trace_id; log calls are not spans', async () => {
     await client.trigger({ function_id: 't::front', payload: {} });
     const [latest] = await list({ limit: 1 });

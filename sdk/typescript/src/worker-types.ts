@@ -22,6 +22,15 @@ export interface WorkerOptions {
   echoLogs?: boolean;
   /** Sent as `Authorization: Bearer …` when the engine requires tokens. Default: env SVC_TOKEN. */
   token?: string;
+  /**
+   * Default true: a handler runs inside an AsyncLocalStorage scope, so `trigger()` and `Logger`
+   * calls anywhere below it know the call they serve (its trace, its invocation id) without being
+   * passed `ctx`. false: no scope; pass `parent: ctx` to `trigger()` to keep a nested call in its
+   * trace (Logger lines then carry no invocation or trace id). On Node 20 the first scope turns on promise hooks for the whole
+   * process, which costs about a microsecond per call of a promise-heavy handler; the built-in
+   * svc-state worker opts out (bench/RESULTS.md, 2026-11-22 session 4).
+   */
+  implicitContext?: boolean;
 }
 
 export interface InvocationContext {
@@ -83,4 +92,10 @@ export interface CallRequest {
   metadata?: unknown;
   /** Aborting gives up on the call: it rejects with `cancelled` and the callee is told to stop. */
   signal?: AbortSignal;
+  /**
+   * The call this one is made for (a handler's `ctx`): its traceparent and baggage go along, so
+   * the new call is its child in the trace. Default: the call whose handler is running
+   * (AsyncLocalStorage; see WorkerOptions.implicitContext).
+   */
+  parent?: Pick<InvocationContext, 'traceparent' | 'baggage'>;
 }

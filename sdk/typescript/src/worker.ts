@@ -305,7 +305,7 @@ export class Worker extends EventEmitter implements LogSink {
     if (this.shuttingDown) throw new InvocationError('shutting_down', 'Worker is shut down', req.function_id);
     const timeoutMs = req.timeoutMs ?? this.opts.invocationTimeoutMs;
     if (!this.live) await this.ready(timeoutMs);
-    const scope = invocationScope.getStore();
+    const scope = req.parent ?? invocationScope.getStore();
     const isVoid = req.action?.type === 'void';
     const invocationId = isVoid ? undefined : randomUUID();
     // Key order matters to the engine, not to the protocol: with the payload after these four keys
@@ -545,7 +545,7 @@ export class Worker extends EventEmitter implements LogSink {
     let error: ErrorBody | undefined;
     try {
       // The call is the handler's context and the async-local scope at once (Logger, nested calls).
-      result = await invocationScope.run(call, fn.handler, m.data ?? {}, call);
+      result = await (this.opts.implicitContext === false ? fn.handler(m.data ?? {}, call) : invocationScope.run(call, fn.handler, m.data ?? {}, call));
     } catch (e) {
       error = toErrorBody(e);
     }

@@ -29,11 +29,17 @@ export interface StateEvent {
   new_value: JsonValue;
 }
 
+/** The call a write was made in (the handler's ctx): events it fires are its children in the trace. */
+export interface CallParent {
+  traceparent?: string;
+  baggage?: string;
+}
+
 export interface StateFunctions {
   'state::get'(data: unknown): Promise<JsonValue>;
-  'state::set'(data: unknown): Promise<{ old_value: JsonValue; new_value: JsonValue }>;
-  'state::delete'(data: unknown): Promise<JsonValue>;
-  'state::update'(data: unknown): Promise<{ old_value: JsonValue; new_value: JsonValue }>;
+  'state::set'(data: unknown, parent?: CallParent): Promise<{ old_value: JsonValue; new_value: JsonValue }>;
+  'state::delete'(data: unknown, parent?: CallParent): Promise<JsonValue>;
+  'state::update'(data: unknown, parent?: CallParent): Promise<{ old_value: JsonValue; new_value: JsonValue }>;
   'state::list'(data: unknown): Promise<Entry[]>;
   'state::list_groups'(data: unknown): Promise<{ groups: string[] }>;
 }
@@ -58,10 +64,12 @@ function eventOf(scope: string, key: string, c: Change): StateEvent | undefined 
  * Build the handlers. `onChange` runs after a write is durable, once per write that changed
  * something (an update that leaves an absent key absent is not an event).
  */
-export function stateFunctions(store: StateStore, limits: StoreLimits, onChange: (e: StateEvent) => void = () => {}): StateFunctions {
-  const emit = (scope: string, key: string, c: Change) => {
-    const e = eventOf(scope, key, c);
-    if (e) onChange(e);
+export function stateFunctions(store: StateStore, limits: StoreLimits, onChange?: (e: StateEvent, parent: CallParent | undefined) => void): StateFunctions {
+  const emit = (scope: string, key: string, c: Change, parent: CallParent | undefined) => {
+    if (onChange) {
+      const e = eventOf(scope, key, c);
+      if (e) onChange(e, parent);
+    }
     return { old_value: c.old_value, new_value: c.new_value };
   };
   return {
@@ -69,27 +77,27 @@ export function stateFunctions(store: StateStore, limits: StoreLimits, onChange:
       const p = payloadObject('state::get', data);
       return store.get(checkScope('state::get', p.scope), checkKey('state::get', p.key));
     },
-    async 'state::set'(data) {
+    async 'state::set'(data, parent) {
       const p = payloadObject('state::set', data);
       const scope = checkScope('state::set', p.scope);
       const key = checkKey('state::set', p.key);
       const json = encodeValue('state::set', scope, key, p.value, limits);
-      return emit(scope, key, await store.set(scope, key, json));
+      return emit(scope, key, await store.set(scope, key, json), parent);
     },
-    async 'state::delete'(data) {
+    async 'state::delete'(data, parent) {
       const p = payloadObject('state::delete', data);
       const scope = checkScope('state::delete', p.scope);
       const key = checkKey('state::delete', p.key);
       const c = await store.delete(scope, key);
-      emit(scope, key, c);
+      emit(scope, key, c, parent);
       return c.old_value;
     },
-    async 'state::update'(data) {
+    async 'state::update'(data, parent) {
       const p = payloadObject('state::update', data);
       const scope = checkScope('state::update', p.scope);
       const key = checkKey('state::update', p.key);
       const ops = normalizeOps('state::update', p.ops);
-      return emit(scope, key, await store.update(scope, key, ops));
+      return emit(scope, key, await store.update(scope, key, ops), parent);
     },
     async 'state::list'(data) {
       const p = payloadObject('state::list', data);

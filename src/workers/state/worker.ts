@@ -6,7 +6,7 @@
 import { registerWorker, Logger, type TriggerBinding, type Worker } from 'svc-sdk';
 import { openEmbeddedStore } from './embedded-store.js';
 import { openRedisStore } from './redis-store.js';
-import { FUNCTION_DESCRIPTIONS, stateFunctions, type StateEvent, type StateFunctions } from './service.js';
+import { FUNCTION_DESCRIPTIONS, stateFunctions, type CallParent, type StateEvent, type StateFunctions } from './service.js';
 import { StateError, type StateStore } from './store.js';
 import { parseStateConfig, type StateConfig } from './config.js';
 
@@ -63,27 +63,30 @@ function parseBinding(b: TriggerBinding): Binding {
 export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<RunningStateWorker> {
   const config = isParsed(opts.config) ? opts.config : parseStateConfig(opts.config);
   const store = await openStore(config);
-  const worker = registerWorker(opts.url, { workerName: opts.workerName ?? 'svc-state', metadata: { store: config.store } });
+  // No AsyncLocalStorage scope per call: on Node 20 it puts promise hooks on every promise of the
+  // process (the store's included), about 2 µs per state call here (bench/RESULTS.md, session 4).
+  // The one nested call svc-state makes, a trigger's fire, is given its parent explicitly.
+  const worker = registerWorker(opts.url, { workerName: opts.workerName ?? 'svc-state', metadata: { store: config.store }, implicitContext: false });
   const log = new Logger(worker);
   const bindings = new Map<string, Binding>();
 
-  const fire = async (b: Binding, event: StateEvent) => {
+  const fire = async (b: Binding, event: StateEvent, parent: CallParent | undefined) => {
     try {
       if (b.condition_function_id) {
-        const ok = await worker.trigger({ function_id: b.condition_function_id, payload: event });
+        const ok = await worker.trigger({ function_id: b.condition_function_id, payload: event, parent });
         if (!ok) return;
       }
-      await worker.trigger({ function_id: b.function_id, payload: event, action: { type: 'void' } });
+      await worker.trigger({ function_id: b.function_id, payload: event, action: { type: 'void' }, parent });
     } catch (e) {
       log.warn(`state trigger for ${b.function_id} failed on ${event.event_type} of ${event.scope}/${event.key}: ${(e as Error).message}`);
     }
   };
-  const onChange = (event: StateEvent) => {
+  const onChange = (event: StateEvent, parent: CallParent | undefined) => {
     if (bindings.size === 0) return; // the hot path: no triggers, no work
     for (const b of bindings.values()) {
       if (b.scope !== undefined && b.scope !== event.scope) continue;
       if (b.key !== undefined && b.key !== event.key) continue;
-      void fire(b, event);
+      void fire(b, event, parent);
     }
   };
 

@@ -155,6 +155,32 @@ describe('svc-state through the engine (embedded store)', () => {
     // The watcher left: its bindings are gone and writes still succeed.
     await call('state::set', { scope: 'watched', key: 'after', value: 1 });
   });
+
+  test("a fired trigger is the write's child in the trace (svc-state passes its parent explicitly)", async () => {
+    const watcher = registerWorker(engine.url, { workerName: 'trace-watcher', echoLogs: false });
+    const traceparents: string[] = [];
+    try {
+      watcher.registerFunction('watch::traced', async (_e: StateEvent, ctx) => void traceparents.push(ctx.traceparent ?? ''));
+      await watcher.ready();
+      await watcher.registerTrigger({ type: 'state', function_id: 'watch::traced', config: { scope: 'traced' } });
+      await call('state::update', { scope: 'traced', key: 'k', ops: [{ type: 'increment' }] });
+      await until(() => traceparents.length === 1, 'the fired call');
+      const traceId = traceparents[0]!.split('-')[1]!;
+      type Spans = { spans: Array<{ function_id: string; span_id: string; parent_span_id: string | null }> };
+      let spans: Spans['spans'] = [];
+      // The fired call's span is recorded when its answer reaches the engine, just after the handler ran.
+      for (let i = 0; i < 50 && !spans.some((s) => s.function_id === 'watch::traced'); i++) {
+        spans = (await call<Spans>('engine::traces::get', { trace_id: traceId })).spans;
+        if (!spans.some((s) => s.function_id === 'watch::traced')) await new Promise((r) => setTimeout(r, 20));
+      }
+      const update = spans.find((s) => s.function_id === 'state::update');
+      const fired = spans.find((s) => s.function_id === 'watch::traced');
+      assert.ok(update, `state::update is in trace ${traceId}: ${JSON.stringify(spans)}`);
+      assert.equal(fired?.parent_span_id, update.span_id);
+    } finally {
+      await watcher.shutdown();
+    }
+  });
 });
 
 describe('svc-state on Redis: two engines share one store', () => {
