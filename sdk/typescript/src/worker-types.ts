@@ -26,9 +26,10 @@ export interface WorkerOptions {
    * Default true: a handler runs inside an AsyncLocalStorage scope, so `trigger()` and `Logger`
    * calls anywhere below it know the call they serve (its trace, its invocation id) without being
    * passed `ctx`. false: no scope; pass `parent: ctx` to `trigger()` to keep a nested call in its
-   * trace (Logger lines then carry no invocation or trace id). On Node 20 the first scope turns on promise hooks for the whole
-   * process, which costs about a microsecond per call of a promise-heavy handler; the built-in
-   * svc-state worker opts out (bench/RESULTS.md, 2026-11-22 session 4).
+   * trace (Logger lines then carry no invocation or trace id). On Node 20 the first scope turns on
+   * promise hooks for the whole process, which costs a microsecond or two per call of a
+   * promise-heavy handler; the built-in svc-state worker opts out (bench/RESULTS.md, 2026-11-22
+   * session 4).
    */
   implicitContext?: boolean;
 }
