@@ -1,3 +1,4 @@
+import { traceIdOfTraceparent } from 'svc-sdk';
 import { EngineError } from './errors.js';
 import { LOG_LEVELS, levelIndex, type LogBuffer } from './logs.js';
 import { ENGINE_VERSION } from './options.js';
@@ -28,11 +29,10 @@ function idOf(v: unknown): string | undefined {
   return typeof v === 'string' && v.length !== 0 ? v : undefined;
 }
 
-/** The trace id of a log line: given as is (32 characters) or inside a W3C traceparent ("00-<trace id>-…"). */
+/** The trace id of a log line: given as is (32 characters) or inside a W3C traceparent. */
 function traceIdOf(v: unknown): string | undefined {
   if (typeof v !== 'string') return undefined;
-  if (v.length === 32) return v;
-  return v.length >= 35 && v.charCodeAt(2) === 0x2d ? v.slice(3, 35) : undefined;
+  return v.length === 32 ? v : traceIdOfTraceparent(v);
 }
 
 function str(data: Record<string, unknown>, field: string, fn: string): string {

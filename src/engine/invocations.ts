@@ -45,9 +45,8 @@ type Reply = (outcome: CallOutcome) => void;
  */
 export class Invocations {
   /**
-   * Every call in flight by its number (IdGenerator.next). Keyed by number, not by the id string:
-   * a string key costs a hash of 36 characters per call; the callee's `incoming` map, which a
-   * result is looked up in, already pays that once.
+   * Every call in flight by its number (IdGenerator.next), like each callee's `incoming`: a number
+   * key costs no hash of a 36-character string.
    */
   private readonly all = new ChurnMap<number, Invocation>();
   private readonly deadlines = new Deadlines<Invocation>((inv) => this.expire(inv));
@@ -233,9 +232,14 @@ export class Invocations {
     const error = msg.error ?? undefined;
     this.finish(inv, error ? 'error' : 'ok', error);
     const { caller, callerIdJson } = inv;
-    const forwarded = text !== undefined && !inv.internal && caller !== null && callerIdJson !== undefined ? forwardedResult(text, msg, inv.id, inv.functionId, inv.requestedIdJson, callerIdJson) : null;
-    if (forwarded !== null) caller!.sendText(forwarded);
-    else this.deliver(inv, error ? { error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
+    if (text !== undefined && !inv.internal && caller !== null && callerIdJson !== undefined) {
+      const forwarded = forwardedResult(text, msg, inv.id, inv.functionId, inv.requestedIdJson, callerIdJson);
+      if (forwarded !== null) {
+        caller.sendText(forwarded);
+        return;
+      }
+    }
+    this.deliver(inv, error ? { error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
   }
 
   /** The callee's result frame could not be accepted (e.g. too large): the caller gets this error instead. */

@@ -13,7 +13,6 @@ export interface LogEntry {
   data?: unknown;
 }
 
-export type LogLevel = LogEntry['level'];
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 /** debug 0 … error 3; undefined for anything else (own properties only: "toString" is no level). */
@@ -72,6 +71,8 @@ export class LogBuffer {
   private readonly invocationIds: Array<string | undefined>;
   private readonly traceIds: Array<string | undefined>;
   private readonly data: unknown[];
+  /** The columns of LogEntry's optional fields, by field name: `entry` leaves out what is absent. */
+  private readonly optional: ReadonlyArray<readonly [keyof LogEntry, readonly unknown[]]>;
   private readonly listeners = new Set<(e: LogEntry) => void>();
 
   constructor(capacity: number) {
@@ -92,6 +93,14 @@ export class LogBuffer {
     this.invocationIds = column<string | undefined>(undefined);
     this.traceIds = column<string | undefined>(undefined);
     this.data = column<unknown>(undefined);
+    this.optional = [
+      ['worker_id', this.workerIds],
+      ['worker_name', this.workerNames],
+      ['function_id', this.functionIds],
+      ['invocation_id', this.invocationIds],
+      ['trace_id', this.traceIds],
+      ['data', this.data],
+    ];
   }
 
   /** Lines stored so far (including those the ring has since dropped): the newest line's seq. */
@@ -195,18 +204,11 @@ export class LogBuffer {
       message: this.messages[i]!,
       source: code & ENGINE_SOURCE ? 'engine' : 'worker',
     };
-    const workerId = this.workerIds[i];
-    if (workerId !== undefined) e.worker_id = workerId;
-    const workerName = this.workerNames[i];
-    if (workerName !== undefined) e.worker_name = workerName;
-    const functionId = this.functionIds[i];
-    if (functionId !== undefined) e.function_id = functionId;
-    const invocationId = this.invocationIds[i];
-    if (invocationId !== undefined) e.invocation_id = invocationId;
-    const traceId = this.traceIds[i];
-    if (traceId !== undefined) e.trace_id = traceId;
-    const data = this.data[i];
-    if (data !== undefined) e.data = data;
+    const fields = e as unknown as Record<string, unknown>;
+    for (const [key, column] of this.optional) {
+      const v = column[i];
+      if (v !== undefined) fields[key] = v;
+    }
     return e;
   }
 }

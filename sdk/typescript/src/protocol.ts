@@ -365,6 +365,14 @@ export function asCallFrame(value: unknown): InvokeFunctionMsg | InvocationResul
   return null;
 }
 
+/**
+ * The trace id of a W3C traceparent ("00-<32 hex trace id>-<16 hex span id>-<flags>"), or
+ * undefined when it has not that shape. What log lines carry (the engine stores the trace id).
+ */
+export function traceIdOfTraceparent(tp: string | null | undefined): string | undefined {
+  return tp != null && tp.length >= 35 && tp.charCodeAt(2) === 0x2d ? tp.slice(3, 35) : undefined;
+}
+
 /** Absent, null or a string: an optional nullable-string field. */
 function nullOrString(v: unknown): boolean {
   return v == null || typeof v === 'string';

@@ -22,6 +22,7 @@ import {
   DEFAULT_INVOCATION_TIMEOUT_MS,
   DEFAULT_MAX_FRAME_BYTES,
   PROTOCOL_VERSION,
+  traceIdOfTraceparent,
   type ErrorBody,
   type HelloMsg,
   type InvocationResultMsg,
@@ -681,10 +682,7 @@ export class Worker extends EventEmitter implements LogSink {
 /** A log line on the wire: [level, message] outside a handler, else [level, message, data, function_id, invocation_id, trace_id]. */
 function logRow(level: LogLevel, message: unknown, data: unknown, scope: InvocationScope | undefined): unknown[] {
   if (scope === undefined) return data === undefined ? [level, message] : [level, message, data];
-  const tp = scope.traceparent;
-  // W3C traceparent "00-<32 hex trace id>-<16 hex span id>-<flags>": the engine stores the trace id.
-  const traceId = tp !== undefined && tp.length >= 35 && tp.charCodeAt(2) === 0x2d ? tp.slice(3, 35) : null;
-  return [level, message, data === undefined ? null : data, scope.functionId || null, scope.invocationId || null, traceId];
+  return [level, message, data === undefined ? null : data, scope.functionId || null, scope.invocationId || null, traceIdOfTraceparent(scope.traceparent) ?? null];
 }
 
 /**
