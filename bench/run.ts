@@ -2,16 +2,22 @@
  * `npm run bench`: one routed call (caller worker → server → callee worker → back), each a separate
  * process on loopback, at 1, 64 and 256 calls in flight, against three servers measured in the same
  * run: a plain `ws` relay, the same relay coalescing writes per event-loop turn, and the svc engine.
- * Cells are interleaved per round (target order rotating) and the median of the rounds is shown,
- * because this machine is shared and noisy. Results and their reading: bench/RESULTS.md.
  *
- *   npm run bench                     5 rounds, 0.5 s warm-up + 2 s measured per cell (~2.5 min)
- *   npm run bench -- --quick          1 round, 0.3 s + 1 s (~20 s)
+ * Each round starts all three servers, each with its own callee, and one caller
+ * (bench/interleaved-caller.ts) that measures them in alternating quarter-second slices, so every
+ * server runs under the same machine conditions; a round's cells of one number in flight are
+ * interleaved, not consecutive. Before anything is measured each server gets a burst of 20,000
+ * calls (V8 has then optimised every process's call path) and a warm-up at each number in flight.
+ * The median of the rounds is shown. Why (the VM's drift, JIT warm-up): interleaved-caller.ts and
+ * bench/RESULTS.md, session 5.
+ *
+ *   npm run bench                     5 rounds, 0.5 s warm-up + 2 s measured per server and number in flight (~2.5 min)
+ *   npm run bench -- --quick          1 round, 0.3 s + 1 s (~30 s)
  *   npm run bench -- --rounds 5 --warmup 1000 --measure 4000 --json out.json
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
-import { cpuMicros, fmt, median, runMain, startNode, UsageError, type Proc } from './harness.js';
+import { fmt, median, runMain, startNode, UsageError, type Proc } from './harness.js';
 
 
 interface Target {
@@ -26,6 +32,10 @@ const TARGETS: Target[] = [
   { key: 'svc', label: 'svc engine', script: 'engine.js', args: [] },
 ];
 const CONCURRENCY = [1, 64, 256];
+/** Length of one server's turn (interleaved-caller.ts). */
+const SLICE_MS = 250;
+/** Calls at 64 in flight to each server before its warm-ups (interleaved-caller.ts: why). */
+const WARM_BURST_CALLS = 20_000;
 const THROUGHPUT_TARGET = 0.9; // svc ≥ 0.9 × coalescing relay, calls/s at 64 in flight
 const LATENCY_TARGET = 1.15; // svc ≤ 1.15 × plain relay, p50 at 1 in flight
 
@@ -73,25 +83,30 @@ function parseArgs(argv: string[]): { rounds: number; warmupMs: number; measureM
 
 
 
-async function runCell(t: Target, inFlight: number, warmupMs: number, measureMs: number): Promise<Cell> {
+/**
+ * One round: every server with its own callee, all running at once, and one interleaved caller
+ * (bench/interleaved-caller.ts) that measures them in alternating slices.
+ */
+async function runRound(o: { warmupMs: number; measureMs: number }): Promise<Map<string, Cell>> {
   const procs: Proc[] = [];
   try {
-    const server = startNode(t.script, t.args);
-    procs.push(server);
-    const url = await server.line('READY ', 10_000);
-    const callee = startNode('callee.js', [url]);
-    procs.push(callee);
-    await callee.line('READY', 15_000);
-    const caller = startNode('caller.js', [url, String(inFlight), String(warmupMs), String(measureMs)]);
+    const servers: Array<{ key: string; url: string; pids: [number, number] }> = [];
+    for (const t of TARGETS) {
+      const server = startNode(t.script, t.args);
+      procs.push(server);
+      const url = await server.line('READY ', 10_000);
+      const callee = startNode('callee.js', [url]);
+      procs.push(callee);
+      await callee.line('READY', 15_000);
+      servers.push({ key: t.key, url, pids: [server.child.pid ?? -1, callee.child.pid ?? -1] });
+    }
+    const slices = Math.max(1, Math.round(o.measureMs / SLICE_MS));
+    const caller = startNode('interleaved-caller.js', [JSON.stringify({ servers, burstCalls: WARM_BURST_CALLS, inFlight: CONCURRENCY, warmupMs: o.warmupMs, sliceMs: SLICE_MS, slices })]);
     procs.push(caller);
-    await caller.line('MEASURE_START', 15_000 + warmupMs);
-    const s0 = cpuMicros(server.child.pid);
-    const c0 = cpuMicros(callee.child.pid);
-    await caller.line('MEASURE_END', 15_000 + measureMs);
-    const s1 = cpuMicros(server.child.pid);
-    const c1 = cpuMicros(callee.child.pid);
-    const r = JSON.parse(await caller.line('RESULT ', 10_000)) as Omit<Cell, 'server_cpu_us' | 'callee_cpu_us'> & { caller_cpu_us: number | null };
-    return { ...r, caller_cpu_us: r.caller_cpu_us ?? NaN, server_cpu_us: (s1 - s0) / r.calls, callee_cpu_us: (c1 - c0) / r.calls };
+    // Bursts, then per number in flight a warm-up and the slices of every server.
+    const budget = 60_000 + CONCURRENCY.length * TARGETS.length * (o.warmupMs + slices * SLICE_MS) * 2;
+    const rows = JSON.parse(await caller.line('RESULTS ', budget)) as Array<Cell & { server: string; in_flight: number }>;
+    return new Map(rows.map((r) => [`${r.server}@${r.in_flight}`, r]));
   } finally {
     for (const p of procs.reverse()) await p.stop();
   }
@@ -125,7 +140,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `svc bench: one routed call, caller → server → callee → caller, separate processes on loopback\n` +
       `machine: ${m.nproc} cores, ${m.cpu}, ${m.memory_gib} GiB, Linux ${m.kernel}, node ${m.node}\n` +
-      `${o.rounds} round(s) × ${cells / o.rounds} cells, ${o.warmupMs} ms warm-up + ${o.measureMs} ms measured each; median of rounds\n` +
+      `${o.rounds} round(s) × ${cells / o.rounds} cells; per server a ${fmt(WARM_BURST_CALLS)}-call burst, then per number in flight ${o.warmupMs} ms warm-up + ${o.measureMs} ms measured in ${SLICE_MS} ms slices taking turns; median of rounds\n` +
       (process.env.SVC_BENCH_ENGINE_OPTIONS ? `engine options: ${process.env.SVC_BENCH_ENGINE_OPTIONS}\n` : '') +
       '\n',
   );
@@ -136,10 +151,11 @@ async function main(): Promise<void> {
   const samples = new Map<string, Cell[]>();
   const key = (t: Target, c: number): string => `${t.key}@${c}`;
   for (let round = 0; round < o.rounds; round++) {
+    const cells = await runRound(o);
     for (const c of CONCURRENCY) {
-      for (let k = 0; k < TARGETS.length; k++) {
-        const t = TARGETS[(k + round) % TARGETS.length]!;
-        const r = await runCell(t, c, o.warmupMs, o.measureMs);
+      for (const t of TARGETS) {
+        const r = cells.get(key(t, c));
+        if (!r) throw new Error(`round ${round + 1}: no result for ${t.label} at ${c} in flight`);
         const list = samples.get(key(t, c)) ?? [];
         list.push(r);
         samples.set(key(t, c), list);

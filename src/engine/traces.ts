@@ -83,6 +83,14 @@ export function hex12(n: number): string {
 }
 
 /**
+ * Run hex12's once-per-4096 branch with type feedback recorded before the engine's call path is
+ * hot: otherwise the 4097th call reaches optimised code with no feedback for it and deoptimises
+ * the call path (session 5, bench/RESULTS.md). V8 records feedback only after a few runs.
+ */
+for (let k = 0; k < 64; k++) hex12(k * 4096);
+highOf = -1;
+
+/**
  * The counter an id of IdGenerator ends in (its last 12 hex digits); NaN or a wrong number for
  * other strings, so a lookup by it must still compare the whole id.
  */

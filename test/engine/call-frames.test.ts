@@ -68,19 +68,20 @@ describe('ids rendered on every call', () => {
 describe('payloads passed on as text', () => {
   const fid = '"a::b"';
   const cid = '"c-1"';
+  const callerId = 'c-1';
   const call = (data: string, tail = ''): string => `{"type":"invokefunction","function_id":"a::b","invocation_id":"c-1","timeout_ms":30000,"data":${data}${tail}}`;
   test("a call in the SDK's layout gives its data and later keys", () => {
-    assert.equal(callDataTail(call(`"${BIG}"`, ',"baggage":"k=v"'), fid, cid, 30000), `"${BIG}","baggage":"k=v"`);
+    assert.equal(callDataTail(call(`"${BIG}"`, ',"baggage":"k=v"'), fid, callerId, 30000), `"${BIG}","baggage":"k=v"`);
   });
   test('small frames, other layouts and escaped ids are serialised again', () => {
-    assert.equal(callDataTail(call('{"a":1}'), fid, cid, 30000), null, 'small');
-    assert.equal(callDataTail(call(`"${BIG}"`), fid, cid, 5), null, 'other timeout');
-    assert.equal(callDataTail(call(`"${BIG}"`), fid, cid, undefined), null, 'no timeout');
-    assert.equal(callDataTail(call(`"${BIG}"`) + ' ', fid, cid, 30000), null, 'trailing space');
+    assert.equal(callDataTail(call('{"a":1}'), fid, callerId, 30000), null, 'small');
+    assert.equal(callDataTail(call(`"${BIG}"`), fid, callerId, 5), null, 'other timeout');
+    assert.equal(callDataTail(call(`"${BIG}"`), fid, callerId, undefined), null, 'no timeout');
+    assert.equal(callDataTail(call(`"${BIG}"`) + ' ', fid, callerId, 30000), null, 'trailing space');
     const escaped = call(`"${BIG}"`).replace('"c-1"', '"\\u0063-1"');
-    assert.equal(callDataTail(escaped, fid, cid, 30000), null, 'id written with an escape');
+    assert.equal(callDataTail(escaped, fid, callerId, 30000), null, 'id written with an escape');
     const reordered = `{"type":"invokefunction","data":"${BIG}","function_id":"a::b","invocation_id":"c-1","timeout_ms":30000}`;
-    assert.equal(callDataTail(reordered, fid, cid, 30000), null, 'data first');
+    assert.equal(callDataTail(reordered, fid, callerId, 30000), null, 'data first');
   });
   test('a result keeps its keys, and the caller id is written last', () => {
     const text = `{"type":"invocationresult","invocation_id":"e-1","function_id":"a::b","result":"${BIG}","invocation_id":"e-1"}`;

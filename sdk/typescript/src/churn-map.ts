@@ -19,6 +19,9 @@ export class ChurnMap<K, V> {
   private m = new Map<K, V>();
   private writes = 0;
 
+  /** `renewAfter`: writes between moves (only primeChurnMap below sets it). */
+  constructor(private readonly renewAfter = RENEW_AFTER) {}
+
   get size(): number {
     return this.m.size;
   }
@@ -33,7 +36,7 @@ export class ChurnMap<K, V> {
 
   set(key: K, value: V): this {
     this.m.set(key, value);
-    if (++this.writes >= RENEW_AFTER) {
+    if (++this.writes >= this.renewAfter) {
       this.writes = 0;
       this.m = new Map(this.m);
     }
@@ -52,3 +55,20 @@ export class ChurnMap<K, V> {
     return this.m[Symbol.iterator]();
   }
 }
+
+/**
+ * Run the renewal once, with type feedback recorded, before any ChurnMap is hot. Otherwise the
+ * first renewal (at write 4096) reaches optimised code with no feedback for it and with `m` assumed
+ * never to change, and deoptimises every hot function that inlined set(): at one call in flight that
+ * put the engine's call path back on unoptimised code for seconds (bench/RESULTS.md, session 5).
+ * V8 records feedback only once a function has run a few times, hence the loop.
+ */
+function primeChurnMap(): void {
+  const m = new ChurnMap<number, number>(2);
+  for (let i = 0; i < 64; i++) {
+    m.set(i, i);
+    if (m.has(i)) m.delete(m.get(i) ?? i);
+  }
+  for (const v of m.values()) void v;
+}
+primeChurnMap();

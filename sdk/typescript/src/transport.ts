@@ -29,19 +29,24 @@ function endTurn(): void {
 
 export function sendCoalesced(ws: WebSocket, text: string): void {
   const sock = (ws as unknown as { _socket?: Corkable })._socket;
-  if (sock) {
-    if (!touched.has(sock)) {
-      touched.add(sock);
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(endTurn);
-      }
-    } else if (!corked.has(sock)) {
+  if (sock && touched.has(sock)) {
+    if (!corked.has(sock)) {
       sock.cork();
       corked.add(sock);
     }
+    ws.send(text);
+    return;
   }
+  // The turn's first frame to this socket is written before the bookkeeping: at one call in
+  // flight that is the frame a peer waits for.
   ws.send(text);
+  if (sock) {
+    touched.add(sock);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(endTurn);
+    }
+  }
 }
 
 /** UTF-8 byte length, exact only when it might exceed `limit` (the common small frame skips the scan). */
