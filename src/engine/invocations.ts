@@ -239,9 +239,13 @@ export class Invocations {
       text !== undefined && !inv.internal && caller !== null && callerIdJson !== undefined
         ? forwardedResult(text, msg, inv.id, inv.functionId, inv.requestedIdJson, callerIdJson)
         : null;
-    if (forwarded !== null) caller?.sendText(forwarded);
-    else this.deliver(inv, error ? { error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
-    this.finish(inv, error ? 'error' : 'ok', error);
+    try {
+      if (forwarded !== null) caller?.sendText(forwarded);
+      else this.deliver(inv, error ? { error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
+    } finally {
+      // Even if answering failed: the call is over either way.
+      this.finish(inv, error ? 'error' : 'ok', error);
+    }
   }
 
   /** The callee's result frame could not be accepted (e.g. too large): the caller gets this error instead. */
