@@ -3,6 +3,7 @@
  * change events for the `state` trigger type. worker.ts puts them on the wire; the conformance suite
  * calls them directly against every store, so what a caller sees is tested once for all stores.
  */
+import type { CallRequest } from 'svc-sdk';
 import {
   StateError,
   checkKey,
@@ -29,11 +30,11 @@ export interface StateEvent {
   new_value: JsonValue;
 }
 
-/** The call a write was made in (the handler's ctx): events it fires are its children in the trace. */
-export interface CallParent {
-  traceparent?: string;
-  baggage?: string;
-}
+/**
+ * The call a write was made in (the handler's ctx): events it fires are its children in the trace.
+ * What svc-sdk's `trigger({parent})` takes.
+ */
+export type CallParent = NonNullable<CallRequest['parent']>;
 
 export interface StateFunctions {
   'state::get'(data: unknown): Promise<JsonValue>;
