@@ -9,32 +9,11 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { EngineProcess, ROOT, SVC_BIN, closedPort, runSvc, tempDir, until } from '../helpers/cli.js';
+import { CHROMIUM, launchChromium } from '../../test/helpers/chromium.js';
 
 const SHOTS = join(ROOT, 'test-results', 'console');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-
-/**
- * Debian's chromium, headless, nothing reaching out to the network. playwright gives every launch
- * a fresh temporary profile (it refuses --user-data-dir here).
- */
-export async function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-}
 
 /** `svc console` as a child process; resolves with its URL once it prints it. */
 export async function startConsole(engineUrl: string): Promise<{ url: string; child: ChildProcess; output: () => string }> {
