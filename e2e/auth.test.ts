@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { closedPort, EngineProcess, runSvc, SVC_BIN, tempDir, until } from './helpers/cli.js';
+import { closedPort, consoleFetch, EngineProcess, runSvc, SVC_BIN, tempDir, until } from './helpers/cli.js';
 
 const ADMIN = 'e2e-admin-token-0123456789';
 
@@ -71,13 +71,13 @@ describe('an engine that requires tokens', () => {
     const refused = await start({});
     consoleProc = refused.proc;
     const status = await until('the console to report the refusal', async () => {
-      const s = (await (await fetch(`http://127.0.0.1:${refused.port}/api/status`)).json()) as { connected: boolean; error?: { code: string; message: string } };
+      const s = (await (await consoleFetch(`http://127.0.0.1:${refused.port}`, '/api/status')).json()) as { connected: boolean; error?: { code: string; message: string } };
       return s.error ? s : null;
     }, 10_000);
     assert.equal(status.connected, false);
     assert.equal(status.error!.code, 'unauthorized');
     assert.match(status.error!.message, /requires a token/);
-    const call = await fetch(`http://127.0.0.1:${refused.port}/api/call`, {
+    const call = await consoleFetch(`http://127.0.0.1:${refused.port}`, '/api/call', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ function_id: 'engine::workers::list', payload: {} }),
@@ -88,7 +88,7 @@ describe('an engine that requires tokens', () => {
 
     const allowed = await start({ SVC_TOKEN: ADMIN });
     consoleProc = allowed.proc;
-    await until('the console to connect', async () => ((await (await fetch(`http://127.0.0.1:${allowed.port}/api/status`)).json()) as { connected: boolean }).connected, 10_000);
+    await until('the console to connect', async () => ((await (await consoleFetch(`http://127.0.0.1:${allowed.port}`, '/api/status')).json()) as { connected: boolean }).connected, 10_000);
     allowed.proc.kill('SIGKILL');
   });
 });

@@ -8,7 +8,7 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
  * Debian's chromium, headless, nothing reaching out to the network. playwright gives every launch
  * a fresh temporary profile (it refuses --user-data-dir here).
  */
-export async function launchChromium(): Promise<Browser> {
+export async function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -21,6 +21,7 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...extraArgs,
     ],
   });
 }
