@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Request, type Response } from 'express';
-import { InvocationError, Worker } from 'svc-sdk';
+import { InvocationError, redactAddress, Worker } from 'svc-sdk';
 import { ConsoleGuard } from './guard.js';
 
 /** console/dist of this checkout (this file runs from dist/src/console/). */
@@ -48,6 +48,8 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   if (!existsSync(join(staticDir, 'index.html'))) {
     throw new Error(`the console is not built: ${join(staticDir, 'index.html')} is missing (run \`npm run build:console\` in the svc checkout)`);
   }
+  // What the page and error messages show: the address without a token it may carry.
+  const shownEngineUrl = redactAddress(o.engineUrl);
   const guard = new ConsoleGuard(o.host ?? '127.0.0.1', o.allowedHosts ?? []);
   const worker = new Worker(o.engineUrl, {
     workerName: `svc-console:${process.pid}`,
@@ -75,7 +77,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     res.json({
       connected: worker.state === 'connected',
       state: worker.state,
-      engine_url: o.engineUrl,
+      engine_url: shownEngineUrl,
       ...(worker.refusal ? { error: { code: worker.refusal.code, message: worker.refusal.message } } : {}),
     });
   });
@@ -93,7 +95,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
         ok: false,
         error: refusal
           ? { code: refusal.code, message: refusal.message }
-          : { code: 'engine_unreachable', message: `The engine at ${o.engineUrl} is not reachable (${worker.state}); retrying` },
+          : { code: 'engine_unreachable', message: `The engine at ${shownEngineUrl} is not reachable (${worker.state}); retrying` },
       });
       return;
     }

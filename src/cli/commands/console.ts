@@ -1,5 +1,6 @@
 import { Command, Flags } from '@oclif/core';
 import { startConsoleServer } from '../../console/server.js';
+import { redactAddress } from 'svc-sdk';
 import { engineAddress, fail } from '../client.js';
 
 export default class Console extends Command {
@@ -39,10 +40,11 @@ own page (Origin), and only to API requests carrying the page's session token (d
       if (err.code === 'EADDRINUSE') fail(`cannot serve the console on ${flags.host}:${flags.port}: the port is already in use (use --port)`, 1);
       fail(err.message, 1);
     }
-    this.log(`svc console on ${server.url} (engine ${engineUrl})`);
-    server.worker.on('connected', () => this.log(`connected to the engine at ${engineUrl}`));
-    server.worker.on('disconnected', () => this.log(`lost the engine at ${engineUrl}; retrying`));
-    if (server.worker.state === 'connected') this.log(`connected to the engine at ${engineUrl}`);
+    const shown = redactAddress(engineUrl);
+    this.log(`svc console on ${server.url} (engine ${shown})`);
+    server.worker.on('connected', () => this.log(`connected to the engine at ${shown}`));
+    server.worker.on('disconnected', () => this.log(`lost the engine at ${shown}; retrying`));
+    if (server.worker.state === 'connected') this.log(`connected to the engine at ${shown}`);
     await new Promise<void>((done) => {
       const stop = (): void => {
         process.off('SIGINT', stop);
