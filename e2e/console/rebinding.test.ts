@@ -128,6 +128,12 @@ describe('console: Host, Origin and CSRF token', { timeout: 90_000 }, () => {
     assert.equal(http.body.error?.code, 'csrf_token_missing');
     const status = await send(console_.port, 'GET', '/api/status', { host });
     assert.equal(status.body.error?.code, 'csrf_token_missing');
+    // Express routes paths without regard to case: every spelling of the API is the API.
+    for (const path of ['/API/call', '/Api/Call', '/api/call/', '/api//call']) {
+      const r = await send(console_.port, 'POST', path, { host }, SET);
+      assert.equal(r.status, 403, path);
+      assert.equal(r.body.error?.code, 'csrf_token_missing', path);
+    }
     assert.equal(await password(), 'hunter2');
   });
 

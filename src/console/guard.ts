@@ -90,14 +90,14 @@ export class ConsoleGuard {
     return isIP(bare) !== 0 || name === 'localhost' || name.endsWith('.localhost') || this.names.has(name);
   }
 
-  /** Throws ConsoleGuardError when the request may not be served; `api`: a /api request. */
-  check(req: Request, api: boolean): void {
+  /** Throws ConsoleGuardError unless `Host` names this console and `Origin`, if any, is its own. */
+  checkPage(req: Request): void {
     const host = req.headers.host ?? '';
     const name = hostName(host);
     if (name === null || !this.hostAllowed(name)) {
       throw new ConsoleGuardError(
         'host_not_allowed',
-        `Host ${shown(host)} is not a name this console serves (IP addresses, localhost, ${[...this.names].join(', ')}): ` +
+        `Host ${shown(host)} is not a name this console serves (IP addresses, localhost${[...this.names].map((n) => `, ${n}`).join('')}): ` +
           `a page reached through another name (DNS rebinding) gets nothing. To open the console under that name, start it with --allowed-host ${name ?? '<name>'}`,
       );
     }
@@ -105,12 +105,15 @@ export class ConsoleGuard {
     if (origin !== undefined && originHost(origin) !== normalHost(host)) {
       throw new ConsoleGuardError('origin_not_allowed', `Origin ${shown(origin)} is not this console's (http://${host}): pages of other origins may not use it`);
     }
-    if (!api) return;
+  }
+
+  /** Throws ConsoleGuardError unless an API request is same-origin and carries the CSRF token. `req.path` is below /api. */
+  checkApi(req: Request): void {
     const site = req.headers['sec-fetch-site'];
     if (site !== undefined && site !== 'same-origin' && site !== 'none') {
       throw new ConsoleGuardError('origin_not_allowed', `A ${shown(String(site))} request (Sec-Fetch-Site) may not use the console's API`);
     }
-    if (req.method === 'GET' && req.path === '/api/session') return;
+    if (req.method === 'GET' && req.path === '/session') return;
     const presented = req.headers[CSRF_HEADER.toLowerCase()];
     if (typeof presented !== 'string' || presented === '') {
       throw new ConsoleGuardError('csrf_token_missing', `The ${CSRF_HEADER} header is missing: every /api request carries the token of GET /api/session`);
@@ -120,26 +123,42 @@ export class ConsoleGuard {
     }
   }
 
-  /** Express middleware: refuses with 403 and `{ok: false, error: {code, message}}` (plain text outside /api). */
-  middleware(): (req: Request, res: Response, next: NextFunction) => void {
+  /**
+   * Middleware for every request (before anything else): security headers, then checkPage.
+   * Refusals are 403, as `{ok: false, error: {code, message}}` for the API and plain text otherwise.
+   */
+  pages(): (req: Request, res: Response, next: NextFunction) => void {
     return (req, res, next) => {
       // Never shown inside another site's frame (clickjacking the Delete buttons).
       res.setHeader('X-Frame-Options', 'DENY');
       res.setHeader('Content-Security-Policy', "frame-ancestors 'none'");
       res.setHeader('X-Content-Type-Options', 'nosniff');
       res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
-      const api = req.path === '/api' || req.path.startsWith('/api/');
-      try {
-        this.check(req, api);
-      } catch (e) {
-        if (!(e instanceof ConsoleGuardError)) throw e;
-        if (api) res.status(403).json({ ok: false, error: { code: e.code, message: e.message } });
-        else res.status(403).type('text/plain').send(`svc console: ${e.code}: ${e.message}\n`);
-        return;
-      }
-      next();
+      // Only the answer's format depends on this test; what is checked does not.
+      refuseOnError(res, /^\/api(\/|$)/i.test(req.path), () => this.checkPage(req), next);
     };
   }
+
+  /**
+   * Middleware to mount on `/api` itself (`app.use('/api', guard.api())`): express then decides
+   * what is the API with the same matching it routes by (case-insensitive, trailing slashes), so
+   * no spelling of a path reaches a handler without passing checkApi.
+   */
+  api(): (req: Request, res: Response, next: NextFunction) => void {
+    return (req, res, next) => refuseOnError(res, true, () => this.checkApi(req), next);
+  }
+}
+
+function refuseOnError(res: Response, json: boolean, check: () => void, next: NextFunction): void {
+  try {
+    check();
+  } catch (e) {
+    if (!(e instanceof ConsoleGuardError)) throw e;
+    if (json) res.status(403).json({ ok: false, error: { code: e.code, message: e.message } });
+    else res.status(403).type('text/plain').send(`svc console: ${e.code}: ${e.message}\n`);
+    return;
+  }
+  next();
 }
 
 function sha256(s: string): Buffer {

@@ -65,7 +65,8 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   const app = express();
   app.disable('x-powered-by');
   // Before anything reads a body: a refused request costs nothing.
-  app.use(guard.middleware());
+  app.use(guard.pages());
+  app.use('/api', guard.api());
   app.use('/api', express.json({ limit: '8mb' }));
 
   app.get('/api/session', (_req, res) => {
