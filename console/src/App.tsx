@@ -70,7 +70,13 @@ export function App() {
         )}
         {link === 'console_down' && (
           <div className="banner" role="alert" data-testid="banner">
-            The console server is not reachable (was <code>svc console</code> stopped?). Retrying every second.
+            {getLinkReason() ? (
+              <>The console server refused this page: {getLinkReason()}</>
+            ) : (
+              <>
+                The console server is not reachable (was <code>svc console</code> stopped?). Retrying every second.
+              </>
+            )}
           </div>
         )}
         {page.id === 'workers' && <WorkersPage />}

@@ -27,7 +27,7 @@ type LinkListener = (l: Link, engineUrl: string) => void;
 const listeners = new Set<LinkListener>();
 let link: Link = 'ok';
 let engineUrl = '';
-/** Why the engine refused the console (e.g. a missing token), from /api/status. */
+/** Why the engine refused the console (e.g. a missing token), or the console server this page, from /api/status. */
 let linkReason = '';
 export function getLinkReason(): string {
   return linkReason;
@@ -45,10 +45,39 @@ export function onLink(f: LinkListener): () => void {
   return () => listeners.delete(f);
 }
 
+/**
+ * The console server's CSRF token (GET /api/session), sent with every other API request. A server
+ * restarted since it was fetched answers csrf_token_invalid; the token is then fetched again once.
+ */
+let session: Promise<string> | null = null;
+function csrfToken(): Promise<string> {
+  session ??= fetch('/api/session')
+    .then((r) => r.json() as Promise<{ csrf_token?: string; error?: ErrorBody }>)
+    .then((j) => {
+      if (!j.csrf_token) throw new CallError(j.error?.code ?? 'console_unreachable', j.error?.message ?? 'The console server gave no session token');
+      return j.csrf_token;
+    });
+  // A failed fetch is not kept: the next request tries again.
+  session.catch(() => (session = null));
+  return session;
+}
+
+/** fetch() of the console API with the session's token; throws when the console server does not answer. */
+async function api(path: string, init: RequestInit = {}): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const token = await csrfToken();
+    const res = await fetch(path, { ...init, headers: { ...(init.headers as Record<string, string>), 'X-CSRF-Token': token } });
+    if (res.status !== 403 || attempt > 0) return res;
+    const body = (await res.clone().json().catch(() => ({}))) as { error?: ErrorBody };
+    if (body.error?.code !== 'csrf_token_invalid') return res;
+    session = null;
+  }
+}
+
 async function post<T>(path: string, body: unknown): Promise<T> {
   let res: Response;
   try {
-    res = await fetch(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    res = await api(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
   } catch {
     setLink('console_down');
     throw new CallError('console_unreachable', 'The console server is not reachable');
@@ -97,14 +126,23 @@ export function httpRequest(method: string, path: string, body?: string): Promis
 /** Polled by the app shell: keeps the banner right even on pages that are idle. */
 export async function checkStatus(): Promise<void> {
   try {
-    const res = await fetch('/api/status');
+    const res = await api('/api/status');
     const s = (await res.json()) as { connected: boolean; engine_url: string; error?: { message: string } };
+    if (res.status === 403) {
+      // The console server refuses this page (e.g. it was restarted without the --allowed-host
+      // the page was opened under): say why rather than blame the engine.
+      linkReason = s.error?.message ?? '';
+      setLink('console_down');
+      return;
+    }
     engineUrl = s.engine_url;
     linkReason = s.error?.message ?? '';
     const next: Link = s.connected ? 'ok' : 'engine_down';
     if (next !== link) setLink(next);
     else for (const f of listeners) f(link, engineUrl);
-  } catch {
+  } catch (e) {
+    // A refusal of /api/session has its reason; a console server that is gone has none.
+    linkReason = e instanceof CallError ? e.message : '';
     setLink('console_down');
   }
 }

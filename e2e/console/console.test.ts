@@ -9,36 +9,15 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { EngineProcess, ROOT, SVC_BIN, closedPort, runSvc, tempDir, until } from '../helpers/cli.js';
+import { CHROMIUM, launchChromium } from '../../test/helpers/chromium.js';
 
 const SHOTS = join(ROOT, 'test-results', 'console');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-
-/**
- * Debian's chromium, headless, nothing reaching out to the network. playwright gives every launch
- * a fresh temporary profile (it refuses --user-data-dir here).
- */
-export async function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-}
 
 /** `svc console` as a child process; resolves with its URL once it prints it. */
-export async function startConsole(engineUrl: string): Promise<{ url: string; child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, [SVC_BIN, 'console', '--port', '0', '--address', engineUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startConsole(engineUrl: string, port = 0): Promise<{ url: string; child: ChildProcess; output: () => string }> {
+  const child = spawn(process.execPath, [SVC_BIN, 'console', '--port', String(port), '--address', engineUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -277,5 +256,16 @@ describe('console without workers', { timeout: 60_000 }, () => {
     const banner = page.locator('[data-testid=banner]');
     await banner.waitFor({ timeout: 10_000 });
     assert.match(await banner.innerText(), /console server is not reachable/);
+  });
+
+  test('a restarted console server mints a new session token; the open page fetches it and works again', async () => {
+    const port = Number(new URL(consoleProc.url).port);
+    await until('the old console server to exit', () => consoleProc.child.exitCode !== null || consoleProc.child.signalCode !== null, 10_000);
+    consoleProc = await startConsole(engine.url, port);
+    await until('the banner to go', async () => (await page.locator('[data-testid=banner]').count()) === 0, 10_000);
+    // Calls too, not only the status poll: the Functions page invokes nothing without functions, so
+    // State asks svc-state (absent) through /api/call and says so.
+    await page.click('[data-testid=nav-state]');
+    assert.match(await page.locator('[data-testid=page-state] [data-testid=empty]').innerText(), /svc-state is not running/);
   });
 });

@@ -139,3 +139,9 @@ export async function until<T>(what: string, probe: () => T | Promise<T>, ms = 5
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** fetch() of a console server's API as its own page does it: with the session's CSRF token. */
+export async function consoleFetch(base: string, path: string, init: RequestInit = {}): Promise<Response> {
+  const session = (await (await fetch(new URL('/api/session', base))).json()) as { csrf_token: string };
+  return fetch(new URL(path, base), { ...init, headers: { ...(init.headers as Record<string, string>), 'x-csrf-token': session.csrf_token } });
+}

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { DEFAULT_ENGINE_URL, InvocationError, Worker } from 'svc-sdk';
+import { DEFAULT_ENGINE_URL, InvocationError, redactAddress, Worker } from 'svc-sdk';
 import { readEngineState, type EngineState } from '../supervisor/engine-state.js';
 
 /** The engine running for ./config.yaml, if any (it writes .svc/engine.json beside the file). */
@@ -42,7 +42,7 @@ export async function withClient<T>(address: string, fn: (w: Worker) => Promise<
       await w.ready(connectTimeoutMs);
     } catch (e) {
       if (e instanceof InvocationError && e.code === 'unauthorized') throw e;
-      throw new InvocationError('connection_failed', `Cannot reach the engine at ${address} (is \`svc --config config.yaml\` running? set --address or SVC_URL)`);
+      throw new InvocationError('connection_failed', `Cannot reach the engine at ${redactAddress(address)} (is \`svc --config config.yaml\` running? set --address or SVC_URL)`);
     }
     return await fn(w);
   } finally {

@@ -2,12 +2,14 @@
  * The console's server: serves the built React app (console/dist) and gives the browser a small
  * JSON API over one persistent engine connection (an svc-sdk client, hidden from worker lists):
  *
+ *   GET  /api/session              {csrf_token}: the token every other /api request carries in X-CSRF-Token
  *   GET  /api/status               {connected, engine_url, state}
  *   POST /api/call                 {function_id, payload?, timeout_ms?} → {ok, result | error, duration_ms}
  *   POST /api/http                 {method, path, body?, headers?} → the answer of svc-http to that request
  *
  * The browser never talks WebSocket to the engine: this keeps the engine's port off the browser's
  * origin, and lets the page tell "console server gone" from "engine gone" (a banner each).
+ * Every request passes ConsoleGuard first (guard.ts): only the console's own page may use it.
  */
 import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -15,7 +17,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Request, type Response } from 'express';
-import { InvocationError, Worker } from 'svc-sdk';
+import { InvocationError, redactAddress, Worker } from 'svc-sdk';
+import { ConsoleGuard } from './guard.js';
 
 /** console/dist of this checkout (this file runs from dist/src/console/). */
 export const DEFAULT_CONSOLE_DIST = fileURLToPath(new URL('../../../console/dist/', import.meta.url));
@@ -27,6 +30,8 @@ export interface ConsoleServerOptions {
   staticDir?: string;
   /** Used for test requests when svc-http does not say where it listens. */
   httpUrl?: string;
+  /** Host names besides IP addresses, localhost and `host` that the console answers to (`--allowed-host`). */
+  allowedHosts?: string[];
 }
 
 export interface ConsoleServer {
@@ -43,6 +48,9 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   if (!existsSync(join(staticDir, 'index.html'))) {
     throw new Error(`the console is not built: ${join(staticDir, 'index.html')} is missing (run \`npm run build:console\` in the svc checkout)`);
   }
+  // What the page and error messages show: the address without a token it may carry.
+  const shownEngineUrl = redactAddress(o.engineUrl);
+  const guard = new ConsoleGuard(o.host ?? '127.0.0.1', o.allowedHosts ?? []);
   const worker = new Worker(o.engineUrl, {
     workerName: `svc-console:${process.pid}`,
     role: 'client',
@@ -56,13 +64,21 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
 
   const app = express();
   app.disable('x-powered-by');
+  // Before anything reads a body: a refused request costs nothing.
+  app.use(guard.pages());
+  app.use('/api', guard.api());
   app.use('/api', express.json({ limit: '8mb' }));
+
+  app.get('/api/session', (_req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    res.json({ csrf_token: guard.csrfToken });
+  });
 
   app.get('/api/status', (_req, res) => {
     res.json({
       connected: worker.state === 'connected',
       state: worker.state,
-      engine_url: o.engineUrl,
+      engine_url: shownEngineUrl,
       ...(worker.refusal ? { error: { code: worker.refusal.code, message: worker.refusal.message } } : {}),
     });
   });
@@ -80,7 +96,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
         ok: false,
         error: refusal
           ? { code: refusal.code, message: refusal.message }
-          : { code: 'engine_unreachable', message: `The engine at ${o.engineUrl} is not reachable (${worker.state}); retrying` },
+          : { code: 'engine_unreachable', message: `The engine at ${shownEngineUrl} is not reachable (${worker.state}); retrying` },
       });
       return;
     }

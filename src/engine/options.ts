@@ -27,6 +27,12 @@ export interface EngineOptions {
   traceBufferSize: number;
   /** Tokens a connection must present (none: auth off, loopback only). */
   tokens: TokenSpec[];
+  /**
+   * Web origins (`https://app.example.com`, lowercase, no path) whose pages may open a WebSocket to
+   * the engine. An upgrade with any other `Origin` header is refused with 403; clients that send no
+   * `Origin` (SDKs, the CLI, the console server, iii SDKs) are not browsers and are not affected.
+   */
+  allowedOrigins: string[];
   /** Open connections; more are refused with `overloaded`. */
   maxConnections: number;
   /** Calls one worker may be serving, and may be waiting on, at once. */
@@ -54,6 +60,7 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   tracing: true,
   traceBufferSize: 20_000,
   tokens: [],
+  allowedOrigins: [],
   maxConnections: 10_000,
   maxInFlightPerWorker: 10_000,
   maxInFlightTotal: 100_000,

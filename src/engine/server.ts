@@ -8,6 +8,7 @@ import { installClusterBuiltins } from './cluster/listing.js';
 import { Invocations } from './invocations.js';
 import { LogBuffer, type LogEntry } from './logs.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from './options.js';
+import { normalizeOrigin, originRefusal } from './origin.js';
 import { Registry } from './registry.js';
 import { Router } from './router.js';
 import { Session } from './session.js';
@@ -107,6 +108,7 @@ export class Engine {
         resolve();
       });
     });
+    const allowedOrigins = new Set(this.opts.allowedOrigins.map((o) => normalizeOrigin(o) ?? o));
     const wss = new WebSocketServer({
       server: http,
       // Frames between max_frame_bytes and this hard cap are read and refused with a clear error;
@@ -115,7 +117,13 @@ export class Engine {
       perMessageDeflate: false,
       // Workers connect on `/`; iii SDKs also open `/otel` for telemetry. Other paths (iii's
       // `/ws/channels/…`, which svc does not implement) are refused at the upgrade with 404.
-      verifyClient: (info: { req: { url?: string } }, done: (ok: boolean, status?: number, message?: string) => void) => {
+      verifyClient: (info: { req: IncomingMessage }, done: (ok: boolean, status?: number, message?: string, headers?: Record<string, string>) => void) => {
+        // A web page (it sends Origin) from an origin not allowed: refused before it is a connection.
+        const refusal = originRefusal(info.req, allowedOrigins);
+        if (refusal) {
+          done(false, 403, JSON.stringify({ error: { code: 'origin_not_allowed', message: refusal } }), { 'Content-Type': 'application/json' });
+          return;
+        }
         const path = (info.req.url ?? '/').split('?')[0];
         if (path === '/' || path === '' || path === '/otel') done(true);
         else done(false, 404, 'Not Found: svc serves workers on / (docs/protocol.md)');

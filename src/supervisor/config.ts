@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from '../engine/options.js';
+import { normalizeOrigin } from '../engine/origin.js';
 import { parseAuth, parseLimits } from './auth-config.js';
 import { parseCluster } from './cluster-config.js';
 
@@ -36,7 +37,8 @@ workers: []
 `;
 
 /** engine: key in YAML → EngineOptions field, with the check each value must pass. */
-const ENGINE_KEYS: Record<string, { field: keyof EngineOptions; kind: 'port' | 'host' | 'positive' | 'bool' }> = {
+type ValueKind = 'port' | 'host' | 'positive' | 'bool' | 'origins';
+const ENGINE_KEYS: Record<string, { field: keyof EngineOptions; kind: ValueKind }> = {
   host: { field: 'host', kind: 'host' },
   port: { field: 'port', kind: 'port' },
   max_frame_bytes: { field: 'maxFrameBytes', kind: 'positive' },
@@ -48,6 +50,7 @@ const ENGINE_KEYS: Record<string, { field: keyof EngineOptions; kind: 'port' | '
   print_events: { field: 'printEvents', kind: 'bool' },
   tracing: { field: 'tracing', kind: 'bool' },
   trace_buffer_size: { field: 'traceBufferSize', kind: 'positive' },
+  allowed_origins: { field: 'allowedOrigins', kind: 'origins' },
 };
 
 const TOP_LEVEL_KEYS = ['engine', 'workers'];
@@ -110,7 +113,7 @@ export function parseConfig(file: string, text: string): Omit<LoadedConfig, 'cre
   return { file, engine, workers };
 }
 
-function checkValue(file: string, key: string, kind: 'port' | 'host' | 'positive' | 'bool', v: unknown): unknown {
+function checkValue(file: string, key: string, kind: ValueKind, v: unknown): unknown {
   switch (kind) {
     case 'port':
       if (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 65535) return v;
@@ -124,5 +127,14 @@ function checkValue(file: string, key: string, kind: 'port' | 'host' | 'positive
     case 'bool':
       if (typeof v === 'boolean') return v;
       throw new ConfigError(file, `${key}: must be true or false, got ${JSON.stringify(v)}`);
+    case 'origins': {
+      const hint = 'must be a list of web origins like "https://app.example.com" (scheme, host and port; no path, no "*")';
+      if (!Array.isArray(v)) throw new ConfigError(file, `${key}: ${hint}, got ${JSON.stringify(v)}`);
+      return v.map((o: unknown, i) => {
+        const normal = typeof o === 'string' ? normalizeOrigin(o) : null;
+        if (normal === null) throw new ConfigError(file, `${key}[${i}]: ${hint}, got ${JSON.stringify(o)}`);
+        return normal;
+      });
+    }
   }
 }

@@ -57,6 +57,15 @@ describe('joining a cluster', () => {
     await assert.rejects(e.start(), (err: Error) => err instanceof EngineStartError && err.code === 'cluster_unavailable' && /engine\.cluster\.redis_url/.test(err.message));
   });
 
+  it('names the Redis address without its password', async () => {
+    const e = new Engine({ host: '127.0.0.1', port: 0, printEvents: false, cluster: { redisUrl: 'redis://:backplane-secret@127.0.0.1:1', nodeId: 'x', leaseMs: 1000, prefix } });
+    await assert.rejects(e.start(), (err: Error) => {
+      assert.match(err.message, /redis:\/\/:\*\*\*@127\.0\.0\.1:1/);
+      assert.ok(!err.message.includes('backplane-secret'), err.message);
+      return true;
+    });
+  });
+
   it('refuses a node id that a running engine holds', async () => {
     first = await startClusterEngine(redis.url, 'same', prefix);
     const t0 = Date.now();

@@ -14,5 +14,6 @@ export { Logger, type LogLevel } from './logger.js';
 export { InvocationError, toErrorBody } from './errors.js';
 export { type ConnectionState, type ReconnectOptions, backoffDelay, parseEngineUrls } from './connection.js';
 export { sendCoalesced, exceedsBytes } from './transport.js';
+export { redactAddress, REDACTED } from './redact.js';
 export { ChurnMap } from './churn-map.js';
 export * from './protocol.js';

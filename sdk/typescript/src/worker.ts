@@ -6,6 +6,7 @@ import { Connection, DEFAULT_RECONNECT, type ConnectionState } from './connectio
 import { invocationScope, type InvocationScope } from './context.js';
 import { InvocationError, toErrorBody } from './errors.js';
 import { Logger, setDefaultLogSink, type LogLevel, type LogSink } from './logger.js';
+import { redactAddress } from './redact.js';
 import type {
   CallRequest,
   FunctionHandler,
@@ -155,7 +156,7 @@ export class Worker extends EventEmitter implements LogSink {
     });
     this.conn.on('fatal', (e: Error) => this.report(e));
     this.conn.on('unauthorized', (reason: string) => {
-      const err = new InvocationError('unauthorized', `The engine at ${this.url} refused this connection: ${reason.replace(/^unauthorized: /, '')}`);
+      const err = new InvocationError('unauthorized', `The engine at ${redactAddress(this.url)} refused this connection: ${reason.replace(/^unauthorized: /, '')}`);
       this.lastRefusal = err;
       const waiters = this.refusalWaiters;
       this.refusalWaiters = [];
@@ -214,7 +215,7 @@ export class Worker extends EventEmitter implements LogSink {
       };
       const t = setTimeout(() => {
         cleanup();
-        reject(this.lastRefusal ?? new InvocationError('connection_lost', `Could not connect to the engine at ${this.url} within ${timeoutMs} ms`));
+        reject(this.lastRefusal ?? new InvocationError('connection_lost', `Could not connect to the engine at ${redactAddress(this.url)} within ${timeoutMs} ms`));
       }, timeoutMs);
       this.connectedWaiters.push(done);
       this.refusalWaiters.push(refused);

@@ -1,5 +1,6 @@
 import { Command, Flags } from '@oclif/core';
 import { startConsoleServer } from '../../console/server.js';
+import { redactAddress } from 'svc-sdk';
 import { engineAddress, fail } from '../client.js';
 
 export default class Console extends Command {
@@ -7,13 +8,19 @@ export default class Console extends Command {
   static override description = `Opens on the Workers page at http://127.0.0.1:3113/. The console talks to the engine at --address
 (default: $SVC_URL, else ws://localhost:49134) over one connection of its own, keeps retrying while
 the engine is away, and shows that plainly. Pages update every second without reloading.
-It binds 127.0.0.1 by default: anyone who can open it can call every function and edit state.`;
-  static override examples = ['svc console', 'svc console --port 8080', 'svc console --address ws://10.0.0.5:49134 --host 0.0.0.0'];
+It binds 127.0.0.1 by default: anyone who can open it can call every function and edit state.
+It answers only to IP addresses, localhost and --allowed-host names (DNS rebinding), only to its
+own page (Origin), and only to API requests carrying the page's session token (docs/console.md).`;
+  static override examples = ['svc console', 'svc console --port 8080', 'svc console --address ws://10.0.0.5:49134 --host 0.0.0.0 --allowed-host ops.example.com'];
   static override flags = {
     port: Flags.integer({ char: 'p', summary: 'Port of the web console (0 = any free port).', default: 3113, min: 0, max: 65535 }),
     host: Flags.string({ summary: 'Interface to listen on.', default: '127.0.0.1' }),
     address: Flags.string({ summary: 'Engine address (default: $SVC_URL, else ws://localhost:49134).' }),
     'http-url': Flags.string({ summary: 'Base URL of svc-http for test requests, when svc-http does not announce it.' }),
+    'allowed-host': Flags.string({
+      summary: 'A host name the console may be opened under, besides IP addresses, localhost and --host (repeatable).',
+      multiple: true,
+    }),
   };
 
   async run(): Promise<void> {
@@ -26,16 +33,18 @@ It binds 127.0.0.1 by default: anyone who can open it can call every function an
         port: flags.port,
         host: flags.host,
         ...(flags['http-url'] ? { httpUrl: flags['http-url'] } : {}),
+        allowedHosts: flags['allowed-host'] ?? [],
       });
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       if (err.code === 'EADDRINUSE') fail(`cannot serve the console on ${flags.host}:${flags.port}: the port is already in use (use --port)`, 1);
       fail(err.message, 1);
     }
-    this.log(`svc console on ${server.url} (engine ${engineUrl})`);
-    server.worker.on('connected', () => this.log(`connected to the engine at ${engineUrl}`));
-    server.worker.on('disconnected', () => this.log(`lost the engine at ${engineUrl}; retrying`));
-    if (server.worker.state === 'connected') this.log(`connected to the engine at ${engineUrl}`);
+    const shown = redactAddress(engineUrl);
+    this.log(`svc console on ${server.url} (engine ${shown})`);
+    server.worker.on('connected', () => this.log(`connected to the engine at ${shown}`));
+    server.worker.on('disconnected', () => this.log(`lost the engine at ${shown}; retrying`));
+    if (server.worker.state === 'connected') this.log(`connected to the engine at ${shown}`);
     await new Promise<void>((done) => {
       const stop = (): void => {
         process.off('SIGINT', stop);

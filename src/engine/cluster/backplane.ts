@@ -1,5 +1,5 @@
 import { createClient, type RedisClientType } from 'redis';
-import type { Message } from 'svc-sdk';
+import { redactAddress, type Message } from 'svc-sdk';
 
 /**
  * The Redis side of cluster mode: one lease key per engine, one published registry snapshot per
@@ -95,7 +95,7 @@ export class Backplane {
       connected = true;
     } catch (e) {
       await Promise.allSettled([cmd.destroy(), sub.destroy()]);
-      throw new Error(`cannot connect to ${this.url}: ${(e as Error).message || this.lastError}`);
+      throw new Error(`cannot connect to ${redactAddress(this.url)}: ${(e as Error).message || this.lastError}`);
     }
     this.cmd = cmd;
     this.sub = sub;

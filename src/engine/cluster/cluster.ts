@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Message } from 'svc-sdk';
+import { redactAddress, type Message } from 'svc-sdk';
 import { engineErrors } from '../errors.js';
 import type { Invocations } from '../invocations.js';
 import type { LogEntry } from '../logs.js';
@@ -98,7 +98,7 @@ export class Cluster {
       undeliverable: (node, frames) => this.onUndeliverable(node, frames),
       // A failed read is retried by the next heartbeat.
       changed: () => void this.refresh().catch(() => undefined),
-      error: (message) => this.d.event('warn', `cluster: redis ${this.opts.redisUrl}: ${message}`),
+      error: (message) => this.d.event('warn', `cluster: redis ${redactAddress(this.opts.redisUrl)}: ${message}`),
     });
     this.d.registry.onChange(() => this.schedulePublish());
   }
@@ -131,7 +131,7 @@ export class Cluster {
     }
     this.timer = setInterval(() => void this.tick(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
     this.timer.unref();
-    this.d.event('info', `cluster: joined as node ${this.nodeId} (${this.peers.size} other engine(s)) via ${this.opts.redisUrl}`);
+    this.d.event('info', `cluster: joined as node ${this.nodeId} (${this.peers.size} other engine(s)) via ${redactAddress(this.opts.redisUrl)}`);
   }
 
   /**
@@ -209,14 +209,14 @@ export class Cluster {
       this.lastOk = Date.now();
       if (this.offline) {
         this.offline = false;
-        this.d.event('info', `cluster: backplane ${this.opts.redisUrl} reachable again`);
+        this.d.event('info', `cluster: backplane ${redactAddress(this.opts.redisUrl)} reachable again`);
       }
     } catch (e) {
       // Without the backplane this engine cannot reach the others, and they already count it as
       // gone once its lease lapses: do the same on this side, so calls fail fast instead of hanging.
       if (!this.offline && Date.now() - this.lastOk > this.opts.leaseMs) {
         this.offline = true;
-        this.d.event('error', `cluster: lost the backplane ${this.opts.redisUrl} for over ${this.opts.leaseMs} ms (${(e as Error).message}); serving local workers only`);
+        this.d.event('error', `cluster: lost the backplane ${redactAddress(this.opts.redisUrl)} for over ${this.opts.leaseMs} ms (${(e as Error).message}); serving local workers only`);
         for (const node of [...this.peers.keys()]) this.drop(node, 'unreachable: this engine lost the backplane');
       }
     }

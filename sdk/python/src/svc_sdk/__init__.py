@@ -12,6 +12,7 @@ from .errors import ErrorCode, InvocationError, SvcError, TriggerRegistrationErr
 from .logger import Logger
 from .options import InitOptions, ReconnectOptions, default_url
 from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES, TriggerConfig, TriggerRequest, TriggerTypeInfo
+from .redact import redact_address
 from .triggers import Trigger, TriggerInstance, TriggerTypeHandler
 from .worker import FunctionRef, TriggerTypeRef, Worker, register_worker
 
@@ -38,5 +39,6 @@ __all__ = [
     "__version__",
     "current_invocation",
     "default_url",
+    "redact_address",
     "register_worker",
 ]

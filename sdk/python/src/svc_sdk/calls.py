@@ -82,7 +82,7 @@ class Caller:
         except TimeoutError:
             raise InvocationError(
                 ErrorCode.TIMEOUT,
-                f"Not connected to the engine at {self._connection.url} within {timeout_ms} ms; "
+                f"Not connected to the engine at {self._connection.shown_url} within {timeout_ms} ms; "
                 f"{function_id} was not called",
                 function_id,
             ) from None

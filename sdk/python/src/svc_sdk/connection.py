@@ -22,6 +22,7 @@ from ._version import __version__
 from .errors import ErrorCode, SvcError
 from .options import InitOptions, ReconnectOptions
 from .protocol import FEATURES, PROTOCOL_VERSION, Frame, encode, utf8_size
+from .redact import redact_address
 
 log = logging.getLogger("svc_sdk")
 
@@ -117,6 +118,11 @@ class Connection:
         return self.urls[self._index]
 
     @property
+    def shown_url(self) -> str:
+        """The address in use as logs and messages show it: without a token or password."""
+        return redact_address(self.url)
+
+    @property
     def stopping(self) -> bool:
         return self._stop.is_set()
 
@@ -135,11 +141,16 @@ class Connection:
             attempt += 1
             limit = self._options.reconnect.max_attempts
             if limit is not None and attempt > limit:
-                log.error("svc: giving up on the engine at %s after %d attempts (%s)", self.url, limit, reason)
+                log.error(
+                    "svc: giving up on the engine at %s after %d attempts (%s)",
+                    self.shown_url,
+                    limit,
+                    redact_address(reason),
+                )
                 self._stop.set()
                 break
             delay = backoff_delay(self._options.reconnect, attempt)
-            log.warning("svc: %s; reconnecting to %s in %.1f s", reason, self.url, delay)
+            log.warning("svc: %s; reconnecting to %s in %.1f s", redact_address(reason), self.shown_url, delay)
             try:
                 await asyncio.wait_for(self._stop.wait(), delay)
             except TimeoutError:
@@ -217,14 +228,14 @@ class Connection:
                 ready = True
                 self.session = session
                 self._ready.set()
-                log.info("svc: connected to %s as worker %s", self.url, session.worker_id)
+                log.info("svc: connected to %s as worker %s", self.shown_url, session.worker_id)
             await reader
         except TimeoutError:
             failure = f"the engine did not answer the handshake within {opts.connect_timeout_ms} ms"
         except (SvcError, ConnectionClosed) as exc:
             failure = f"the connection closed during the handshake ({exc})"
         except Exception as exc:
-            log.exception("svc: unexpected error on the connection to %s", self.url)
+            log.exception("svc: unexpected error on the connection to %s", self.shown_url)
             failure = f"unexpected error {exc!r}"
         finally:
             session.closed = True
