@@ -73,10 +73,15 @@ describe('payloads passed on as text', () => {
   test("a call in the SDK's layout gives its data and later keys", () => {
     assert.equal(callDataTail(call(`"${BIG}"`, ',"baggage":"k=v"'), fid, callerId, 30000), `"${BIG}","baggage":"k=v"`);
   });
+  test('a call without a deadline of its own (the engine applies its default) is passed on too', () => {
+    const text = `{"type":"invokefunction","function_id":"a::b","invocation_id":"c-1","data":"${BIG}","metadata":1}`;
+    assert.equal(callDataTail(text, fid, callerId, undefined), `"${BIG}","metadata":1`);
+    assert.equal(callDataTail(text, fid, callerId, 30000), null, 'a timeout the text does not hold');
+  });
   test('small frames, other layouts and escaped ids are serialised again', () => {
     assert.equal(callDataTail(call('{"a":1}'), fid, callerId, 30000), null, 'small');
     assert.equal(callDataTail(call(`"${BIG}"`), fid, callerId, 5), null, 'other timeout');
-    assert.equal(callDataTail(call(`"${BIG}"`), fid, callerId, undefined), null, 'no timeout');
+    assert.equal(callDataTail(call(`"${BIG}"`), fid, callerId, undefined), null, 'a timeout the parse did not see');
     assert.equal(callDataTail(call(`"${BIG}"`) + ' ', fid, callerId, 30000), null, 'trailing space');
     const escaped = call(`"${BIG}"`).replace('"c-1"', '"\\u0063-1"');
     assert.equal(callDataTail(escaped, fid, callerId, 30000), null, 'id written with an escape');

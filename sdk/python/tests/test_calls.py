@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from svc_sdk import DEFAULT_MAX_FRAME_BYTES, InvocationError, current_invocation
+from svc_sdk import DEFAULT_MAX_FRAME_BYTES, InvocationError, Worker, current_invocation, register_worker
 
-from .conftest import WorkerFactory, wait_for
+from .conftest import Engine, WorkerFactory, fast_options, wait_for
 
 
 def add(data: dict[str, Any]) -> dict[str, Any]:
@@ -114,6 +115,32 @@ def test_default_timeout_from_options(make_worker: WorkerFactory) -> None:
     with pytest.raises(InvocationError) as info:
         caller.trigger({"function_id": "py::sleep", "payload": {"s": 3}})
     assert info.value.code == "timeout"
+
+
+def test_no_deadline_given_gets_the_engines_default(tmp_path: Path) -> None:
+    """Neither the call nor InitOptions sets a deadline: the engine's invocation_timeout_ms applies."""
+    engine = Engine(tmp_path, "  invocation_timeout_ms: 400\n")
+    engine.start()
+    workers: list[Worker] = []
+    try:
+        server = register_worker(engine.url, fast_options("sleepy"))
+        workers.append(server)
+        server.register_function("py::sleep", lambda data: time.sleep(data["s"]))
+        caller = register_worker(engine.url, fast_options("caller"))
+        workers.append(caller)
+        assert caller.wait_until_connected(10)
+        wait_for(lambda: _registered(caller, "py::sleep"), what="py::sleep")
+        started = time.monotonic()
+        with pytest.raises(InvocationError) as info:
+            caller.trigger({"function_id": "py::sleep", "payload": {"s": 8}})
+        elapsed = time.monotonic() - started
+        assert info.value.code == "timeout"
+        assert "400ms" in info.value.message, info.value.message
+        assert 0.4 <= elapsed < 3, f"ended after {elapsed:.2f} s, not at the engine's 400 ms"
+    finally:
+        for worker in workers:
+            worker.shutdown()
+        engine.stop()
 
 
 def test_nested_calls_from_sync_and_async_handlers(make_worker: WorkerFactory) -> None:

@@ -8,7 +8,10 @@ import type { Worker } from './worker.js';
 export interface WorkerOptions {
   /** Shown in every list, log line and trace. Default: env SVC_WORKER_NAME, else hostname:pid. */
   workerName?: string;
-  /** Default deadline of `trigger()` calls. */
+  /**
+   * Default deadline of `trigger()` calls. Unset (the default): calls carry no deadline of their
+   * own and the engine applies its `engine.invocation_timeout_ms`.
+   */
   invocationTimeoutMs?: number;
   reconnect?: Partial<ReconnectOptions>;
   /** Largest frame this worker sends or accepts; keep equal to the engine's `max_frame_bytes`. */
@@ -88,6 +91,7 @@ export interface TriggerTypeDefinition {
 export interface CallRequest {
   function_id: string;
   payload?: unknown;
+  /** This call's deadline. Default: WorkerOptions.invocationTimeoutMs, else the engine's default. */
   timeoutMs?: number;
   action?: InvocationAction;
   metadata?: unknown;

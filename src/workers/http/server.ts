@@ -29,8 +29,8 @@ export interface HttpAppOptions {
   /** Call the bound function; rejects with an error carrying `code` (the SDK's InvocationError). */
   invoke(functionId: string, payload: HttpRequestPayload): Promise<unknown>;
   bodyLimitBytes: number;
-  /** Only used in the 504 message; the deadline itself is enforced by `invoke`. */
-  timeoutMs: number;
+  /** Only used in the 504 message; the deadline itself is enforced by `invoke` (and the engine). */
+  timeoutMs: () => number;
   cors: CorsConfig | null;
   /** False while svc-http is cut off from the engine: its routes are unknown then, so a miss is 503, not 404. */
   engineConnected?: () => boolean;
@@ -89,7 +89,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
       const result = await opts.invoke(route.functionId, payload);
       send(res, envelopeToResponse(result, route.functionId));
     } catch (e) {
-      sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs));
+      sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs()));
     }
   });
 

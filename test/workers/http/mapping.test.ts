@@ -108,7 +108,7 @@ test('worker config: defaults, snake_case keys, refusals', () => {
   assert.equal(DEFAULT_HTTP_CONFIG.port, 3111);
   assert.equal(DEFAULT_HTTP_CONFIG.host, '127.0.0.1');
   assert.equal(DEFAULT_HTTP_CONFIG.bodyLimitBytes, 1048576);
-  assert.equal(DEFAULT_HTTP_CONFIG.timeoutMs, 30000);
+  assert.equal(DEFAULT_HTTP_CONFIG.timeoutMs, undefined, "the engine's default deadline");
   const c = parseHttpWorkerConfig({ host: '0.0.0.0', port: 8080, body_limit_bytes: 10, timeout_ms: 5, request_log: false, cors: { origins: 'https://a.example' } });
   assert.deepEqual(c, { host: '0.0.0.0', port: 8080, bodyLimitBytes: 10, timeoutMs: 5, requestLog: false, cors: { origins: ['https://a.example'] } });
   assert.deepEqual(parseHttpWorkerConfig({ cors: true }).cors, { origins: ['*'] });

@@ -39,7 +39,8 @@ class TriggerRequest(TypedDict, total=False):
     payload: Any
     #: `{"type": "void"}` for fire-and-forget, `{"type": "enqueue", "queue": name}` to enqueue.
     action: dict[str, Any]
-    #: Deadline for this call; the engine answers `timeout` when it passes. Default: InitOptions.
+    #: Deadline for this call; the engine answers `timeout` when it passes. Default:
+    #: InitOptions.invocation_timeout_ms, else the engine's engine.invocation_timeout_ms.
     timeout_ms: int
 
 
