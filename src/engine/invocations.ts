@@ -176,7 +176,7 @@ export class Invocations {
     // Written before anything else is kept: at one call in flight the work ahead of the write
     // delays the call, the rest overlaps the callee's work (bench/RESULTS.md, session 5). Nothing
     // can answer the call before this returns.
-    callee.sendText(invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.traces !== null));
+    callee.sendCall(invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.traces !== null), timeoutMs);
     const now = performance.now();
     const inv: Invocation = {
       id,
