@@ -21,6 +21,22 @@ export const engineErrors = {
   invalidFunctionId: (id: string, why: string): ErrorBody => ({ code: 'invalid_function_id', message: `Function id ${JSON.stringify(id.slice(0, 200))} ${why}` }),
   forbiddenCall: (token: string, id: string): ErrorBody => ({ code: 'forbidden', message: `Token "${token}" may not call ${id}` }),
   forbiddenRegister: (token: string, what: string, id: string): ErrorBody => ({ code: 'forbidden', message: `Token "${token}" may not register ${what} ${id}` }),
+  forbiddenBind: (token: string, type: string, needed: string): ErrorBody => ({
+    code: 'forbidden',
+    message: `Token "${token}" may not bind a "${type}" trigger: binding one needs the right to call ${needed}`,
+  }),
+  forbiddenBindingCall: (token: string, id: string, bound: string): ErrorBody => ({
+    code: 'forbidden',
+    message: `Token "${token}" may not call ${id}, so its trigger binding of ${bound} may not either`,
+  }),
+  notBindingProvider: (bindingId: string, worker: string): ErrorBody => ({
+    code: 'forbidden',
+    message: `Worker ${worker} is not the provider of trigger binding ${bindingId}: only that provider may call for it`,
+  }),
+  bindingNotFound: (bindingId: string): ErrorBody => ({
+    code: 'binding_not_found',
+    message: `Trigger binding ${bindingId} does not exist (its owner unregistered it or left)`,
+  }),
   overloaded: (why: string): ErrorBody => ({ code: 'overloaded', message: why }),
   tooManyRegistrations: (limit: number, id: string): ErrorBody => ({
     code: 'too_many_registrations',

@@ -86,6 +86,12 @@ export interface TriggerTypeDefinition {
   description?: string;
   trigger_request_format?: unknown;
   call_request_format?: unknown;
+  /**
+   * Functions a worker must be allowed to call to bind this type: a binding that lets its owner
+   * observe data (svc-state's `state` type delivers every write) needs the rights of the function
+   * that reads it (`state::get`). The engine refuses other bindings with `forbidden`.
+   */
+  binding_requires_call?: string[];
 }
 
 export interface CallRequest {
@@ -103,4 +109,10 @@ export interface CallRequest {
    * (AsyncLocalStorage; see WorkerOptions.implicitContext).
    */
   parent?: Pick<InvocationContext, 'traceparent' | 'baggage'>;
+  /**
+   * A trigger type's provider calling for one of its bindings (its fire, its condition): the
+   * binding's id (TriggerBinding.id). The engine then authorizes the call with the rights of the
+   * worker that registered the binding, not this worker's (docs/security.md).
+   */
+  bindingId?: string;
 }

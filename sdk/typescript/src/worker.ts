@@ -328,6 +328,7 @@ export class Worker extends EventEmitter implements LogSink {
       function_id: req.function_id,
       ...(invocationId ? { invocation_id: invocationId } : {}),
       ...(timeoutMs !== undefined ? { timeout_ms: timeoutMs } : {}),
+      ...(req.bindingId !== undefined ? { binding_id: req.bindingId } : {}),
       data: req.payload ?? {},
       ...(req.action ? { action: req.action } : {}),
       ...(req.metadata !== undefined ? { metadata: req.metadata } : {}),

@@ -123,6 +123,8 @@ export function invocationErrorToHttp(err: unknown, functionId: string, timeoutM
   switch (code.toLowerCase()) {
     case 'function_not_found':
       return new HttpError(503, code, `Function ${functionId} is not registered; is its worker running? (${message})`);
+    case 'binding_not_found':
+      return new HttpError(503, code, `The route to ${functionId} is being removed: the worker that bound it unregistered it or left (${message})`);
     case 'invocation_stopped':
       return new HttpError(503, code, `The worker of ${functionId} went away during the call (${message})`);
     case 'connection_lost':

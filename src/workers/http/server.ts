@@ -26,8 +26,11 @@ export interface RequestLogEntry {
 
 export interface HttpAppOptions {
   table: RouteTable;
-  /** Call the bound function; rejects with an error carrying `code` (the SDK's InvocationError). */
-  invoke(functionId: string, payload: HttpRequestPayload): Promise<unknown>;
+  /**
+   * Call the bound function for trigger binding `bindingId`; rejects with an error carrying `code`
+   * (the SDK's InvocationError).
+   */
+  invoke(functionId: string, payload: HttpRequestPayload, bindingId: string): Promise<unknown>;
   bodyLimitBytes: number;
   /** Only used in the 504 message; the deadline itself is enforced by `invoke` (and the engine). */
   timeoutMs: () => number;
@@ -86,7 +89,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
         path: req.path,
         route: route.apiPath,
       });
-      const result = await opts.invoke(route.functionId, payload);
+      const result = await opts.invoke(route.functionId, payload, route.triggerId);
       send(res, envelopeToResponse(result, route.functionId));
     } catch (e) {
       sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs()));

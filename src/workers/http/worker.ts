@@ -44,8 +44,9 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
   const log = new Logger(worker, { echo: false });
   const app = createHttpApp({
     table: routes,
-    // Without a timeout_ms of svc-http's own, the worker's default applies: the engine's.
-    invoke: (functionId, payload) => worker.trigger({ function_id: functionId, payload }),
+    // Without a timeout_ms of svc-http's own, the worker's default applies: the engine's. The call
+    // is the binding's: the engine runs it with the rights of the worker that bound the route.
+    invoke: (functionId, payload, bindingId) => worker.trigger({ function_id: functionId, payload, bindingId }),
     bodyLimitBytes: config.bodyLimitBytes,
     timeoutMs: () => worker.defaultTimeoutMs,
     cors: config.cors,

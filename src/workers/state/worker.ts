@@ -29,6 +29,8 @@ export interface RunningStateWorker {
 
 /** A `state` trigger binding: fires `function_id` on changes matching the optional filters. */
 interface Binding {
+  /** The binding's id: its calls carry it, so the engine runs them with the binder's rights. */
+  id: string;
   function_id: string;
   scope?: string;
   key?: string;
@@ -50,7 +52,7 @@ function parseBinding(b: TriggerBinding): Binding {
   const c = (b.config ?? {}) as Record<string, unknown>;
   const refuse = (msg: string) => new StateError('invalid_payload', `state trigger ${b.id} for ${b.function_id}: ${msg}`);
   if (typeof c !== 'object' || Array.isArray(c)) throw refuse('config must be an object {scope?, key?, condition_function_id?}');
-  const out: Binding = { function_id: b.function_id };
+  const out: Binding = { id: b.id, function_id: b.function_id };
   for (const f of ['scope', 'key', 'condition_function_id'] as const) {
     const v = c[f];
     if (v === undefined || v === null) continue;
@@ -72,11 +74,13 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
 
   const fire = async (b: Binding, event: StateEvent, parent: CallParent | undefined) => {
     try {
+      // Both calls are the binding's: the engine authorizes them with its binder's rights, not
+      // svc-state's (a binder may not have a function it could not call run as a condition).
       if (b.condition_function_id) {
-        const ok = await worker.trigger({ function_id: b.condition_function_id, payload: event, parent });
+        const ok = await worker.trigger({ function_id: b.condition_function_id, payload: event, parent, bindingId: b.id });
         if (!ok) return;
       }
-      await worker.trigger({ function_id: b.function_id, payload: event, action: { type: 'void' }, parent });
+      await worker.trigger({ function_id: b.function_id, payload: event, action: { type: 'void' }, parent, bindingId: b.id });
     } catch (e) {
       log.warn(`state trigger for ${b.function_id} failed on ${event.event_type} of ${event.scope}/${event.key}: ${(e as Error).message}`);
     }
@@ -101,6 +105,8 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
     {
       id: 'state',
       description: 'Fires the bound function when a state key changes. Config {scope?, key?, condition_function_id?}; payload {type: "state", event_type: created|updated|deleted, scope, key, old_value, new_value}.',
+      // A binding receives every write it matches, values included: what state::get would show.
+      binding_requires_call: ['state::get'],
     },
     {
       registerTrigger: (b: TriggerBinding) => {

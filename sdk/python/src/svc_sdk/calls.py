@@ -97,6 +97,13 @@ class Caller:
             raise InvocationError(exc.code, exc.message, function_id) from None
 
         frame: Frame = {"type": "invokefunction", "function_id": function_id, "data": request.get("payload")}
+        binding_id = request.get("binding_id")
+        if binding_id is not None:
+            if not isinstance(binding_id, str) or not binding_id:
+                raise InvocationError(
+                    ErrorCode.INVALID_PAYLOAD, f"binding_id must be a non-empty string, got {binding_id!r}", function_id
+                )
+            frame["binding_id"] = binding_id
         if parent is not None and parent.traceparent:
             frame["traceparent"] = parent.traceparent
         if action is not None and action.get("type") == "void":

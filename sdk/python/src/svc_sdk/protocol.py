@@ -42,6 +42,10 @@ class TriggerRequest(TypedDict, total=False):
     #: Deadline for this call; the engine answers `timeout` when it passes. Default:
     #: InitOptions.invocation_timeout_ms, else the engine's engine.invocation_timeout_ms.
     timeout_ms: int
+    #: A trigger type's provider calling for one of its bindings (a fire, a condition): the
+    #: binding's id (`TriggerInstance["id"]`). The engine then authorizes the call with the rights
+    #: of the worker that registered the binding, not this worker's.
+    binding_id: str
 
 
 class TriggerConfig(TypedDict, total=False):
@@ -60,6 +64,9 @@ class TriggerTypeInfo(TypedDict, total=False):
     description: str
     trigger_request_format: Any
     call_request_format: Any
+    #: Functions a worker must be allowed to call to bind this type (a binding that lets its owner
+    #: observe data needs the rights of the function that reads it); the engine refuses others.
+    binding_requires_call: list[str]
 
 
 TriggerStatus = Literal["pending", "active", "parked", "error", "unregistered"]
