@@ -1,5 +1,6 @@
 import { Args, Command, Flags } from '@oclif/core';
 import { engineAddress, formatError, withClient, fail } from '../client.js';
+import { printableJson } from '../../engine/printable.js';
 import { buildPayload } from '../payload.js';
 
 export default class Trigger extends Command {
@@ -51,7 +52,8 @@ exit code is 1 (2 for bad arguments).`;
       const result = await withClient(engineAddress(flags.address), (w) =>
         w.trigger({ function_id: functionId, payload: built.payload, ...(flags['timeout-ms'] !== undefined ? { timeoutMs: flags['timeout-ms'] } : {}) }),
       );
-      process.stdout.write(JSON.stringify(result) + '\n');
+      // Valid JSON still, with what a terminal would act on escaped (the result is the callee's).
+      process.stdout.write(printableJson(JSON.stringify(result) ?? 'null') + '\n');
     } catch (err) {
       process.stderr.write(formatError(err) + '\n');
       this.exit(1);
