@@ -1,4 +1,4 @@
-import type { ErrorBody } from 'svc-sdk';
+import { functionIdProblem, type ErrorBody } from 'svc-sdk';
 
 /** The engine's own error bodies, in one place so codes and wording stay stable (docs/errors.md). */
 export const engineErrors = {
@@ -61,12 +61,8 @@ export class EngineError extends Error {
   }
 }
 
-const FUNCTION_ID_MAX = 256;
-/** Ids are free-form (`math::add`, `http::users/get`) but must be printable and bounded. */
+/** Ids are free-form (`math::add`, `http::users/get`) but must be printable, unambiguous and bounded (svc-sdk's rule). */
 export function checkFunctionId(id: string): ErrorBody | null {
-  if (id.length === 0) return engineErrors.invalidFunctionId(id, 'is empty');
-  if (id.length > FUNCTION_ID_MAX) return engineErrors.invalidFunctionId(id, `is longer than ${FUNCTION_ID_MAX} characters`);
-  // eslint-disable-next-line no-control-regex
-  if (/[\s\x00-\x1f]/.test(id)) return engineErrors.invalidFunctionId(id, 'contains whitespace or control characters');
-  return null;
+  const problem = functionIdProblem(id);
+  return problem === null ? null : engineErrors.invalidFunctionId(id, problem);
 }

@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from svc_sdk import DEFAULT_MAX_FRAME_BYTES, InvocationError, Worker, current_invocation, register_worker
+from svc_sdk import (
+    DEFAULT_MAX_FRAME_BYTES,
+    InvalidFunctionIdError,
+    InvocationError,
+    Worker,
+    current_invocation,
+    register_worker,
+)
 
 from .conftest import Engine, WorkerFactory, fast_options, wait_for
 
@@ -141,6 +148,37 @@ def test_no_deadline_given_gets_the_engines_default(tmp_path: Path) -> None:
         for worker in workers:
             worker.shutdown()
         engine.stop()
+
+
+@pytest.mark.parametrize(
+    ("function_id", "why"),
+    [
+        ("state::\u200bget", "contains U+200B (a zero-width character) at index 7"),
+        ("state::get\u202e", "contains U+202E (a bidirectional control) at index 10"),
+        ("del\u007f", "contains U+007F (a control character)"),
+        ("c1\u0085", "contains U+0085 (a control character)"),
+        ("nb\u00a0sp", "contains U+00A0 (whitespace)"),
+        ("soft\u00adhyphen", "contains U+00AD (an invisible formatting character)"),
+        ("has space", "contains U+0020 (whitespace) at index 3"),
+        ("", "is empty"),
+        ("x" * 257, "is longer than 256 characters"),
+    ],
+)
+def test_function_ids_the_engine_refuses_are_refused_locally(
+    make_worker: WorkerFactory, function_id: str, why: str
+) -> None:
+    worker = make_worker("ids")
+    with pytest.raises(InvalidFunctionIdError) as info:
+        worker.register_function(function_id, lambda data: None)
+    assert info.value.code == "invalid_function_id"
+    assert why in info.value.message
+    assert isinstance(info.value, ValueError)
+
+
+def test_function_ids_of_any_script_are_accepted(make_worker: WorkerFactory) -> None:
+    worker = make_worker("scripts")
+    worker.register_function("検索::日本語/🙂-v1", lambda data: "found")
+    assert worker.trigger({"function_id": "検索::日本語/🙂-v1", "payload": {}}) == "found"
 
 
 def test_nested_calls_from_sync_and_async_handlers(make_worker: WorkerFactory) -> None:

@@ -15,4 +15,5 @@ export { InvocationError, toErrorBody } from './errors.js';
 export { type ConnectionState, type ReconnectOptions, backoffDelay, parseEngineUrls } from './connection.js';
 export { sendCoalesced, exceedsBytes } from './transport.js';
 export { ChurnMap } from './churn-map.js';
+export { functionIdProblem, FUNCTION_ID_MAX_LENGTH } from './function-id.js';
 export * from './protocol.js';

@@ -34,6 +34,7 @@ import {
   type TriggerRegistrationResultMsg,
   type WorkerRegisteredMsg,
 } from './protocol.js';
+import { functionIdProblem } from './function-id.js';
 import { exceedsBytes } from './transport.js';
 
 export const SDK_VERSION = '0.1.0';
@@ -233,7 +234,9 @@ export class Worker extends EventEmitter implements LogSink {
   // ---- registration ------------------------------------------------------------------------------
 
   registerFunction(id: string, handler: FunctionHandler, options: FunctionOptions = {}): { id: string; unregister(): void } {
-    if (typeof id !== 'string' || id.length === 0) throw new InvocationError('invalid_function_id', 'Function id must be a non-empty string');
+    if (typeof id !== 'string') throw new InvocationError('invalid_function_id', 'Function id must be a non-empty string');
+    const problem = functionIdProblem(id);
+    if (problem !== null) throw new InvocationError('invalid_function_id', `Function id ${JSON.stringify(id.slice(0, 200))} ${problem}`);
     if (typeof handler !== 'function') throw new InvocationError('invalid_handler', `Handler for ${id} must be a function`);
     if (this.functions.has(id)) throw new InvocationError('duplicate_function', `Function ${id} is already registered by this worker`);
     const msg: RegisterFunctionMsg = { type: 'registerfunction', id, ...options };
