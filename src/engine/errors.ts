@@ -1,4 +1,5 @@
 import { functionIdProblem, type ErrorBody } from 'svc-sdk';
+import { printableJson } from './printable.js';
 
 /** The engine's own error bodies, in one place so codes and wording stay stable (docs/errors.md). */
 export const engineErrors = {
@@ -18,7 +19,8 @@ export const engineErrors = {
     code: 'invalid_frame',
     message: `"timeout_ms" must be a positive number of milliseconds up to ${max}, got ${v}`,
   }),
-  invalidFunctionId: (id: string, why: string): ErrorBody => ({ code: 'invalid_function_id', message: `Function id ${JSON.stringify(id.slice(0, 200))} ${why}` }),
+  // The id as JSON, with what it must not hold shown as escapes: the refusal names the character.
+  invalidFunctionId: (id: string, why: string): ErrorBody => ({ code: 'invalid_function_id', message: `Function id ${printableJson(JSON.stringify(id.slice(0, 200)))} ${why}` }),
   forbiddenCall: (token: string, id: string): ErrorBody => ({ code: 'forbidden', message: `Token "${token}" may not call ${id}` }),
   forbiddenRegister: (token: string, what: string, id: string): ErrorBody => ({ code: 'forbidden', message: `Token "${token}" may not register ${what} ${id}` }),
   forbiddenBind: (token: string, type: string, needed: string): ErrorBody => ({

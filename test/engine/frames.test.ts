@@ -74,7 +74,7 @@ describe('bad input is answered, never fatal', () => {
 
   test('lookalike and invisible characters in a function id are refused, naming the code point', async () => {
     const cases: Array<[string, RegExp]> = [
-      ['state::\u200bget', /U\+200B \(a zero-width character\) at index 7/],
+      ['state::\u200bget', /^Function id "state::\\u200bget" contains U\+200B \(a zero-width character\) at index 7$/],
       ['state::get\u202e', /U\+202E \(a bidirectional control\) at index 10/],
       ['state\u2066::get', /U\+2066 \(a bidirectional control\)/],
       ['del\u007f', /U\+007F \(a control character\)/],
