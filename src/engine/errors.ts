@@ -15,6 +15,10 @@ export const engineErrors = {
     code: 'payload_too_large',
     message: `Call of ${id}: frame of ${size} bytes exceeds the engine's max_frame_bytes of ${limit}`,
   }),
+  resultTooLarge: (id: string, size: number, limit: number): ErrorBody => ({
+    code: 'result_too_large',
+    message: `Result of ${id}: frame of ${size} bytes exceeds the engine's max_frame_bytes of ${limit}`,
+  }),
   invalidTimeout: (v: number, max: number): ErrorBody => ({
     code: 'invalid_frame',
     message: `"timeout_ms" must be a positive number of milliseconds up to ${max}, got ${v}`,

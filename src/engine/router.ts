@@ -210,7 +210,7 @@ export class Router {
     }
     if (decoded.ok && decoded.msg.type === 'invocationresult') {
       s.sendError(err, { type: 'invocationresult', id: decoded.msg.invocation_id });
-      this.d.invocations.fail(s, decoded.msg.invocation_id, engineErrors.payloadTooLarge(decoded.msg.function_id ?? 'function', size, this.d.opts.maxFrameBytes));
+      this.d.invocations.fail(s, decoded.msg.invocation_id, engineErrors.resultTooLarge(decoded.msg.function_id ?? 'function', size, this.d.opts.maxFrameBytes));
       return;
     }
     s.sendError(err, decoded.ok ? { type: decoded.msg.type } : undefined);

@@ -112,7 +112,15 @@ describe('bad input is answered, never fatal', () => {
     callee.registerFunction('big::result', () => 'y'.repeat(LIMIT * 2));
     await callee.ready();
     const caller = pool.make('big-caller');
-    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::result', timeoutMs: 5000 }), { code: 'payload_too_large' }));
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::result', timeoutMs: 5000 }), { code: 'result_too_large', message: /^Result of big::result: frame of \d+ bytes exceeds the engine's max_frame_bytes/ }));
+  });
+
+  test('a result over the SDK limit is refused by the callee as result_too_large, not payload_too_large', async () => {
+    const callee = pool.make('big-result-sdk');
+    callee.registerFunction('big::sdk_result', () => 'y'.repeat(9 * 1024 * 1024));
+    await callee.ready();
+    const caller = pool.make('big-sdk-caller');
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::sdk_result', timeoutMs: 5000 }), { code: 'result_too_large', message: /^Result of big::sdk_result: Frame of \d+ bytes exceeds/ }));
   });
 
   test('the SDK refuses to send a frame over its limit, locally', async () => {

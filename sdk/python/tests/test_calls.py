@@ -232,7 +232,8 @@ def test_payload_limits(make_worker: WorkerFactory) -> None:
     assert info.value.code == "payload_too_large"
     with pytest.raises(InvocationError) as info:
         w.trigger({"function_id": "py::big_result", "payload": {}})
-    assert info.value.code == "payload_too_large"
+    assert info.value.code == "result_too_large"
+    assert info.value.message.startswith("Result of py::big_result: ")
     with pytest.raises(InvocationError) as info:
         w.trigger({"function_id": "py::not_json", "payload": {}})
     assert info.value.code == "invocation_failed"

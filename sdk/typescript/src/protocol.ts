@@ -435,6 +435,7 @@ export const ErrorCode = {
   UnknownMessageType: 'unknown_message_type',
   FrameTooLarge: 'frame_too_large',
   PayloadTooLarge: 'payload_too_large',
+  ResultTooLarge: 'result_too_large',
   InvalidFunctionId: 'invalid_function_id',
   InvalidPayload: 'invalid_payload',
   EnqueueError: 'enqueue_error',

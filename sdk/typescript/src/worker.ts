@@ -592,7 +592,10 @@ export class Worker extends EventEmitter implements LogSink {
     try {
       text = this.encode(msg, functionId);
     } catch (e) {
-      text = JSON.stringify({ type: 'invocationresult', invocation_id: invocationId, function_id: functionId, error: toErrorBody(e) });
+      // The caller learns why instead of waiting for its deadline; a result too large is told
+      // apart from a call too large (svc-http answers them 502 and 413).
+      const error = (e as InvocationError).code === 'payload_too_large' ? { code: 'result_too_large', message: `Result of ${functionId}: ${(e as Error).message}` } : toErrorBody(e);
+      text = JSON.stringify({ type: 'invocationresult', invocation_id: invocationId, function_id: functionId, error });
     }
     this.conn.sendText(text);
   }

@@ -14,6 +14,7 @@ class ErrorCode:
     CONNECTION_LOST = "connection_lost"
     SHUTTING_DOWN = "shutting_down"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    RESULT_TOO_LARGE = "result_too_large"
     INVALID_PAYLOAD = "invalid_payload"
     INVALID_FUNCTION_ID = "invalid_function_id"
     TRIGGER_REGISTRATION_FAILED = "trigger_registration_failed"
