@@ -3,10 +3,10 @@
  * functions and provides the `state` trigger type. Everything a caller sees is decided in
  * service.ts (handlers), ops.ts (update ops) and the stores; this file only connects them.
  */
-import { registerWorker, Logger, type TriggerBinding, type Worker } from 'svc-sdk';
+import { DEFAULT_MAX_FRAME_BYTES, registerWorker, Logger, type TriggerBinding, type Worker } from 'svc-sdk';
 import { openEmbeddedStore } from './embedded-store.js';
 import { openRedisStore } from './redis-store.js';
-import { FUNCTION_DESCRIPTIONS, stateFunctions, type CallParent, type StateEvent, type StateFunctions } from './service.js';
+import { ANSWER_FRAME_ROOM, FUNCTION_DESCRIPTIONS, stateFunctions, type CallParent, type StateEvent, type StateFunctions } from './service.js';
 import { StateError, type StateStore } from './store.js';
 import { parseStateConfig, type StateConfig } from './config.js';
 
@@ -97,7 +97,9 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
   // The handlers go on the wire as they are: no wrapper per call (every promise costs CPU on this
   // hot path). Calls still running at shutdown are safe without one: store.close() lets the
   // operations already issued finish first.
-  const fns = stateFunctions(store, { maxValueBytes: config.maxValueBytes }, onChange);
+  // A state::list answer must fit in a frame the engine accepts (its hello tells its limit).
+  const answerBytes = (): number => Math.min(worker.engine?.max_frame_bytes ?? DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES) - ANSWER_FRAME_ROOM;
+  const fns = stateFunctions(store, { maxValueBytes: config.maxValueBytes, answerBytes }, onChange);
   for (const id of Object.keys(fns) as (keyof StateFunctions)[]) {
     worker.registerFunction(id, fns[id], { description: FUNCTION_DESCRIPTIONS[id] });
   }
