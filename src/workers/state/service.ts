@@ -10,6 +10,7 @@ import {
   checkScope,
   describe,
   encodeValue,
+  MAX_KEY_BYTES,
   normalizeOps,
   payloadObject,
   quote,
@@ -138,8 +139,9 @@ export function stateFunctions(store: StateStore, limits: ServiceLimits, onChang
         throw new StateError('invalid_payload', `state::list: "limit" must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${describe(limit)}`);
       }
       const cursor = p.cursor ?? undefined;
-      if (cursor !== undefined && (typeof cursor !== 'string' || cursor === '')) {
-        throw new StateError('invalid_payload', `state::list: "cursor" must be the next_cursor of the previous page (a non-empty string), got ${describe(cursor)}`);
+      // A cursor is a key (next_cursor of the previous page): the stores seek to it.
+      if (cursor !== undefined && (typeof cursor !== 'string' || cursor === '' || Buffer.byteLength(cursor, 'utf8') > MAX_KEY_BYTES)) {
+        throw new StateError('invalid_payload', `state::list: "cursor" must be the next_cursor of the previous page (a key: a non-empty string of at most ${MAX_KEY_BYTES} bytes), got ${describe(cursor)}`);
       }
       const page = await store.listPage(scope, cursor, limit, answerBytes());
       return { entries: page.entries, next_cursor: page.next };

@@ -129,6 +129,7 @@ export function conformance(name: string, open: OpenStore): void {
       await rejectsWith(page(fn, { limit: 10_001 }), 'invalid_payload', '"limit"');
       await rejectsWith(page(fn, { cursor: 7 }), 'invalid_payload', '"cursor"');
       await rejectsWith(page(fn, { cursor: '' }), 'invalid_payload', '"cursor"');
+      await rejectsWith(page(fn, { cursor: 'c'.repeat(1025) }), 'invalid_payload', '"cursor"', 'at most 1024 bytes');
     });
 
     withStore(
