@@ -24,10 +24,17 @@ export function printable(text: string): string {
 }
 
 /**
- * The same for JSON text (`JSON.stringify` output): such characters can stand only inside its
- * strings, where `\uXXXX` means the same character, so the JSON reads back unchanged.
- * (JSON.stringify already escapes C0; DEL, C1 and the others it leaves raw.)
+ * What JSON.stringify leaves raw inside strings: it escapes C0 there, so a line break or a tab in
+ * its output is the indentation of pretty-printed JSON, and stays.
+ */
+const UNPRINTABLE_IN_JSON = /[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/;
+const UNPRINTABLE_IN_JSON_ALL = new RegExp(UNPRINTABLE_IN_JSON.source, 'g');
+
+/**
+ * The same for JSON text (`JSON.stringify` output, pretty-printed or not): the characters it
+ * leaves raw can stand only inside its strings, where `\uXXXX` means the same character, so the
+ * JSON reads back unchanged.
  */
 export function printableJson(json: string): string {
-  return UNPRINTABLE.test(json) ? json.replace(UNPRINTABLE_ALL, unicodeEscape) : json;
+  return UNPRINTABLE_IN_JSON.test(json) ? json.replace(UNPRINTABLE_IN_JSON_ALL, unicodeEscape) : json;
 }

@@ -44,12 +44,15 @@ describe('printable: client text made inert for a terminal', () => {
     for (const s of ['worker math-worker registered (python, pid 42)', 'é ü 日本語 עברית 🙂', 'C:\\path\\to "x"', '']) assert.equal(printable(s), s);
   });
 
-  test('printableJson keeps JSON valid and equal to what was sent', () => {
+  test('printableJson keeps JSON valid and equal to what was sent, pretty-printed JSON too', () => {
     for (const a of ATTACKS) {
       const json = JSON.stringify({ message: a, list: [a] });
       const p = printableJson(json);
       assert.doesNotMatch(p, DANGEROUS);
       assert.deepEqual(JSON.parse(p), { message: a, list: [a] });
+      const pretty = printableJson(JSON.stringify([{ message: a }], null, 2));
+      assert.deepEqual(JSON.parse(pretty), [{ message: a }]);
+      for (const line of pretty.split('\n')) assert.doesNotMatch(line, DANGEROUS);
     }
   });
 });
