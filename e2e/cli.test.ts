@@ -262,6 +262,31 @@ describe('svc trigger', { timeout: 90_000 }, () => {
   });
 });
 
+describe("svc trigger without --timeout-ms: the engine's default deadline", { timeout: 60_000 }, () => {
+  const tmp = tempDir();
+  let engine: EngineProcess;
+  let worker: Worker;
+  before(async () => {
+    writeFileSync(join(tmp.dir, 'config.yaml'), `${PORT0}  invocation_timeout_ms: 500\n`);
+    engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: tmp.dir });
+    worker = registerWorker(engine.url, { workerName: 'cli-default-deadline', echoLogs: false });
+    worker.registerFunction('test::slow', () => new Promise((r) => setTimeout(() => r('late'), 8000)));
+    await worker.ready(5000);
+  });
+  after(async () => {
+    await worker?.shutdown(0);
+    await engine?.stop('SIGKILL');
+    tmp.remove();
+  });
+
+  test('a slow function ends with `timeout` at engine.invocation_timeout_ms (500 ms), not after 30 s', async () => {
+    const r = await runSvc(['trigger', 'test::slow', '--address', engine.url], { timeoutMs: 10_000 });
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /^error: timeout: Invocation of test::slow timed out after 500ms/m);
+  });
+});
+
 describe('engine shutdown while a call is in flight', { timeout: 60_000 }, () => {
   const tmp = tempDir();
   let worker: Worker | undefined;

@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { registerWorker } from 'svc-sdk';
 import { EngineProcess, ROOT, SVC_BIN, closedPort, runSvc, tempDir, until } from '../helpers/cli.js';
 import { CHROMIUM, launchChromium } from '../../test/helpers/chromium.js';
 
@@ -203,6 +204,33 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
     page.once('dialog', (d) => void d.accept());
     await page.locator('[data-testid=state-row][data-key=note] button:has-text("Delete")').click();
     await until('the key to go', async () => (await page.locator('[data-testid=state-row][data-key=note]').count()) === 0);
+  });
+
+  test('the State page pages through a scope of 250 keys, 100 at a time', async () => {
+    const writer = registerWorker(engine.url, { workerName: 'state-writer', echoLogs: false });
+    try {
+      await writer.ready();
+      const key = (i: number): string => `k${String(i).padStart(3, '0')}`;
+      await Promise.all(Array.from({ length: 250 }, (_, i) => writer.trigger({ function_id: 'state::set', payload: { scope: 'paged', key: key(i), value: i } })));
+      await page.click('[data-testid=nav-state]');
+      await page.locator('[data-testid=scope-item][data-scope=paged]').click();
+      const rows = page.locator('[data-testid=state-row]');
+      const keysShown = async (): Promise<string[]> => rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-key') ?? ''));
+      await until('the first page', async () => (await rows.count()) === 100);
+      assert.equal((await keysShown())[0], key(0));
+      assert.match(await page.locator('[data-testid=state-page]').innerText(), /keys 1–100/);
+      await page.click('[data-testid=state-next]');
+      await until('the second page', async () => (await keysShown())[0] === key(100));
+      await page.click('[data-testid=state-next]');
+      await until('the last page', async () => (await rows.count()) === 50 && (await keysShown())[0] === key(200));
+      assert.match(await page.locator('[data-testid=state-page]').innerText(), /keys 201–250/);
+      assert.equal(await page.locator('[data-testid=state-next]').isDisabled(), true);
+      await shot(page, '8b-state-pages');
+      await page.click('[data-testid=state-prev]');
+      await until('back to the second page', async () => (await keysShown())[0] === key(100) && (await rows.count()) === 100);
+    } finally {
+      await writer.shutdown(0);
+    }
   });
 
   test('a lost engine is shown plainly', async () => {

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { DEFAULT_ENGINE_URL, InvocationError, redactAddress, Worker } from 'svc-sdk';
+import { printable } from '../engine/printable.js';
 import { readEngineState, type EngineState } from '../supervisor/engine-state.js';
 
 /** The engine running for ./config.yaml, if any (it writes .svc/engine.json beside the file). */
@@ -50,10 +51,13 @@ export async function withClient<T>(address: string, fn: (w: Worker) => Promise<
   }
 }
 
-/** One line for stderr: `error: <code>: <message>`. */
+/**
+ * One line for stderr: `error: <code>: <message>`, escaped: the code and message may come from any
+ * worker (a function's own error).
+ */
 export function formatError(err: unknown): string {
-  if (err instanceof InvocationError) return `error: ${err.code}: ${err.message}`;
-  return `error: ${err instanceof Error ? err.message : String(err)}`;
+  if (err instanceof InvocationError) return printable(`error: ${err.code}: ${err.message}`);
+  return printable(`error: ${err instanceof Error ? err.message : String(err)}`);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
+import { printable } from '../engine/printable.js';
 import { readEngineState, type EngineState } from '../supervisor/engine-state.js';
 
 /** `--config` as every project command takes it. */
@@ -10,9 +11,9 @@ export function runningEngine(configFile: string): EngineState | null {
   return readEngineState(resolve(configFile));
 }
 
-/** Fixed-width table for terminal output. */
+/** Fixed-width table for terminal output; cells are escaped (they hold names and ids workers chose). */
 export function table(rows: Array<Record<string, unknown>>, columns: string[]): string {
-  const cell = (v: unknown): string => (v === null || v === undefined ? '-' : Array.isArray(v) ? v.join(',') || '-' : String(v));
+  const cell = (v: unknown): string => printable(v === null || v === undefined ? '-' : Array.isArray(v) ? v.join(',') || '-' : String(v));
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
   const line = (vals: string[]): string => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
   return [line(columns.map((c) => c.toUpperCase())), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n');

@@ -89,7 +89,8 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
       res.status(400).json({ ok: false, error: { code: 'invalid_request', message: '"function_id" must be a non-empty string' } });
       return;
     }
-    const timeoutMs = typeof body.timeout_ms === 'number' && body.timeout_ms > 0 ? Math.min(body.timeout_ms, MAX_TIMEOUT_MS) : 30_000;
+    // Without one of the page's own, the engine's default deadline applies.
+    const timeoutMs = typeof body.timeout_ms === 'number' && body.timeout_ms > 0 ? Math.min(body.timeout_ms, MAX_TIMEOUT_MS) : undefined;
     if (worker.state !== 'connected') {
       const refusal = worker.refusal;
       res.status(503).json({
@@ -102,7 +103,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     }
     const t0 = performance.now();
     try {
-      const result = await worker.trigger({ function_id: body.function_id, payload: body.payload ?? {}, timeoutMs });
+      const result = await worker.trigger({ function_id: body.function_id, payload: body.payload ?? {}, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
       res.json({ ok: true, result: result ?? null, duration_ms: performance.now() - t0 });
     } catch (e) {
       const err = e instanceof InvocationError ? { code: e.code, message: e.message } : { code: 'console_error', message: (e as Error).message };

@@ -1,5 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { ErrorBody } from 'svc-sdk';
+import { engineErrors } from './errors.js';
 
 /**
  * Tokens and what each may do. With no tokens configured, auth is off and the engine refuses to
@@ -33,17 +35,32 @@ export function matches(pattern: string, id: string): boolean {
   return pattern === id;
 }
 
+/** A token's rights without its secret: what travels between the engines of a cluster. */
+export type Rights = Omit<TokenSpec, 'token'>;
+
 /** What one connection may do. `null` token: auth is off, everything is allowed. */
 export class Access {
-  constructor(readonly token: TokenSpec | null) {}
+  constructor(readonly token: Rights | null) {}
 
   get name(): string {
     return this.token?.name ?? 'anonymous';
   }
 
+  /** The rights alone (null: auth is off), for another engine to authorize with. */
+  get rights(): Rights | null {
+    if (!this.token) return null;
+    const { name, admin, call, register, trigger_types } = this.token;
+    return { name, admin, call, register, trigger_types };
+  }
+
   canCall(id: string): boolean {
     if (!this.token || this.token.admin) return true;
     return ALWAYS_CALLABLE.some((p) => matches(p, id)) || this.token.call.some((p) => matches(p, id));
+  }
+
+  /** Why a call of `id` is refused, or null when it is allowed. */
+  callRefusal(id: string): ErrorBody | null {
+    return this.canCall(id) ? null : engineErrors.forbiddenCall(this.name, id);
   }
 
   canRegister(id: string): boolean {
@@ -58,6 +75,32 @@ export class Access {
 }
 
 export const OPEN_ACCESS = new Access(null);
+
+/**
+ * What a trigger type's provider may call for one binding (`invokefunction` with `binding_id`):
+ * the bound function, which the binder was allowed to bind (triggers.ts), and any other function
+ * (a condition) that both the binder and the provider may call. So a binder never borrows the
+ * provider's rights, and a provider never gains the binder's.
+ */
+export class BindingAccess extends Access {
+  constructor(
+    private readonly binder: Access,
+    private readonly provider: Access,
+    private readonly functionId: string,
+  ) {
+    super(binder.token);
+  }
+
+  override canCall(id: string): boolean {
+    return id === this.functionId || (this.binder.canCall(id) && this.provider.canCall(id));
+  }
+
+  override callRefusal(id: string): ErrorBody | null {
+    if (id === this.functionId) return null;
+    if (!this.binder.canCall(id)) return engineErrors.forbiddenBindingCall(this.binder.name, id, this.functionId);
+    return this.provider.callRefusal(id);
+  }
+}
 
 /** Constant-time lookup of a presented secret. */
 export class TokenTable {

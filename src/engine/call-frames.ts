@@ -22,16 +22,28 @@ export const PASS_ON_MIN_CHARS = 512;
 
 /**
  * For a call frame that begins `{"type":"invokefunction","function_id":<fidJson>,"invocation_id":
- * <callerId as JSON>,"timeout_ms":<timeoutMs>,"data":` (svc's SDKs write that order,
- * sdk/typescript/src/worker.ts): the text from the data value to the closing brace (exclusive), which
- * holds the data and whatever keys the caller wrote after it. null for any other layout, or a small
- * frame. The JSON of the parsed values is what is compared, so a match means the text holds exactly
- * those values, with no escape that would make the same string read differently.
+ * <callerId as JSON>,"timeout_ms":<timeoutMs>,"binding_id":<bindingId as JSON>,"data":` (svc's
+ * SDKs write that order, sdk/typescript/src/worker.ts; `timeout_ms` only when the caller set a
+ * deadline, `binding_id` only for a provider's call for a binding, which so never reaches the
+ * callee): the text from
+ * the data value to the closing brace (exclusive), which holds the data and whatever keys the
+ * caller wrote after it. null for any other layout, or a small frame. The head expected is built
+ * from the parsed values, so a match means the text holds exactly those values, with no escape
+ * that would make the same string read differently, and no key the parse did not see.
  */
-export function callDataTail(text: string, fidJson: string, callerId: string, timeoutMs: number | undefined): string | null {
-  if (text.length < PASS_ON_MIN_CHARS || timeoutMs === undefined || text.charCodeAt(text.length - 1) !== 0x7d) return null;
-  const head = '{"type":"invokefunction","function_id":' + fidJson + ',"invocation_id":' + jsonString(callerId) + ',"timeout_ms":' + timeoutMs + ',"data":';
-  return text.slice(0, head.length) === head ? text.slice(head.length, -1) : null;
+export function callDataTail(
+  text: string,
+  fidJson: string,
+  callerId: string,
+  timeoutMs: number | null | undefined,
+  bindingId: string | null | undefined,
+): string | null {
+  if (text.length < PASS_ON_MIN_CHARS || text.charCodeAt(text.length - 1) !== 0x7d) return null;
+  let head = '{"type":"invokefunction","function_id":' + fidJson + ',"invocation_id":' + jsonString(callerId);
+  if (timeoutMs !== undefined) head += ',"timeout_ms":' + timeoutMs;
+  if (bindingId != null) head += ',"binding_id":' + jsonString(bindingId);
+  head += ',"data":';
+  return text.startsWith(head) ? text.slice(head.length, -1) : null;
 }
 
 /**

@@ -1,4 +1,5 @@
-import type { ErrorBody } from 'svc-sdk';
+import { functionIdProblem, type ErrorBody } from 'svc-sdk';
+import { printableJson } from './printable.js';
 
 /** The engine's own error bodies, in one place so codes and wording stay stable (docs/errors.md). */
 export const engineErrors = {
@@ -14,13 +15,34 @@ export const engineErrors = {
     code: 'payload_too_large',
     message: `Call of ${id}: frame of ${size} bytes exceeds the engine's max_frame_bytes of ${limit}`,
   }),
+  resultTooLarge: (id: string, size: number, limit: number): ErrorBody => ({
+    code: 'result_too_large',
+    message: `Result of ${id}: frame of ${size} bytes exceeds the engine's max_frame_bytes of ${limit}`,
+  }),
   invalidTimeout: (v: number, max: number): ErrorBody => ({
     code: 'invalid_frame',
     message: `"timeout_ms" must be a positive number of milliseconds up to ${max}, got ${v}`,
   }),
-  invalidFunctionId: (id: string, why: string): ErrorBody => ({ code: 'invalid_function_id', message: `Function id ${JSON.stringify(id.slice(0, 200))} ${why}` }),
+  // The id as JSON, with what it must not hold shown as escapes: the refusal names the character.
+  invalidFunctionId: (id: string, why: string): ErrorBody => ({ code: 'invalid_function_id', message: `Function id ${printableJson(JSON.stringify(id.slice(0, 200)))} ${why}` }),
   forbiddenCall: (token: string, id: string): ErrorBody => ({ code: 'forbidden', message: `Token "${token}" may not call ${id}` }),
   forbiddenRegister: (token: string, what: string, id: string): ErrorBody => ({ code: 'forbidden', message: `Token "${token}" may not register ${what} ${id}` }),
+  forbiddenBind: (token: string, type: string, needed: string): ErrorBody => ({
+    code: 'forbidden',
+    message: `Token "${token}" may not bind a "${type}" trigger: binding one needs the right to call ${needed}`,
+  }),
+  forbiddenBindingCall: (token: string, id: string, bound: string): ErrorBody => ({
+    code: 'forbidden',
+    message: `Token "${token}" may not call ${id}, so its trigger binding of ${bound} may not either`,
+  }),
+  notBindingProvider: (bindingId: string, worker: string): ErrorBody => ({
+    code: 'forbidden',
+    message: `Worker ${worker} is not the provider of trigger binding ${bindingId}: only that provider may call for it`,
+  }),
+  bindingNotFound: (bindingId: string): ErrorBody => ({
+    code: 'binding_not_found',
+    message: `Trigger binding ${bindingId} does not exist (its owner unregistered it or left)`,
+  }),
   overloaded: (why: string): ErrorBody => ({ code: 'overloaded', message: why }),
   tooManyRegistrations: (limit: number, id: string): ErrorBody => ({
     code: 'too_many_registrations',
@@ -45,12 +67,8 @@ export class EngineError extends Error {
   }
 }
 
-const FUNCTION_ID_MAX = 256;
-/** Ids are free-form (`math::add`, `http::users/get`) but must be printable and bounded. */
+/** Ids are free-form (`math::add`, `http::users/get`) but must be printable, unambiguous and bounded (svc-sdk's rule). */
 export function checkFunctionId(id: string): ErrorBody | null {
-  if (id.length === 0) return engineErrors.invalidFunctionId(id, 'is empty');
-  if (id.length > FUNCTION_ID_MAX) return engineErrors.invalidFunctionId(id, `is longer than ${FUNCTION_ID_MAX} characters`);
-  // eslint-disable-next-line no-control-regex
-  if (/[\s\x00-\x1f]/.test(id)) return engineErrors.invalidFunctionId(id, 'contains whitespace or control characters');
-  return null;
+  const problem = functionIdProblem(id);
+  return problem === null ? null : engineErrors.invalidFunctionId(id, problem);
 }

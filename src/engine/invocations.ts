@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ChurnMap, type ErrorBody, type InvocationResultMsg, type InvokeFunctionMsg } from 'svc-sdk';
+import type { Access } from './auth.js';
 import { Deadlines, type DeadlineEntry } from './deadlines.js';
 import { EngineError, engineErrors } from './errors.js';
 import type { EngineOptions } from './options.js';
@@ -81,16 +82,23 @@ export class Invocations {
    * A call from a connected peer. Answers the caller (unless fire-and-forget) in every case.
    * `text`: the frame as it arrived, whose payload is passed on as text when its layout allows.
    */
-  invoke(caller: Session, msg: InvokeFunctionMsg, text?: string): void {
+  invoke(caller: Session, msg: InvokeFunctionMsg, text?: string, access: Access = caller.access): void {
     const isVoid = msg.invocation_id == null || msg.action?.type === 'void';
     const callerId = isVoid ? undefined : (msg.invocation_id as string);
-    const refusal = this.admit(caller, callerId, msg.function_id) ?? this.dispatch(caller, callerId, msg, undefined, text);
+    const refusal = this.admit(caller, callerId, msg.function_id, access) ?? this.dispatch(caller, callerId, msg, undefined, text);
     if (refusal) this.answer(caller, jsonOf(callerId), JSON.stringify(msg.function_id), { error: refusal });
   }
 
-  /** Why a peer's call may not start now, or null. */
-  private admit(caller: Session, callerId: string | undefined, fid: string): ErrorBody | null {
-    if (!caller.access.canCall(fid)) return engineErrors.forbiddenCall(caller.access.name, fid);
+  /** Answer a peer's call with `error` without starting it. */
+  refuse(caller: Session, msg: InvokeFunctionMsg, error: ErrorBody): void {
+    const isVoid = msg.invocation_id == null || msg.action?.type === 'void';
+    this.answer(caller, isVoid ? undefined : jsonOf(msg.invocation_id as string), JSON.stringify(msg.function_id), { error });
+  }
+
+  /** Why a peer's call may not start now, or null. `access`: the rights it runs with. */
+  private admit(caller: Session, callerId: string | undefined, fid: string, access: Access): ErrorBody | null {
+    const denied = access.callRefusal(fid);
+    if (denied) return denied;
     if (callerId !== undefined) {
       if (caller.outgoing.size >= this.opts.maxInFlightPerWorker) {
         return engineErrors.overloaded(`${caller.name} already waits on ${caller.outgoing.size} calls (engine.limits.max_in_flight_per_worker)`);
@@ -172,11 +180,11 @@ export class Invocations {
       }
     }
     // The payload passes on as it came when the frame has our SDKs' layout (call-frames.ts).
-    const dataTail = text !== undefined && callerId !== undefined && msg.action === undefined ? callDataTail(text, entry.idJson, callerId, msg.timeout_ms) : null;
+    const dataTail = text !== undefined && callerId !== undefined && msg.action === undefined ? callDataTail(text, entry.idJson, callerId, msg.timeout_ms, msg.binding_id) : null;
     // Written before anything else is kept: at one call in flight the work ahead of the write
     // delays the call, the rest overlaps the callee's work (bench/RESULTS.md, session 5). Nothing
     // can answer the call before this returns.
-    callee.sendText(invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.traces !== null));
+    callee.sendCall(invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.traces !== null), timeoutMs);
     const now = performance.now();
     const inv: Invocation = {
       id,

@@ -4,7 +4,8 @@ import type { Invocations } from './invocations.js';
 import { ENGINE_VERSION, type EngineOptions } from './options.js';
 import type { Registry } from './registry.js';
 import type { Session } from './session.js';
-import type { Triggers } from './triggers.js';
+import type { ForwardedBindingMsg, Triggers } from './triggers.js';
+import { Access } from './auth.js';
 
 export interface RouterDeps {
   opts: EngineOptions;
@@ -82,9 +83,18 @@ export class Router {
   private dispatch(s: Session, m: Message, text?: string): void {
     const { registry, triggers, invocations } = this.d;
     switch (m.type) {
-      case 'invokefunction':
+      case 'invokefunction': {
+        // A provider calling for one of its trigger bindings runs with the binder's rights. (From
+        // another engine's proxy a call is already authorized by that engine: no binding here.)
+        if (m.binding_id != null && s.node === undefined) {
+          const grant = triggers.callAccess(s, m.binding_id);
+          if (grant instanceof Access) invocations.invoke(s, m, text, grant);
+          else invocations.refuse(s, m, grant);
+          return;
+        }
         invocations.invoke(s, m, text);
         return;
+      }
       case 'invocationresult':
         invocations.complete(s, m, text);
         return;
@@ -117,11 +127,14 @@ export class Router {
         triggers.unregisterType(s, m.id);
         return;
       case 'registertrigger': {
+        // The binder's rights: its token's; for a binding another engine handed over (s is that
+        // engine's proxy), the rights that engine sent with it.
+        const access = s.node === undefined ? s.access : new Access((m as ForwardedBindingMsg).binder ?? null);
         // Binding a function to an event source lets that source call it: the token must be
-        // allowed to register or to call the function.
+        // allowed to register or to call the function. (What the type itself asks for, triggers.ts.)
         let refusal: ErrorBody | null = null;
-        if (!s.access.canRegister(m.function_id) && !s.access.canCall(m.function_id)) {
-          refusal = engineErrors.forbiddenRegister(s.access.name, 'a trigger for', m.function_id);
+        if (!access.canRegister(m.function_id) && !access.canCall(m.function_id)) {
+          refusal = engineErrors.forbiddenRegister(access.name, 'a trigger for', m.function_id);
         } else if (!s.triggers.has(m.id) && s.registrations >= this.d.opts.maxRegistrationsPerWorker) {
           refusal = engineErrors.tooManyRegistrations(this.d.opts.maxRegistrationsPerWorker, `trigger ${m.id}`);
         }
@@ -129,7 +142,7 @@ export class Router {
           s.send({ type: 'triggerregistrationresult', id: m.id, trigger_type: m.trigger_type, function_id: m.function_id, error: refusal });
           return;
         }
-        triggers.register(s, m);
+        triggers.register(s, m, access);
         return;
       }
       case 'unregistertrigger':
@@ -197,7 +210,7 @@ export class Router {
     }
     if (decoded.ok && decoded.msg.type === 'invocationresult') {
       s.sendError(err, { type: 'invocationresult', id: decoded.msg.invocation_id });
-      this.d.invocations.fail(s, decoded.msg.invocation_id, engineErrors.payloadTooLarge(decoded.msg.function_id ?? 'function', size, this.d.opts.maxFrameBytes));
+      this.d.invocations.fail(s, decoded.msg.invocation_id, engineErrors.resultTooLarge(decoded.msg.function_id ?? 'function', size, this.d.opts.maxFrameBytes));
       return;
     }
     s.sendError(err, decoded.ok ? { type: decoded.msg.type } : undefined);

@@ -9,6 +9,7 @@ import { Invocations } from './invocations.js';
 import { LogBuffer, type LogEntry } from './logs.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from './options.js';
 import { normalizeOrigin, originRefusal } from './origin.js';
+import { printable } from './printable.js';
 import { Registry } from './registry.js';
 import { Router } from './router.js';
 import { Session } from './session.js';
@@ -246,7 +247,8 @@ export class Engine {
   event(level: LogEntry['level'], message: string, data?: Record<string, unknown>): void {
     this.logs.add({ level, message, source: 'engine', ...(data ? { data } : {}) });
     if (this.opts.printEvents) {
-      const line = `${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${message}\n`;
+      // The message often holds a client's text (a worker's name, an error it sent): one line, inert.
+      const line = `${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${printable(message)}\n`;
       (level === 'error' || level === 'warn' ? process.stderr : process.stdout).write(line);
     }
   }

@@ -70,6 +70,15 @@ export class Session {
     sendCoalesced(this.ws, text);
   }
 
+  /**
+   * The `invokefunction` frame of a call this peer is to serve, with the call's deadline: a peer
+   * that forwards the call on (a cluster proxy) needs it, and the call's books, where it is also
+   * kept, are written only after this frame (invocations.ts).
+   */
+  sendCall(text: string, _timeoutMs: number): void {
+    this.sendText(text);
+  }
+
   sendError(error: ErrorBody, ref?: { type?: string; id?: string }): void {
     this.send({ type: 'error', error, ...(ref ? { ref } : {}) });
   }

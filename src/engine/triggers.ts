@@ -4,6 +4,8 @@ import type {
   RegisterTriggerTypeMsg,
   TriggerRegistrationResultMsg,
 } from 'svc-sdk';
+import { Access, BindingAccess, type Rights } from './auth.js';
+import { engineErrors } from './errors.js';
 import type { Session } from './session.js';
 
 export interface TriggerType {
@@ -13,7 +15,12 @@ export interface TriggerType {
   call_request_format?: unknown;
   /** In registration order; the first live one is active and holds the bindings, the rest stand by. */
   providers: Session[];
+  /** Per provider, what it declared a binder must be allowed to call (`binding_requires_call`). */
+  requires: Map<Session, readonly string[]>;
 }
+
+/** A `registertrigger` one engine of a cluster hands another: with the binder's rights, which only the first engine knows. */
+export type ForwardedBindingMsg = RegisterTriggerMsg & { binder?: Rights | null };
 
 export interface Binding {
   id: string;
@@ -22,6 +29,11 @@ export interface Binding {
   config: unknown;
   metadata?: unknown;
   owner: Session;
+  /**
+   * The binder's rights: its owner's token, or for a binding another engine handed over, the
+   * rights that engine sent with it. The provider's calls for the binding run with these.
+   */
+  access: Access;
   /** The provider it was handed to; undefined while parked. */
   provider: Session | undefined;
   status: 'pending' | 'active' | 'parked';
@@ -42,15 +54,21 @@ export class Triggers {
   registerType(session: Session, msg: RegisterTriggerTypeMsg): void {
     let type = this.types.get(msg.id);
     if (!type) {
-      type = { id: msg.id, providers: [] };
+      type = { id: msg.id, providers: [], requires: new Map() };
       this.types.set(msg.id, type);
     }
     if (msg.description != null) type.description = msg.description;
     if (msg.trigger_request_format !== undefined) type.trigger_request_format = msg.trigger_request_format;
     if (msg.call_request_format !== undefined) type.call_request_format = msg.call_request_format;
+    const before = this.requiredCalls(type).join('\n');
+    if (msg.binding_requires_call?.length) type.requires.set(session, [...msg.binding_requires_call]);
+    else type.requires.delete(session);
     session.triggerTypes.add(msg.id);
-    if (type.providers.includes(session)) return;
-    type.providers.push(session);
+    const known = type.providers.includes(session);
+    if (!known) type.providers.push(session);
+    // Other rights asked for now: bindings made before must hold them too.
+    if (this.requiredCalls(type).join('\n') !== before) this.recheck(type);
+    if (known) return;
     if (this.activeProvider(type) === session) {
       for (const b of this.bindings.values()) {
         if (b.trigger_type === type.id && !b.provider && this.activeProvider(type, b.owner) === session) this.handTo(b, session);
@@ -65,6 +83,7 @@ export class Triggers {
     const i = type.providers.indexOf(session);
     if (i < 0) return;
     type.providers.splice(i, 1);
+    type.requires.delete(session);
     for (const b of this.bindings.values()) {
       if (b.provider !== session) continue;
       b.provider = undefined;
@@ -79,7 +98,8 @@ export class Triggers {
     }
   }
 
-  register(owner: Session, msg: RegisterTriggerMsg): void {
+  /** `access`: the binder's rights (its owner's token; for a proxy, what the other engine sent). */
+  register(owner: Session, msg: RegisterTriggerMsg, access: Access = owner.access): void {
     const existing = this.bindings.get(msg.id);
     if (existing) {
       // Same id again: a replay after reconnect (the old connection may not be cleaned up yet) or a
@@ -93,12 +113,15 @@ export class Triggers {
       config: msg.config ?? {},
       ...(msg.metadata !== undefined ? { metadata: msg.metadata } : {}),
       owner,
+      access,
       provider: undefined,
       status: 'parked',
     };
+    const type = this.types.get(msg.trigger_type);
+    const refusal = type ? this.bindRefusal(type, access) : null;
+    if (refusal) return this.reply(binding, refusal);
     this.bindings.set(msg.id, binding);
     owner.triggers.add(msg.id);
-    const type = this.types.get(msg.trigger_type);
     const provider = type ? this.activeProvider(type, owner) : undefined;
     if (provider) {
       this.handTo(binding, provider);
@@ -111,6 +134,17 @@ export class Triggers {
     const b = this.bindings.get(id);
     if (!b || b.owner !== owner) return;
     this.remove(b);
+  }
+
+  /**
+   * What `provider` may call for binding `id` (`invokefunction` with `binding_id`): the binder's
+   * rights within the provider's own (auth.ts, BindingAccess); or why it may not call for it.
+   */
+  callAccess(provider: Session, id: string): Access | ErrorBody {
+    const b = this.bindings.get(id);
+    if (!b) return engineErrors.bindingNotFound(id);
+    if (b.provider !== provider) return engineErrors.notBindingProvider(id, provider.name);
+    return new BindingAccess(b.access, provider.access, b.function_id);
   }
 
   /** A provider answered a forwarded binding. Errors always go back to the owner (as in iii); success only to svc SDKs. */
@@ -145,6 +179,7 @@ export class Triggers {
         description: t.description ?? null,
         trigger_request_format: t.trigger_request_format ?? null,
         call_request_format: t.call_request_format ?? null,
+        binding_requires_call: this.requiredCalls(t),
         provider: active ? { worker_id: active.id, worker_name: active.name } : null,
         standby_providers: t.providers.filter((p) => p !== active).map((p) => ({ worker_id: p.id, worker_name: p.name })),
         bindings: [...this.bindings.values()].filter((b) => b.trigger_type === t.id).length,
@@ -177,17 +212,57 @@ export class Triggers {
     return type.providers.find((p) => p.open);
   }
 
+  /** What a binder of `type` must be allowed to call: the union of its providers' declarations. */
+  requiredCalls(type: TriggerType, localOnly = false): string[] {
+    const all = new Set<string>();
+    for (const [p, ids] of type.requires) if (!localOnly || p.node === undefined) for (const id of ids) all.add(id);
+    return [...all];
+  }
+
+  /** The local providers' requirements of type `id` (what this engine publishes to the others). */
+  localRequiredCalls(id: string): string[] {
+    const type = this.types.get(id);
+    return type ? this.requiredCalls(type, true) : [];
+  }
+
+  /** Why a binder with `access` may not bind `type`, or null. */
+  private bindRefusal(type: TriggerType, access: Access): ErrorBody | null {
+    for (const id of this.requiredCalls(type)) if (!access.canCall(id)) return engineErrors.forbiddenBind(access.name, type.id, id);
+    return null;
+  }
+
+  /** A provider asks for more than before: every binding of its type is checked again. */
+  private recheck(type: TriggerType): void {
+    for (const b of [...this.bindings.values()]) {
+      if (b.trigger_type !== type.id) continue;
+      const refusal = this.bindRefusal(type, b.access);
+      if (refusal) this.drop(b, refusal);
+    }
+  }
+
   private handTo(b: Binding, provider: Session): void {
+    const type = this.types.get(b.trigger_type);
+    const refusal = type ? this.bindRefusal(type, b.access) : null;
+    if (refusal) return this.drop(b, refusal);
     b.provider = provider;
     b.status = 'pending';
-    provider.send({
+    const msg: ForwardedBindingMsg = {
       type: 'registertrigger',
       id: b.id,
       trigger_type: b.trigger_type,
       function_id: b.function_id,
       config: b.config,
       ...(b.metadata !== undefined ? { metadata: b.metadata } : {}),
-    });
+      // Another engine's provider calls for the binding there: that engine needs the binder's rights.
+      ...(provider.node !== undefined ? { binder: b.access.rights } : {}),
+    };
+    provider.send(msg);
+  }
+
+  /** Remove a binding the binder may not hold, and tell its owner why. */
+  private drop(b: Binding, error: ErrorBody): void {
+    this.remove(b);
+    this.reply(b, error);
   }
 
   private remove(b: Binding): void {

@@ -21,7 +21,7 @@ describe('asCallFrame accepts exactly what validateMessage accepts for calls and
     { type: 'invocationresult', invocation_id: 'i', function_id: 'a::b', result: 1, error: { code: 'c', message: 'm' }, traceparent: 't', baggage: 'b' },
   ];
   const values: unknown[] = [undefined, null, 'text', 0, 1.5, Infinity, NaN, true, {}, [], { type: 'void' }, { type: 'enqueue' }, { type: 'enqueue', queue: 'q' }, { code: 'c' }, { code: 'c', message: 'm' }];
-  const fields = ['function_id', 'invocation_id', 'timeout_ms', 'traceparent', 'baggage', 'action', 'error', 'result', 'data', 'metadata'];
+  const fields = ['function_id', 'invocation_id', 'timeout_ms', 'binding_id', 'traceparent', 'baggage', 'action', 'error', 'result', 'data', 'metadata'];
   test('every field of both types set to every kind of value', () => {
     let checked = 0;
     for (const base of bases) {
@@ -71,17 +71,28 @@ describe('payloads passed on as text', () => {
   const callerId = 'c-1';
   const call = (data: string, tail = ''): string => `{"type":"invokefunction","function_id":"a::b","invocation_id":"c-1","timeout_ms":30000,"data":${data}${tail}}`;
   test("a call in the SDK's layout gives its data and later keys", () => {
-    assert.equal(callDataTail(call(`"${BIG}"`, ',"baggage":"k=v"'), fid, callerId, 30000), `"${BIG}","baggage":"k=v"`);
+    assert.equal(callDataTail(call(`"${BIG}"`, ',"baggage":"k=v"'), fid, callerId, 30000, undefined), `"${BIG}","baggage":"k=v"`);
+  });
+  test('a call without a deadline of its own (the engine applies its default) is passed on too', () => {
+    const text = `{"type":"invokefunction","function_id":"a::b","invocation_id":"c-1","data":"${BIG}","metadata":1}`;
+    assert.equal(callDataTail(text, fid, callerId, undefined, undefined), `"${BIG}","metadata":1`);
+    assert.equal(callDataTail(text, fid, callerId, 30000, undefined), null, 'a timeout the text does not hold');
+  });
+  test("a provider's call for a binding: the binding id stays with the engine, the data is passed on", () => {
+    const text = `{"type":"invokefunction","function_id":"a::b","invocation_id":"c-1","binding_id":"b-1","data":"${BIG}"}`;
+    assert.equal(callDataTail(text, fid, callerId, undefined, 'b-1'), `"${BIG}"`);
+    assert.equal(callDataTail(text, fid, callerId, undefined, 'b-2'), null, 'a binding id the parse did not see');
+    assert.equal(callDataTail(call(`"${BIG}"`), fid, callerId, 30000, 'b-1'), null, 'a binding id the text does not hold');
   });
   test('small frames, other layouts and escaped ids are serialised again', () => {
-    assert.equal(callDataTail(call('{"a":1}'), fid, callerId, 30000), null, 'small');
-    assert.equal(callDataTail(call(`"${BIG}"`), fid, callerId, 5), null, 'other timeout');
-    assert.equal(callDataTail(call(`"${BIG}"`), fid, callerId, undefined), null, 'no timeout');
-    assert.equal(callDataTail(call(`"${BIG}"`) + ' ', fid, callerId, 30000), null, 'trailing space');
+    assert.equal(callDataTail(call('{"a":1}'), fid, callerId, 30000, undefined), null, 'small');
+    assert.equal(callDataTail(call(`"${BIG}"`), fid, callerId, 5, undefined), null, 'other timeout');
+    assert.equal(callDataTail(call(`"${BIG}"`), fid, callerId, undefined, undefined), null, 'a timeout the parse did not see');
+    assert.equal(callDataTail(call(`"${BIG}"`) + ' ', fid, callerId, 30000, undefined), null, 'trailing space');
     const escaped = call(`"${BIG}"`).replace('"c-1"', '"\\u0063-1"');
-    assert.equal(callDataTail(escaped, fid, callerId, 30000), null, 'id written with an escape');
+    assert.equal(callDataTail(escaped, fid, callerId, 30000, undefined), null, 'id written with an escape');
     const reordered = `{"type":"invokefunction","data":"${BIG}","function_id":"a::b","invocation_id":"c-1","timeout_ms":30000}`;
-    assert.equal(callDataTail(reordered, fid, callerId, 30000), null, 'data first');
+    assert.equal(callDataTail(reordered, fid, callerId, 30000, undefined), null, 'data first');
   });
   test('a result keeps its keys, and the caller id is written last', () => {
     const text = `{"type":"invocationresult","invocation_id":"e-1","function_id":"a::b","result":"${BIG}","invocation_id":"e-1"}`;

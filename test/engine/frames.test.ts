@@ -69,7 +69,30 @@ describe('bad input is answered, never fatal', () => {
   test('an invalid function id is refused with the reason', async () => {
     const e = await errorFor('{"type":"registerfunction","id":"has space"}');
     assert.equal(e.error.code, 'invalid_function_id');
-    assert.match(e.error.message, /whitespace/);
+    assert.match(e.error.message, /contains U\+0020 \(whitespace\) at index 3/);
+  });
+
+  test('lookalike and invisible characters in a function id are refused, naming the code point', async () => {
+    const cases: Array<[string, RegExp]> = [
+      ['state::\u200bget', /^Function id "state::\\u200bget" contains U\+200B \(a zero-width character\) at index 7$/],
+      ['state::get\u202e', /U\+202E \(a bidirectional control\) at index 10/],
+      ['state\u2066::get', /U\+2066 \(a bidirectional control\)/],
+      ['del\u007f', /U\+007F \(a control character\)/],
+      ['c1\u0085', /U\+0085 \(a control character\)/],
+      ['c1\u009b[2J', /U\+009B \(a control character\)/],
+      ['nbsp\u00a0id', /U\+00A0 \(whitespace\)/],
+      ['bom\ufeff', /U\+FEFF \(a zero-width character\)/],
+      ['soft\u00adhyphen', /U\+00AD \(an invisible formatting character\)/],
+      ['lone\ud800', /U\+D800 \(an unpaired surrogate/],
+    ];
+    for (const [id, why] of cases) {
+      const e = await errorFor(JSON.stringify({ type: 'registerfunction', id }));
+      assert.equal(e.error.code, 'invalid_function_id', id);
+      assert.match(e.error.message, why);
+    }
+    // Letters of any script, emoji (a surrogate pair) and punctuation stay allowed.
+    raw.send({ type: 'registerfunction', id: '検索::日本語/🙂-v1.2_ok' });
+    assert.equal(await raw.receives((f) => f.type === 'error', 200), false);
   });
 
   test('an oversized frame gets frame_too_large, its call ends with payload_too_large, and the connection stays open', async () => {
@@ -89,7 +112,15 @@ describe('bad input is answered, never fatal', () => {
     callee.registerFunction('big::result', () => 'y'.repeat(LIMIT * 2));
     await callee.ready();
     const caller = pool.make('big-caller');
-    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::result', timeoutMs: 5000 }), { code: 'payload_too_large' }));
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::result', timeoutMs: 5000 }), { code: 'result_too_large', message: /^Result of big::result: frame of \d+ bytes exceeds the engine's max_frame_bytes/ }));
+  });
+
+  test('a result over the SDK limit is refused by the callee as result_too_large, not payload_too_large', async () => {
+    const callee = pool.make('big-result-sdk');
+    callee.registerFunction('big::sdk_result', () => 'y'.repeat(9 * 1024 * 1024));
+    await callee.ready();
+    const caller = pool.make('big-sdk-caller');
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::sdk_result', timeoutMs: 5000 }), { code: 'result_too_large', message: /^Result of big::sdk_result: Frame of \d+ bytes exceeds/ }));
   });
 
   test('the SDK refuses to send a frame over its limit, locally', async () => {

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffDelay, decodeFrame, toErrorBody, MESSAGE_TYPES } from 'svc-sdk';
+import { backoffDelay, decodeFrame, toErrorBody, MESSAGE_TYPES, Worker, InvocationError } from 'svc-sdk';
 import { buildPayload, typeValue } from '../../src/cli/payload.js';
 
 describe('protocol decoding', () => {
@@ -93,5 +93,22 @@ describe('ChurnMap', () => {
     assert.equal(m.get(19_999), 'v19999');
     assert.equal(m.has(0), false);
     assert.equal(m.delete(0), false);
+  });
+});
+
+describe('function ids the SDK refuses before sending', () => {
+  test('lookalike, invisible and control characters: invalid_function_id naming the code point', () => {
+    const w = new Worker('ws://127.0.0.1:1', { workerName: 'ids', echoLogs: false });
+    for (const [id, why] of [
+      ['state::\u200bget', /U\+200B \(a zero-width character\)/],
+      ['state::get\u202e', /U\+202E \(a bidirectional control\)/],
+      ['x\u007f', /U\+007F \(a control character\)/],
+      ['x\u0085', /U\+0085 \(a control character\)/],
+      ['', /is empty/],
+      ['x'.repeat(257), /longer than 256/],
+    ] as Array<[string, RegExp]>) {
+      assert.throws(() => w.registerFunction(id, () => null), (e: unknown) => e instanceof InvocationError && e.code === 'invalid_function_id' && why.test(e.message), JSON.stringify(id));
+    }
+    assert.doesNotThrow(() => w.registerFunction('検索::日本語/🙂', () => null));
   });
 });

@@ -9,6 +9,14 @@ interface Entry {
   value: unknown;
 }
 
+/** One page of `state::list` (docs/state.md): a scope of any size is shown a page at a time. */
+interface Page {
+  entries: Entry[];
+  next_cursor: string | null;
+}
+
+const PAGE_SIZE = 100;
+
 function missingState(e: Error | undefined): boolean {
   return e instanceof CallError && e.code === 'function_not_found';
 }
@@ -63,7 +71,12 @@ export function StatePage({ scope, selectScope }: { scope: string | undefined; s
 }
 
 function ScopeEntries({ scope }: { scope: string }) {
-  const { data, error, refresh } = usePoll(() => call<Entry[]>('state::list', { scope }), 1000, [scope]);
+  // The cursor of every page shown so far, the current one last: "previous" goes back one.
+  const [cursors, setCursors] = useState<Array<string | null>>([null]);
+  const cursor = cursors[cursors.length - 1] ?? null;
+  const { data: page, error, refresh } = usePoll(() => call<Page>('state::list', { scope, limit: PAGE_SIZE, ...(cursor !== null ? { cursor } : {}) }), 1000, [scope, cursor]);
+  const data = page?.entries;
+  const first = (cursors.length - 1) * PAGE_SIZE + 1;
   const [editing, setEditing] = useState<string | null>(null);
   const [draft, setDraft] = useState('');
   const [newKey, setNewKey] = useState('');
@@ -106,10 +119,23 @@ function ScopeEntries({ scope }: { scope: string }) {
           {problem}
         </div>
       )}
+      {(cursors.length > 1 || page?.next_cursor) && (
+        <div className="row pager" data-testid="state-pager">
+          <button onClick={() => setCursors((c) => c.slice(0, -1))} disabled={cursors.length === 1} data-testid="state-prev">
+            ← Previous
+          </button>
+          <span className="sub" data-testid="state-page">
+            {data && data.length > 0 ? `keys ${first}–${first + data.length - 1}` : 'no keys here'}
+          </span>
+          <button onClick={() => page?.next_cursor && setCursors((c) => [...c, page.next_cursor])} disabled={!page?.next_cursor} data-testid="state-next">
+            Next →
+          </button>
+        </div>
+      )}
       {!data ? (
         <Loading />
       ) : data.length === 0 ? (
-        <Empty>This scope holds no keys.</Empty>
+        <Empty>{cursors.length > 1 ? 'No more keys.' : 'This scope holds no keys.'}</Empty>
       ) : (
         <table className="grid" data-testid="state-table">
           <thead>

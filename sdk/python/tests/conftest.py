@@ -32,8 +32,10 @@ def node() -> str:
 class Engine:
     """`svc --config` in a temp dir. `stop()` is SIGTERM (clean close 1001 to every worker)."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, engine_settings: str = "") -> None:
         self.workdir = workdir
+        #: Extra lines under `engine:` in config.yaml, e.g. "  invocation_timeout_ms: 400\n".
+        self.engine_settings = engine_settings
         self.port = 0
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
@@ -43,7 +45,7 @@ class Engine:
         if not (REPO / "dist" / "src" / "cli" / "commands").is_dir():
             pytest.fail(f"the engine is not built: run `npm run build` in {REPO}")
         config = self.workdir / "config.yaml"
-        config.write_text(f"engine:\n  host: 127.0.0.1\n  port: {self.port}\n")
+        config.write_text(f"engine:\n  host: 127.0.0.1\n  port: {self.port}\n{self.engine_settings}")
         self.proc = subprocess.Popen(
             [node(), str(SVC_BIN), "--config", str(config)],
             cwd=self.workdir,

@@ -5,13 +5,21 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from svc_sdk import DEFAULT_MAX_FRAME_BYTES, InvocationError, current_invocation
+from svc_sdk import (
+    DEFAULT_MAX_FRAME_BYTES,
+    InvalidFunctionIdError,
+    InvocationError,
+    Worker,
+    current_invocation,
+    register_worker,
+)
 
-from .conftest import WorkerFactory, wait_for
+from .conftest import Engine, WorkerFactory, fast_options, wait_for
 
 
 def add(data: dict[str, Any]) -> dict[str, Any]:
@@ -116,6 +124,63 @@ def test_default_timeout_from_options(make_worker: WorkerFactory) -> None:
     assert info.value.code == "timeout"
 
 
+def test_no_deadline_given_gets_the_engines_default(tmp_path: Path) -> None:
+    """Neither the call nor InitOptions sets a deadline: the engine's invocation_timeout_ms applies."""
+    engine = Engine(tmp_path, "  invocation_timeout_ms: 400\n")
+    engine.start()
+    workers: list[Worker] = []
+    try:
+        server = register_worker(engine.url, fast_options("sleepy"))
+        workers.append(server)
+        server.register_function("py::sleep", lambda data: time.sleep(data["s"]))
+        caller = register_worker(engine.url, fast_options("caller"))
+        workers.append(caller)
+        assert caller.wait_until_connected(10)
+        wait_for(lambda: _registered(caller, "py::sleep"), what="py::sleep")
+        started = time.monotonic()
+        with pytest.raises(InvocationError) as info:
+            caller.trigger({"function_id": "py::sleep", "payload": {"s": 8}})
+        elapsed = time.monotonic() - started
+        assert info.value.code == "timeout"
+        assert "400ms" in info.value.message, info.value.message
+        assert 0.4 <= elapsed < 3, f"ended after {elapsed:.2f} s, not at the engine's 400 ms"
+    finally:
+        for worker in workers:
+            worker.shutdown()
+        engine.stop()
+
+
+@pytest.mark.parametrize(
+    ("function_id", "why"),
+    [
+        ("state::\u200bget", "contains U+200B (a zero-width character) at index 7"),
+        ("state::get\u202e", "contains U+202E (a bidirectional control) at index 10"),
+        ("del\u007f", "contains U+007F (a control character)"),
+        ("c1\u0085", "contains U+0085 (a control character)"),
+        ("nb\u00a0sp", "contains U+00A0 (whitespace)"),
+        ("soft\u00adhyphen", "contains U+00AD (an invisible formatting character)"),
+        ("has space", "contains U+0020 (whitespace) at index 3"),
+        ("", "is empty"),
+        ("x" * 257, "is longer than 256 characters"),
+    ],
+)
+def test_function_ids_the_engine_refuses_are_refused_locally(
+    make_worker: WorkerFactory, function_id: str, why: str
+) -> None:
+    worker = make_worker("ids")
+    with pytest.raises(InvalidFunctionIdError) as info:
+        worker.register_function(function_id, lambda data: None)
+    assert info.value.code == "invalid_function_id"
+    assert why in info.value.message
+    assert isinstance(info.value, ValueError)
+
+
+def test_function_ids_of_any_script_are_accepted(make_worker: WorkerFactory) -> None:
+    worker = make_worker("scripts")
+    worker.register_function("検索::日本語/🙂-v1", lambda data: "found")
+    assert worker.trigger({"function_id": "検索::日本語/🙂-v1", "payload": {}}) == "found"
+
+
 def test_nested_calls_from_sync_and_async_handlers(make_worker: WorkerFactory) -> None:
     w = make_worker("nested")
     w.register_function("math::add", add)
@@ -167,7 +232,8 @@ def test_payload_limits(make_worker: WorkerFactory) -> None:
     assert info.value.code == "payload_too_large"
     with pytest.raises(InvocationError) as info:
         w.trigger({"function_id": "py::big_result", "payload": {}})
-    assert info.value.code == "payload_too_large"
+    assert info.value.code == "result_too_large"
+    assert info.value.message.startswith("Result of py::big_result: ")
     with pytest.raises(InvocationError) as info:
         w.trigger({"function_id": "py::not_json", "payload": {}})
     assert info.value.code == "invocation_failed"

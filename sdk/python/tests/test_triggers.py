@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from svc_sdk import TriggerInstance, TriggerRegistrationError
+from svc_sdk import InvocationError, TriggerInstance, TriggerRegistrationError
 
 from .conftest import WorkerFactory, wait_for
 
@@ -59,6 +59,31 @@ def test_provider_receives_bindings_and_fires_them(make_worker: WorkerFactory) -
     binding.unregister()
     wait_for(lambda: provider.removed == [binding.id], what="the provider to hear of the removal")
     assert binding.status == "unregistered"
+
+
+def test_provider_fires_for_its_binding_with_binding_id(make_worker: WorkerFactory) -> None:
+    """`binding_id` marks a call made for a binding: accepted from its provider, refused from others."""
+    provider_worker = make_worker("bound-provider")
+    provider = TickProvider()
+    provider_worker.register_trigger_type(
+        {"id": "test::bound", "binding_requires_call": ["engine::health::check"]}, provider
+    )
+    user = make_worker("bound-user")
+    user.register_function("py::on_bound", lambda data: data["n"] + 1)
+    binding = user.register_trigger({"type": "test::bound", "function_id": "py::on_bound", "config": {}})
+    assert binding.wait(5) == "active"
+    wait_for(lambda: binding.id in provider.active, what="the provider to get the binding")
+    request = {"function_id": "py::on_bound", "payload": {"n": 1}, "binding_id": binding.id}
+    assert provider_worker.trigger(request) == 2  # type: ignore[arg-type]
+    with pytest.raises(InvocationError) as not_provider:
+        user.trigger(request)  # type: ignore[arg-type]
+    assert not_provider.value.code == "forbidden"
+    with pytest.raises(InvocationError) as gone:
+        provider_worker.trigger({"function_id": "py::on_bound", "payload": {"n": 1}, "binding_id": "no-such-binding"})
+    assert gone.value.code == "binding_not_found"
+    listing = user.trigger({"function_id": "engine::triggers::list", "payload": {}})
+    bound = next(t for t in listing["trigger_types"] if t["id"] == "test::bound")
+    assert bound["binding_requires_call"] == ["engine::health::check"]
 
 
 def test_refused_binding_raises_with_code(make_worker: WorkerFactory) -> None:

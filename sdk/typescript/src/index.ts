@@ -16,4 +16,5 @@ export { type ConnectionState, type ReconnectOptions, backoffDelay, parseEngineU
 export { sendCoalesced, exceedsBytes } from './transport.js';
 export { redactAddress, REDACTED } from './redact.js';
 export { ChurnMap } from './churn-map.js';
+export { functionIdProblem, FUNCTION_ID_MAX_LENGTH } from './function-id.js';
 export * from './protocol.js';

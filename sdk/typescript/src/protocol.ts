@@ -70,6 +70,12 @@ export interface InvokeFunctionMsg {
   metadata?: unknown;
   /** svc extension: engine-side deadline for this call (default from config). iii clients omit it. */
   timeout_ms?: number;
+  /**
+   * svc extension: the trigger binding this call is made for (a trigger type's provider firing a
+   * binding or checking its condition). The engine accepts it only from the binding's provider and
+   * authorizes the call with the rights of the binding's owner (docs/security.md).
+   */
+  binding_id?: string;
 }
 export interface InvocationResultMsg {
   type: 'invocationresult';
@@ -86,6 +92,11 @@ export interface RegisterTriggerTypeMsg {
   description?: string;
   trigger_request_format?: unknown;
   call_request_format?: unknown;
+  /**
+   * svc extension: functions a worker must be allowed to call to bind this type, because a binding
+   * lets it observe what they would show it (svc-state's `state` type: `state::get`).
+   */
+  binding_requires_call?: string[];
 }
 export interface UnregisterTriggerTypeMsg {
   type: 'unregistertriggertype';
@@ -182,7 +193,7 @@ export type MessageType = Message['type'];
 
 // ---- validation -------------------------------------------------------------------------------
 
-type FieldKind = 'string' | 'nullable-string' | 'number' | 'object' | 'array' | 'error' | 'action' | 'any';
+type FieldKind = 'string' | 'nullable-string' | 'number' | 'object' | 'array' | 'strings' | 'error' | 'action' | 'any';
 /** Per type: required fields, then optional ones. Unknown extra fields are ignored, as in iii. */
 const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<string, FieldKind> }> = {
   workerregistered: { req: { worker_id: 'string' }, opt: { reattach_token: 'string' } },
@@ -202,6 +213,7 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
       action: 'action',
       metadata: 'any',
       timeout_ms: 'number',
+      binding_id: 'nullable-string',
     },
   },
   invocationresult: {
@@ -210,7 +222,7 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
   },
   registertriggertype: {
     req: { id: 'string' },
-    opt: { description: 'nullable-string', trigger_request_format: 'any', call_request_format: 'any' },
+    opt: { description: 'nullable-string', trigger_request_format: 'any', call_request_format: 'any', binding_requires_call: 'strings' },
   },
   unregistertriggertype: { req: { id: 'string' }, opt: {} },
   registertrigger: {
@@ -253,6 +265,8 @@ function kindOk(kind: FieldKind, v: unknown): boolean {
       return typeof v === 'object' && v !== null && !Array.isArray(v);
     case 'array':
       return Array.isArray(v);
+    case 'strings':
+      return Array.isArray(v) && v.every((x) => typeof x === 'string');
     case 'error':
       return (
         typeof v === 'object' &&
@@ -276,6 +290,7 @@ const KIND_TEXT: Record<FieldKind, string> = {
   number: 'a finite number',
   object: 'an object',
   array: 'an array',
+  strings: 'an array of strings',
   error: 'an object {code: string, message: string}',
   action: '{"type":"void"} or {"type":"enqueue","queue":string}',
   any: 'any JSON value',
@@ -347,6 +362,7 @@ export function asCallFrame(value: unknown): InvokeFunctionMsg | InvocationResul
       nullOrString(o.invocation_id) &&
       nullOrString(o.traceparent) &&
       nullOrString(o.baggage) &&
+      nullOrString(o.binding_id) &&
       (t == null || (typeof t === 'number' && Number.isFinite(t))) &&
       (action == null || kindOk('action', action))
       ? (o as unknown as InvokeFunctionMsg)
@@ -419,6 +435,7 @@ export const ErrorCode = {
   UnknownMessageType: 'unknown_message_type',
   FrameTooLarge: 'frame_too_large',
   PayloadTooLarge: 'payload_too_large',
+  ResultTooLarge: 'result_too_large',
   InvalidFunctionId: 'invalid_function_id',
   InvalidPayload: 'invalid_payload',
   EnqueueError: 'enqueue_error',

@@ -8,7 +8,10 @@ import type { Worker } from './worker.js';
 export interface WorkerOptions {
   /** Shown in every list, log line and trace. Default: env SVC_WORKER_NAME, else hostname:pid. */
   workerName?: string;
-  /** Default deadline of `trigger()` calls. */
+  /**
+   * Default deadline of `trigger()` calls. Unset (the default): calls carry no deadline of their
+   * own and the engine applies its `engine.invocation_timeout_ms`.
+   */
   invocationTimeoutMs?: number;
   reconnect?: Partial<ReconnectOptions>;
   /** Largest frame this worker sends or accepts; keep equal to the engine's `max_frame_bytes`. */
@@ -83,11 +86,18 @@ export interface TriggerTypeDefinition {
   description?: string;
   trigger_request_format?: unknown;
   call_request_format?: unknown;
+  /**
+   * Functions a worker must be allowed to call to bind this type: a binding that lets its owner
+   * observe data (svc-state's `state` type delivers every write) needs the rights of the function
+   * that reads it (`state::get`). The engine refuses other bindings with `forbidden`.
+   */
+  binding_requires_call?: string[];
 }
 
 export interface CallRequest {
   function_id: string;
   payload?: unknown;
+  /** This call's deadline. Default: WorkerOptions.invocationTimeoutMs, else the engine's default. */
   timeoutMs?: number;
   action?: InvocationAction;
   metadata?: unknown;
@@ -99,4 +109,10 @@ export interface CallRequest {
    * (AsyncLocalStorage; see WorkerOptions.implicitContext).
    */
   parent?: Pick<InvocationContext, 'traceparent' | 'baggage'>;
+  /**
+   * A trigger type's provider calling for one of its bindings (its fire, its condition): the
+   * binding's id (TriggerBinding.id). The engine then authorizes the call with the rights of the
+   * worker that registered the binding, not this worker's (docs/security.md).
+   */
+  bindingId?: string;
 }

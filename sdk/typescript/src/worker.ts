@@ -35,9 +35,12 @@ import {
   type TriggerRegistrationResultMsg,
   type WorkerRegisteredMsg,
 } from './protocol.js';
+import { functionIdProblem } from './function-id.js';
 import { exceedsBytes } from './transport.js';
 
 export const SDK_VERSION = '0.1.0';
+/** How long after a call's deadline the local safety timer gives up on the engine's answer. */
+const SAFETY_MARGIN_MS = 1000;
 
 interface PendingCall {
   resolve(v: unknown): void;
@@ -107,7 +110,7 @@ export function registerWorker(url: string | readonly string[] = process.env.SVC
 export class Worker extends EventEmitter implements LogSink {
   readonly workerName: string;
   private readonly conn: Connection;
-  private readonly opts: Required<Pick<WorkerOptions, 'invocationTimeoutMs' | 'maxFrameBytes' | 'role'>> & WorkerOptions;
+  private readonly opts: Required<Pick<WorkerOptions, 'maxFrameBytes' | 'role'>> & WorkerOptions;
   private readonly functions = new Map<string, { handler: FunctionHandler; msg: RegisterFunctionMsg }>();
   private readonly triggerTypes = new Map<string, { handler: TriggerTypeHandler; msg: RegisterTriggerTypeMsg }>();
   private readonly triggers = new Map<string, RegisterTriggerMsg>();
@@ -132,7 +135,6 @@ export class Worker extends EventEmitter implements LogSink {
   constructor(url: string | readonly string[], options: WorkerOptions = {}) {
     super();
     this.opts = {
-      invocationTimeoutMs: DEFAULT_INVOCATION_TIMEOUT_MS,
       maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
       role: 'worker',
       ...options,
@@ -194,8 +196,16 @@ export class Worker extends EventEmitter implements LogSink {
     return this.engineInfo;
   }
 
+  /**
+   * The deadline of a call that sets none: the `invocationTimeoutMs` option, else the engine's
+   * `engine.invocation_timeout_ms` as its `hello` answer advertised it (30 s until that arrives).
+   */
+  get defaultTimeoutMs(): number {
+    return this.opts.invocationTimeoutMs ?? this.engineInfo?.invocation_timeout_ms ?? DEFAULT_INVOCATION_TIMEOUT_MS;
+  }
+
   /** Resolves when connected (now, or at the next successful connect); rejects after `timeoutMs`. */
-  ready(timeoutMs = this.opts.invocationTimeoutMs): Promise<void> {
+  ready(timeoutMs = this.defaultTimeoutMs): Promise<void> {
     if (this.live) return Promise.resolve();
     if (this.shuttingDown) return Promise.reject(new InvocationError('shutting_down', 'Worker is shut down'));
     return new Promise((resolve, reject) => {
@@ -225,7 +235,9 @@ export class Worker extends EventEmitter implements LogSink {
   // ---- registration ------------------------------------------------------------------------------
 
   registerFunction(id: string, handler: FunctionHandler, options: FunctionOptions = {}): { id: string; unregister(): void } {
-    if (typeof id !== 'string' || id.length === 0) throw new InvocationError('invalid_function_id', 'Function id must be a non-empty string');
+    if (typeof id !== 'string') throw new InvocationError('invalid_function_id', 'Function id must be a non-empty string');
+    const problem = functionIdProblem(id);
+    if (problem !== null) throw new InvocationError('invalid_function_id', `Function id ${JSON.stringify(id.slice(0, 200))} ${problem}`);
     if (typeof handler !== 'function') throw new InvocationError('invalid_handler', `Handler for ${id} must be a function`);
     if (this.functions.has(id)) throw new InvocationError('duplicate_function', `Function ${id} is already registered by this worker`);
     const msg: RegisterFunctionMsg = { type: 'registerfunction', id, ...options };
@@ -274,11 +286,12 @@ export class Worker extends EventEmitter implements LogSink {
     // (the SDK reconnects forever); the deadline below is for the provider's answer only.
     if (!this.live) await this.ready(2 ** 31 - 1);
     this.triggers.set(id, msg);
+    const ackMs = this.defaultTimeoutMs;
     const acked = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.acks.delete(id);
-        reject(new InvocationError('timeout', `No answer to trigger registration ${input.type} → ${input.function_id} within ${this.opts.invocationTimeoutMs} ms`));
-      }, this.opts.invocationTimeoutMs);
+        reject(new InvocationError('timeout', `No answer to trigger registration ${input.type} → ${input.function_id} within ${ackMs} ms`));
+      }, ackMs);
       this.acks.set(id, { resolve, reject, timer });
     });
     // Sent now; if the socket just dropped, the replay on reconnect sends it.
@@ -305,18 +318,21 @@ export class Worker extends EventEmitter implements LogSink {
       throw new InvocationError('invalid_function_id', 'trigger() needs a non-empty function_id');
     }
     if (this.shuttingDown) throw new InvocationError('shutting_down', 'Worker is shut down', req.function_id);
+    // No deadline given: none is sent, and the engine applies its own default
+    // (engine.invocation_timeout_ms), which the local safety timer below follows.
     const timeoutMs = req.timeoutMs ?? this.opts.invocationTimeoutMs;
-    if (!this.live) await this.ready(timeoutMs);
+    if (!this.live) await this.ready(timeoutMs ?? this.defaultTimeoutMs);
     const scope = req.parent ?? invocationScope.getStore();
     const isVoid = req.action?.type === 'void';
     const invocationId = isVoid ? undefined : randomUUID();
-    // Key order matters to the engine, not to the protocol: with the payload after these four keys
+    // Key order matters to the engine, not to the protocol: with the payload after these keys
     // the engine passes it on as text instead of serialising it again (src/engine/call-frames.ts).
     const msg: InvokeFunctionMsg = {
       type: 'invokefunction',
       function_id: req.function_id,
       ...(invocationId ? { invocation_id: invocationId } : {}),
-      timeout_ms: timeoutMs,
+      ...(timeoutMs !== undefined ? { timeout_ms: timeoutMs } : {}),
+      ...(req.bindingId !== undefined ? { binding_id: req.bindingId } : {}),
       data: req.payload ?? {},
       ...(req.action ? { action: req.action } : {}),
       ...(req.metadata !== undefined ? { metadata: req.metadata } : {}),
@@ -330,12 +346,23 @@ export class Worker extends EventEmitter implements LogSink {
     }
     return new Promise<T>((resolve, reject) => {
       // The engine enforces the deadline and answers `timeout`; this timer is only a safety net
-      // for an engine that never answers.
-      const timer = setTimeout(() => {
-        if (!this.calls.delete(invocationId)) return;
+      // for an engine that never answers, a second after the engine's deadline. Without a deadline
+      // of the caller's, that is the engine's default, which may only be known (from `hello`)
+      // after the call went out: the timer then waits on for what the engine advertised.
+      let waited = (timeoutMs ?? this.defaultTimeoutMs) + SAFETY_MARGIN_MS;
+      const expire = (): void => {
+        const call = this.calls.get(invocationId);
+        if (!call) return;
+        if (timeoutMs === undefined && this.defaultTimeoutMs + SAFETY_MARGIN_MS > waited) {
+          call.timer = setTimeout(expire, this.defaultTimeoutMs + SAFETY_MARGIN_MS - waited);
+          waited = this.defaultTimeoutMs + SAFETY_MARGIN_MS;
+          return;
+        }
+        this.calls.delete(invocationId);
         if (this.granted.has('cancel')) this.conn.send({ type: 'cancel', invocation_id: invocationId, reason: 'timeout' });
-        reject(new InvocationError('timeout', `Invocation of ${req.function_id} timed out after ${timeoutMs}ms`, req.function_id));
-      }, timeoutMs + 1000);
+        reject(new InvocationError('timeout', `Invocation of ${req.function_id} timed out after ${waited - SAFETY_MARGIN_MS}ms`, req.function_id));
+      };
+      const timer = setTimeout(expire, waited);
       const signal = req.signal;
       const onAbort = (): void => {
         const call = this.calls.get(invocationId);
@@ -566,7 +593,10 @@ export class Worker extends EventEmitter implements LogSink {
     try {
       text = this.encode(msg, functionId);
     } catch (e) {
-      text = JSON.stringify({ type: 'invocationresult', invocation_id: invocationId, function_id: functionId, error: toErrorBody(e) });
+      // The caller learns why instead of waiting for its deadline; a result too large is told
+      // apart from a call too large (svc-http answers them 502 and 413).
+      const error = (e as InvocationError).code === 'payload_too_large' ? { code: 'result_too_large', message: `Result of ${functionId}: ${(e as Error).message}` } : toErrorBody(e);
+      text = JSON.stringify({ type: 'invocationresult', invocation_id: invocationId, function_id: functionId, error });
     }
     this.conn.sendText(text);
   }

@@ -1,5 +1,6 @@
 import { Command, Flags } from '@oclif/core';
 import type { Worker } from 'svc-sdk';
+import { printable, printableJson } from '../../engine/printable.js';
 import { engineAddress, formatError, withClient } from '../client.js';
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -18,7 +19,10 @@ export interface LogLine {
   data?: unknown;
 }
 
-/** `<time> <LEVEL> <worker> [<function>] <message> [<data>] [trace=<id>]`: one line per entry. */
+/**
+ * `<time> <LEVEL> <worker> [<function>] <message> [<data>] [trace=<id>]`: one line per entry, with
+ * what a terminal would act on escaped (any worker chooses its name, messages and data).
+ */
 export function formatLogLine(l: LogLine): string {
   const who = l.source === 'engine' ? 'engine' : (l.worker_name ?? '-');
   const fn = l.function_id ? ` ${l.function_id}` : '';
@@ -31,7 +35,7 @@ export function formatLogLine(l: LogLine): string {
     }
   }
   const trace = l.trace_id ? ` trace=${l.trace_id}` : '';
-  return `${l.time} ${l.level.toUpperCase().padEnd(5)} ${who}${fn} ${l.message}${data}${trace}`;
+  return printable(`${l.time} ${l.level.toUpperCase().padEnd(5)} ${who}${fn} ${l.message}${data}${trace}`);
 }
 
 export default class Logs extends Command {
@@ -61,7 +65,7 @@ until Ctrl-C; if the engine goes away, svc logs waits for it and goes on.`;
     };
     const print = (lines: LogLine[]): void => {
       if (lines.length === 0) return;
-      process.stdout.write(lines.map((l) => (flags.json ? JSON.stringify(l) : formatLogLine(l)) + '\n').join(''));
+      process.stdout.write(lines.map((l) => (flags.json ? printableJson(JSON.stringify(l)) : formatLogLine(l)) + '\n').join(''));
     };
     const fetch = async (w: Worker, extra: Record<string, unknown>): Promise<LogLine[]> =>
       ((await w.trigger({ function_id: 'engine::logs::list', payload: { ...filter, ...extra }, timeoutMs: 5000 })) as { logs: LogLine[] }).logs;

@@ -1,5 +1,6 @@
 import { Args, Command, Flags } from '@oclif/core';
 import { engineAddress, formatError, withClient, fail } from '../client.js';
+import { printableJson } from '../../engine/printable.js';
 import { buildPayload } from '../payload.js';
 
 export default class Trigger extends Command {
@@ -28,7 +29,7 @@ exit code is 1 (2 for bad arguments).`;
     'function-id': Flags.string({ summary: 'Function id to call.' }),
     payload: Flags.string({ summary: 'JSON object passed to the function.' }),
     address: Flags.string({ summary: "Engine address (default: $SVC_URL, else the engine running for ./config.yaml, else ws://localhost:49134)." }),
-    'timeout-ms': Flags.integer({ summary: 'Deadline of the call in milliseconds.', default: 30_000, min: 1 }),
+    'timeout-ms': Flags.integer({ summary: "Deadline of the call in milliseconds (default: the engine's engine.invocation_timeout_ms).", min: 1 }),
   };
 
   async run(): Promise<void> {
@@ -49,9 +50,10 @@ exit code is 1 (2 for bad arguments).`;
     if (!built.ok) fail(built.message, 2);
     try {
       const result = await withClient(engineAddress(flags.address), (w) =>
-        w.trigger({ function_id: functionId, payload: built.payload, timeoutMs: flags['timeout-ms'] }),
+        w.trigger({ function_id: functionId, payload: built.payload, ...(flags['timeout-ms'] !== undefined ? { timeoutMs: flags['timeout-ms'] } : {}) }),
       );
-      process.stdout.write(JSON.stringify(result) + '\n');
+      // Valid JSON still, with what a terminal would act on escaped (the result is the callee's).
+      process.stdout.write(printableJson(JSON.stringify(result) ?? 'null') + '\n');
     } catch (err) {
       process.stderr.write(formatError(err) + '\n');
       this.exit(1);

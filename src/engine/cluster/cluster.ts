@@ -309,9 +309,8 @@ export class Cluster {
     }
     const typeIds = new Set(snap.trigger_types.map((t) => t.id));
     for (const id of [...proxy.triggerTypes]) if (!typeIds.has(id)) this.withdrawType(proxy, id);
-    for (const t of snap.trigger_types) {
-      if (!proxy.triggerTypes.has(t.id)) triggers.registerType(proxy, { type: 'registertriggertype', ...t });
-    }
+    // Registered again when known too: what a type asks of its binders may have changed.
+    for (const t of snap.trigger_types) triggers.registerType(proxy, { type: 'registertriggertype', ...t });
   }
 
   /** That engine no longer provides a trigger type: take our bindings back from it, hand them on. */

@@ -1,5 +1,5 @@
 import type WebSocket from 'ws';
-import type { Message } from 'svc-sdk';
+import type { InvokeFunctionMsg, Message } from 'svc-sdk';
 import { Session } from '../session.js';
 
 /**
@@ -38,17 +38,17 @@ export class RemoteSession extends Session {
 
   override send(msg: Message): void {
     if (this.closed) return;
-    if (msg.type === 'invokefunction' && msg.invocation_id) {
-      // The deadline travels as the time left. The calling engine's own timer stays the one that
-      // answers `timeout`; the remote one, a little later, only guards against a lost cancel.
-      const inv = this.incomingCall(msg.invocation_id);
-      if (inv) {
-        const left = Math.ceil(inv.timeoutMs - (performance.now() - inv.startedAt));
-        if (left <= 0) return;
-        msg = { ...msg, timeout_ms: left + FORWARD_DEADLINE_SLACK_MS };
-      }
-    }
     this.out(this.node, msg);
+  }
+
+  /**
+   * A call for that engine to serve: its deadline travels with it (the call has just started, so
+   * all of it is left). The calling engine's own timer stays the one that answers `timeout`; the
+   * serving engine's, a little later, only guards against a lost cancel.
+   */
+  override sendCall(text: string, timeoutMs: number): void {
+    if (this.closed) return;
+    this.out(this.node, { ...(JSON.parse(text) as InvokeFunctionMsg), timeout_ms: timeoutMs + FORWARD_DEADLINE_SLACK_MS });
   }
 
   override sendText(text: string): void {

@@ -22,7 +22,7 @@ export interface NodeSnapshot {
     metadata?: Record<string, unknown>;
     workers: Array<{ worker_id: string; worker_name: string }>;
   }>;
-  trigger_types: Array<{ id: string; description?: string; trigger_request_format?: unknown; call_request_format?: unknown }>;
+  trigger_types: Array<{ id: string; description?: string; trigger_request_format?: unknown; call_request_format?: unknown; binding_requires_call?: string[] }>;
   workers: Array<Record<string, unknown>>;
 }
 
@@ -58,11 +58,14 @@ export function buildSnapshot(
   }
   for (const t of triggers.listTypes()) {
     if (!typeIds.has(t.id as string)) continue;
+    // What this engine's own providers ask of a binder (another engine's, it publishes itself).
+    const requires = triggers.localRequiredCalls(t.id as string);
     snap.trigger_types.push({
       id: t.id as string,
       ...(t.description != null ? { description: t.description as string } : {}),
       ...(t.trigger_request_format != null ? { trigger_request_format: t.trigger_request_format } : {}),
       ...(t.call_request_format != null ? { call_request_format: t.call_request_format } : {}),
+      ...(requires.length > 0 ? { binding_requires_call: requires } : {}),
     });
   }
   return snap;

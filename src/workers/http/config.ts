@@ -24,8 +24,11 @@ export interface HttpWorkerConfig {
   cors: CorsConfig | null;
   /** Largest request body accepted (after decompression); larger gets 413. */
   bodyLimitBytes: number;
-  /** Deadline of each call of a bound function; later gets 504. */
-  timeoutMs: number;
+  /**
+   * Deadline of each call of a bound function; later gets 504. Unset: the engine's default
+   * (`engine.invocation_timeout_ms`).
+   */
+  timeoutMs?: number;
   /** Send one log line per request to the engine's logs. */
   requestLog: boolean;
 }
@@ -35,7 +38,6 @@ export const DEFAULT_HTTP_CONFIG: HttpWorkerConfig = {
   port: 3111,
   cors: null,
   bodyLimitBytes: 1024 * 1024,
-  timeoutMs: 30_000,
   requestLog: true,
 };
 

@@ -52,8 +52,41 @@ function decoderFor(contentType: string | undefined): TextDecoder {
 }
 
 /**
+ * How deep a JSON body may nest arrays and objects. The call's frame wraps the body two levels
+ * deeper (frame → data → body), and the engine, like iii's serde_json, refuses frames nested over
+ * 128 levels; real request bodies come nowhere near either.
+ */
+export const MAX_BODY_DEPTH = 100;
+
+/**
+ * Whether valid JSON `text` nests arrays and objects more than `limit` deep. A text of n
+ * characters nests at most n/2 deep, so a short one is not scanned at all.
+ */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  if (text.length <= 2 * limit) return false;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // A string: skip to its closing quote (past escaped characters).
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/**
  * The `body` of the payload. `raw` is the (already decompressed, size-checked) request body, or
- * undefined when the request had none. Throws HttpError 400 `invalid_json` for malformed JSON.
+ * undefined when the request had none. Throws HttpError 400 `invalid_json` for malformed JSON,
+ * and 400 `json_too_deep` for JSON nested deeper than MAX_BODY_DEPTH.
  */
 export function parseBody(raw: Buffer | undefined, contentType: string | undefined): unknown {
   if (!raw || raw.length === 0) return null;
@@ -61,11 +94,16 @@ export function parseBody(raw: Buffer | undefined, contentType: string | undefin
     // JSON is UTF-8 (RFC 8259); TextDecoder drops a leading BOM, which JSON.parse would reject.
     const text = utf8.decode(raw);
     if (text.trim().length === 0) return null;
+    let body: unknown;
     try {
-      return JSON.parse(text);
+      body = JSON.parse(text);
     } catch (e) {
       throw new HttpError(400, 'invalid_json', `Request body is not valid JSON (Content-Type ${contentType}): ${(e as Error).message}`);
     }
+    if (nestsDeeperThan(text, MAX_BODY_DEPTH)) {
+      throw new HttpError(400, 'json_too_deep', `Request body nests JSON arrays and objects more than ${MAX_BODY_DEPTH} levels deep`);
+    }
+    return body;
   }
   return decoderFor(contentType).decode(raw);
 }

@@ -114,7 +114,8 @@ export function errorResponse(err: HttpError): HttpResponseSpec {
 /**
  * Why a call of the bound function failed → status. The function cannot be reached (not
  * registered, its worker left mid-call, svc-http lost the engine): 503. Deadline: 504. The request
- * is too large to forward: 413. Anything else is the function's own error: 500 with its code.
+ * is too large to forward: 413. Its answer is too large to come back: 502. Anything else is the
+ * function's own error: 500 with its code.
  */
 export function invocationErrorToHttp(err: unknown, functionId: string, timeoutMs: number): HttpError {
   if (err instanceof HttpError) return err;
@@ -123,6 +124,8 @@ export function invocationErrorToHttp(err: unknown, functionId: string, timeoutM
   switch (code.toLowerCase()) {
     case 'function_not_found':
       return new HttpError(503, code, `Function ${functionId} is not registered; is its worker running? (${message})`);
+    case 'binding_not_found':
+      return new HttpError(503, code, `The route to ${functionId} is being removed: the worker that bound it unregistered it or left (${message})`);
     case 'invocation_stopped':
       return new HttpError(503, code, `The worker of ${functionId} went away during the call (${message})`);
     case 'connection_lost':
@@ -134,6 +137,9 @@ export function invocationErrorToHttp(err: unknown, functionId: string, timeoutM
     case 'payload_too_large':
     case 'frame_too_large':
       return new HttpError(413, 'payload_too_large', `The request is too large to forward to ${functionId}: ${message}`);
+    case 'result_too_large':
+      // The function answered, but its answer cannot pass through the engine: a bad gateway.
+      return new HttpError(502, 'response_too_large', `The response of ${functionId} is too large to pass through the engine: ${message}`);
     case '':
       return new HttpError(500, 'internal_error', `Calling ${functionId} failed: ${message}`);
     default:

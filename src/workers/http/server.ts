@@ -26,11 +26,14 @@ export interface RequestLogEntry {
 
 export interface HttpAppOptions {
   table: RouteTable;
-  /** Call the bound function; rejects with an error carrying `code` (the SDK's InvocationError). */
-  invoke(functionId: string, payload: HttpRequestPayload): Promise<unknown>;
+  /**
+   * Call the bound function for trigger binding `bindingId`; rejects with an error carrying `code`
+   * (the SDK's InvocationError).
+   */
+  invoke(functionId: string, payload: HttpRequestPayload, bindingId: string): Promise<unknown>;
   bodyLimitBytes: number;
-  /** Only used in the 504 message; the deadline itself is enforced by `invoke`. */
-  timeoutMs: number;
+  /** Only used in the 504 message; the deadline itself is enforced by `invoke` (and the engine). */
+  timeoutMs: () => number;
   cors: CorsConfig | null;
   /** False while svc-http is cut off from the engine: its routes are unknown then, so a miss is 503, not 404. */
   engineConnected?: () => boolean;
@@ -86,10 +89,10 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
         path: req.path,
         route: route.apiPath,
       });
-      const result = await opts.invoke(route.functionId, payload);
+      const result = await opts.invoke(route.functionId, payload, route.triggerId);
       send(res, envelopeToResponse(result, route.functionId));
     } catch (e) {
-      sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs));
+      sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs()));
     }
   });
 

@@ -35,7 +35,7 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
   const url = opts.url ?? process.env.SVC_URL ?? 'ws://localhost:49134';
   const worker = registerWorker(url, {
     workerName: opts.workerName ?? 'svc-http',
-    invocationTimeoutMs: config.timeoutMs,
+    ...(config.timeoutMs !== undefined ? { invocationTimeoutMs: config.timeoutMs } : {}),
     metadata: { kind: 'builtin', http: { host: config.host, port: config.port } },
   });
   const routes = new RouteTable();
@@ -44,9 +44,11 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
   const log = new Logger(worker, { echo: false });
   const app = createHttpApp({
     table: routes,
-    invoke: (functionId, payload) => worker.trigger({ function_id: functionId, payload, timeoutMs: config.timeoutMs }),
+    // Without a timeout_ms of svc-http's own, the worker's default applies: the engine's. The call
+    // is the binding's: the engine runs it with the rights of the worker that bound the route.
+    invoke: (functionId, payload, bindingId) => worker.trigger({ function_id: functionId, payload, bindingId }),
     bodyLimitBytes: config.bodyLimitBytes,
-    timeoutMs: config.timeoutMs,
+    timeoutMs: () => worker.defaultTimeoutMs,
     cors: config.cors,
     engineConnected: () => worker.state === 'connected',
     ...(config.requestLog ? { onRequestLog: (e: RequestLogEntry) => logRequest(log, e) } : {}),

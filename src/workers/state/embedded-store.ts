@@ -23,7 +23,7 @@ import { mkdirSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { TurnBatcher } from './batcher.js';
 import { applyOps, mutatesInput } from './ops.js';
-import { StateError, checkSize, type Change, type Entry, type JsonValue, type StateStore, type StoreLimits, type UpdateOp } from './store.js';
+import { StateError, checkSize, entryBytes, type Change, type Entry, type JsonValue, type ListPage, type StateStore, type StoreLimits, type UpdateOp } from './store.js';
 
 export interface EmbeddedStoreOptions extends StoreLimits {
   dataDir: string;
@@ -178,13 +178,20 @@ class EmbeddedStore implements StateStore {
     });
   }
 
-  async list(scope: string): Promise<Entry[]> {
+  async listPage(scope: string, after: string | undefined, limit: number, maxBytes: number): Promise<ListPage> {
     const prefix = scopePrefix(scope);
     const out: Entry[] = [];
-    for (const { key, value } of this.db.getRange({ start: prefix, end: afterPrefix(prefix) })) {
-      out.push({ key: (key as Buffer).subarray(prefix.length).toString('utf8'), value: JSON.parse(value) as JsonValue });
+    let bytes = 0;
+    // A scope is one key range: seek to the cursor (inclusive in lmdb, so `after` itself is skipped).
+    for (const { key, value } of this.db.getRange({ start: after === undefined ? prefix : dbKey(scope, after), end: afterPrefix(prefix) })) {
+      const k = (key as Buffer).subarray(prefix.length).toString('utf8');
+      if (k === after) continue;
+      const size = entryBytes(k, value);
+      if (out.length >= limit || (out.length > 0 && bytes + size > maxBytes)) return { entries: out, next: out[out.length - 1]!.key };
+      bytes += size;
+      out.push({ key: k, value: JSON.parse(value) as JsonValue });
     }
-    return out;
+    return { entries: out, next: null };
   }
 
   async listGroups(): Promise<string[]> {

@@ -15,7 +15,7 @@
 import { createClient, type RedisClientType } from 'redis';
 import { TurnBatcher } from './batcher.js';
 import { WRITE_SCRIPT } from './redis-scripts.js';
-import { StateError, pathText, type Change, type Entry, type JsonValue, type StateStore, type StoreLimits, type UpdateOp, type StateErrorCode } from './store.js';
+import { StateError, entryBytes, pathText, type Change, type Entry, type JsonValue, type ListPage, type StateStore, type StoreLimits, type UpdateOp, type StateErrorCode } from './store.js';
 
 export interface RedisStoreOptions extends StoreLimits {
   url: string;
@@ -57,6 +57,26 @@ export async function openRedisStore(opts: RedisStoreOptions): Promise<StateStor
 }
 
 const byUtf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+/** Values fetched per HMGET while listing. */
+const LIST_CHUNK = 256;
+
+/** Keys in UTF-8 byte order (the embedded store's), each encoded once. */
+function sortedUtf8(keys: string[]): Array<{ key: string; utf8: Buffer }> {
+  return keys.map((key) => ({ key, utf8: Buffer.from(key, 'utf8') })).sort((a, b) => Buffer.compare(a.utf8, b.utf8));
+}
+
+/** Index of the first of the sorted keys after `after`. */
+function firstAfter(keys: Array<{ utf8: Buffer }>, after: string): number {
+  const a = Buffer.from(after, 'utf8');
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (Buffer.compare(keys[mid]!.utf8, a) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
 const parseOld = (old: string): JsonValue => (old === '' ? null : (JSON.parse(old) as JsonValue));
 
 /** A write waiting to be sent (batcher.ts decides when). */
@@ -209,12 +229,32 @@ class RedisStore implements StateStore {
     return new Promise((resolve, reject) => this.batcher.push({ kind: 'u', scope, key, ops, resolve, reject }));
   }
 
-  list(scope: string): Promise<Entry[]> {
+  /**
+   * A hash has no key order: the keys are read (HKEYS, small next to the values), sorted, and
+   * only the page's values fetched (HMGET, in chunks). A key deleted in between is left out.
+   * Each page reads every key of the scope once: fine for the scopes a page is made for (values
+   * that do not fit in one answer), costly for millions of keys.
+   */
+  listPage(scope: string, after: string | undefined, limit: number, maxBytes: number): Promise<ListPage> {
     return this.read('state::list', async () => {
-      const all = await this.client.hGetAll(this.hash(scope));
-      return Object.keys(all)
-        .sort(byUtf8)
-        .map((key) => ({ key, value: JSON.parse(all[key]!) as JsonValue }));
+      const hash = this.hash(scope);
+      const keys = sortedUtf8(await this.client.hKeys(hash));
+      const out: Entry[] = [];
+      let bytes = 0;
+      for (let i = after === undefined ? 0 : firstAfter(keys, after); i < keys.length; ) {
+        const chunk = keys.slice(i, i + Math.min(LIST_CHUNK, limit - out.length + 1)).map((k) => k.key);
+        i += chunk.length;
+        const values = await this.client.hmGet(hash, chunk);
+        for (let j = 0; j < chunk.length; j++) {
+          const v = values[j];
+          if (v == null) continue;
+          const size = entryBytes(chunk[j]!, v);
+          if (out.length >= limit || (out.length > 0 && bytes + size > maxBytes)) return { entries: out, next: out[out.length - 1]!.key };
+          bytes += size;
+          out.push({ key: chunk[j]!, value: JSON.parse(v) as JsonValue });
+        }
+      }
+      return { entries: out, next: null };
     });
   }
 

@@ -3,14 +3,17 @@
  * change events for the `state` trigger type. worker.ts puts them on the wire; the conformance suite
  * calls them directly against every store, so what a caller sees is tested once for all stores.
  */
-import type { CallRequest } from 'svc-sdk';
+import { DEFAULT_MAX_FRAME_BYTES, type CallRequest } from 'svc-sdk';
 import {
   StateError,
   checkKey,
   checkScope,
+  describe,
   encodeValue,
+  MAX_KEY_BYTES,
   normalizeOps,
   payloadObject,
+  quote,
   type Change,
   type Entry,
   type JsonValue,
@@ -41,7 +44,7 @@ export interface StateFunctions {
   'state::set'(data: unknown, parent?: CallParent): Promise<{ old_value: JsonValue; new_value: JsonValue }>;
   'state::delete'(data: unknown, parent?: CallParent): Promise<JsonValue>;
   'state::update'(data: unknown, parent?: CallParent): Promise<{ old_value: JsonValue; new_value: JsonValue }>;
-  'state::list'(data: unknown): Promise<Entry[]>;
+  'state::list'(data: unknown): Promise<Entry[] | { entries: Entry[]; next_cursor: string | null }>;
   'state::list_groups'(data: unknown): Promise<{ groups: string[] }>;
 }
 
@@ -51,7 +54,8 @@ export const FUNCTION_DESCRIPTIONS: Record<keyof StateFunctions, string> = {
   'state::delete': 'Delete {scope, key}; returns the deleted value or null.',
   'state::update':
     'Atomically apply {scope, key, ops} (set, merge, increment, decrement, append, remove; each with an optional path); returns {old_value, new_value}.',
-  'state::list': 'The entries [{key, value}] of {scope}, ordered by key.',
+  'state::list':
+    'The entries [{key, value}] of {scope}, ordered by key. With {limit?, cursor?}: one page, {entries, next_cursor}; pass next_cursor back as cursor for the next (null on the last page).',
   'state::list_groups': 'The scopes that hold at least one key: {groups}.',
 };
 
@@ -61,11 +65,27 @@ function eventOf(scope: string, key: string, c: Change): StateEvent | undefined 
   return { type: 'state', event_type, scope, key, old_value: c.old_value, new_value: c.new_value };
 }
 
+/** Entries per page when a paged `state::list` gives no `limit`, and the most it may ask for. */
+export const DEFAULT_LIST_LIMIT = 1000;
+export const MAX_LIST_LIMIT = 10_000;
+
+export interface ServiceLimits extends StoreLimits {
+  /**
+   * How many bytes of entries one `state::list` answer may hold: what fits in a frame the engine
+   * accepts (its `max_frame_bytes`, less room for the frame around them). Default: 8 MiB less 16 KiB.
+   */
+  answerBytes?: () => number;
+}
+
+/** Room for the rest of an answer's frame: the ids, `next_cursor` (a key of up to 1 KiB, escaped). */
+export const ANSWER_FRAME_ROOM = 16 * 1024;
+
 /**
  * Build the handlers. `onChange` runs after a write is durable, once per write that changed
  * something (an update that leaves an absent key absent is not an event).
  */
-export function stateFunctions(store: StateStore, limits: StoreLimits, onChange?: (e: StateEvent, parent: CallParent | undefined) => void): StateFunctions {
+export function stateFunctions(store: StateStore, limits: ServiceLimits, onChange?: (e: StateEvent, parent: CallParent | undefined) => void): StateFunctions {
+  const answerBytes = limits.answerBytes ?? (() => DEFAULT_MAX_FRAME_BYTES - ANSWER_FRAME_ROOM);
   const emit = (scope: string, key: string, c: Change, parent: CallParent | undefined) => {
     if (onChange) {
       const e = eventOf(scope, key, c);
@@ -102,7 +122,29 @@ export function stateFunctions(store: StateStore, limits: StoreLimits, onChange?
     },
     async 'state::list'(data) {
       const p = payloadObject('state::list', data);
-      return store.list(checkScope('state::list', p.scope));
+      const scope = checkScope('state::list', p.scope);
+      if (p.limit == null && p.cursor == null) {
+        // Unpaged, as before paging existed: the whole scope, when it fits in one answer.
+        const all = await store.listPage(scope, undefined, Infinity, answerBytes());
+        if (all.next !== null) {
+          throw new StateError(
+            'result_too_large',
+            `state::list: scope ${quote(scope)} holds more than fits in one answer (${answerBytes()} bytes); page through it with {"scope", "limit"} and then {"scope", "cursor": <next_cursor>}`,
+          );
+        }
+        return all.entries;
+      }
+      const limit = p.limit ?? DEFAULT_LIST_LIMIT;
+      if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+        throw new StateError('invalid_payload', `state::list: "limit" must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${describe(limit)}`);
+      }
+      const cursor = p.cursor ?? undefined;
+      // A cursor is a key (next_cursor of the previous page): the stores seek to it.
+      if (cursor !== undefined && (typeof cursor !== 'string' || cursor === '' || Buffer.byteLength(cursor, 'utf8') > MAX_KEY_BYTES)) {
+        throw new StateError('invalid_payload', `state::list: "cursor" must be the next_cursor of the previous page (a key: a non-empty string of at most ${MAX_KEY_BYTES} bytes), got ${describe(cursor)}`);
+      }
+      const page = await store.listPage(scope, cursor, limit, answerBytes());
+      return { entries: page.entries, next_cursor: page.next };
     },
     async 'state::list_groups'(data) {
       if (data !== undefined && data !== null && (typeof data !== 'object' || Array.isArray(data))) {

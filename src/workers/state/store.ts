@@ -41,6 +41,13 @@ export interface Entry {
   value: JsonValue;
 }
 
+/** One page of a scope's entries. */
+export interface ListPage {
+  entries: Entry[];
+  /** The last key of this page when more entries follow (pass it back as `after`), else null. */
+  next: string | null;
+}
+
 export interface StateStore {
   /** The stored value, or null when nothing is stored. */
   get(scope: string, key: string): Promise<JsonValue>;
@@ -49,8 +56,12 @@ export interface StateStore {
   delete(scope: string, key: string): Promise<Change>;
   /** Apply all ops atomically: either every op applies or the value is unchanged and this throws. */
   update(scope: string, key: string, ops: UpdateOp[]): Promise<Change>;
-  /** Entries of a scope, ordered by key (UTF-8 byte order). */
-  list(scope: string): Promise<Entry[]>;
+  /**
+   * Entries of a scope, ordered by key (UTF-8 byte order), from the first key after `after`
+   * (undefined: from the start): at most `limit` of them, and only as many as fit in `maxBytes` of
+   * answer (entryBytes), but always at least one.
+   */
+  listPage(scope: string, after: string | undefined, limit: number, maxBytes: number): Promise<ListPage>;
   /** Scopes holding at least one key, ordered (UTF-8 byte order). */
   listGroups(): Promise<string[]>;
   /** Let every operation already issued finish (acknowledged writes stay written), then close. */
@@ -71,6 +82,7 @@ export const MAX_PATH_DEPTH = 64;
 
 export type StateErrorCode =
   | 'invalid_payload'
+  | 'result_too_large'
   | 'invalid_op'
   | 'invalid_path'
   | 'key_too_large'
@@ -127,6 +139,11 @@ function checkName(fn: string, field: 'scope' | 'key', v: unknown, max: number):
     throw new StateError('invalid_payload', `${fn}: ${field} ${quote(v)} is not valid Unicode (lone surrogate)`);
   }
   return v;
+}
+
+/** What one entry adds to an answer's JSON: `{"key":<key>,"value":<value text>},`, in bytes. */
+export function entryBytes(key: string, valueJson: string): number {
+  return 18 + Buffer.byteLength(JSON.stringify(key), 'utf8') + Buffer.byteLength(valueJson, 'utf8');
 }
 
 export function checkScope(fn: string, v: unknown): string {

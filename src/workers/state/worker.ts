@@ -3,10 +3,10 @@
  * functions and provides the `state` trigger type. Everything a caller sees is decided in
  * service.ts (handlers), ops.ts (update ops) and the stores; this file only connects them.
  */
-import { registerWorker, Logger, type TriggerBinding, type Worker } from 'svc-sdk';
+import { DEFAULT_MAX_FRAME_BYTES, registerWorker, Logger, type TriggerBinding, type Worker } from 'svc-sdk';
 import { openEmbeddedStore } from './embedded-store.js';
 import { openRedisStore } from './redis-store.js';
-import { FUNCTION_DESCRIPTIONS, stateFunctions, type CallParent, type StateEvent, type StateFunctions } from './service.js';
+import { ANSWER_FRAME_ROOM, FUNCTION_DESCRIPTIONS, stateFunctions, type CallParent, type StateEvent, type StateFunctions } from './service.js';
 import { StateError, type StateStore } from './store.js';
 import { parseStateConfig, type StateConfig } from './config.js';
 
@@ -29,6 +29,8 @@ export interface RunningStateWorker {
 
 /** A `state` trigger binding: fires `function_id` on changes matching the optional filters. */
 interface Binding {
+  /** The binding's id: its calls carry it, so the engine runs them with the binder's rights. */
+  id: string;
   function_id: string;
   scope?: string;
   key?: string;
@@ -50,7 +52,7 @@ function parseBinding(b: TriggerBinding): Binding {
   const c = (b.config ?? {}) as Record<string, unknown>;
   const refuse = (msg: string) => new StateError('invalid_payload', `state trigger ${b.id} for ${b.function_id}: ${msg}`);
   if (typeof c !== 'object' || Array.isArray(c)) throw refuse('config must be an object {scope?, key?, condition_function_id?}');
-  const out: Binding = { function_id: b.function_id };
+  const out: Binding = { id: b.id, function_id: b.function_id };
   for (const f of ['scope', 'key', 'condition_function_id'] as const) {
     const v = c[f];
     if (v === undefined || v === null) continue;
@@ -72,11 +74,13 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
 
   const fire = async (b: Binding, event: StateEvent, parent: CallParent | undefined) => {
     try {
+      // Both calls are the binding's: the engine authorizes them with its binder's rights, not
+      // svc-state's (a binder may not have a function it could not call run as a condition).
       if (b.condition_function_id) {
-        const ok = await worker.trigger({ function_id: b.condition_function_id, payload: event, parent });
+        const ok = await worker.trigger({ function_id: b.condition_function_id, payload: event, parent, bindingId: b.id });
         if (!ok) return;
       }
-      await worker.trigger({ function_id: b.function_id, payload: event, action: { type: 'void' }, parent });
+      await worker.trigger({ function_id: b.function_id, payload: event, action: { type: 'void' }, parent, bindingId: b.id });
     } catch (e) {
       log.warn(`state trigger for ${b.function_id} failed on ${event.event_type} of ${event.scope}/${event.key}: ${(e as Error).message}`);
     }
@@ -93,7 +97,9 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
   // The handlers go on the wire as they are: no wrapper per call (every promise costs CPU on this
   // hot path). Calls still running at shutdown are safe without one: store.close() lets the
   // operations already issued finish first.
-  const fns = stateFunctions(store, { maxValueBytes: config.maxValueBytes }, onChange);
+  // A state::list answer must fit in a frame the engine accepts (its hello tells its limit).
+  const answerBytes = (): number => Math.min(worker.engine?.max_frame_bytes ?? DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES) - ANSWER_FRAME_ROOM;
+  const fns = stateFunctions(store, { maxValueBytes: config.maxValueBytes, answerBytes }, onChange);
   for (const id of Object.keys(fns) as (keyof StateFunctions)[]) {
     worker.registerFunction(id, fns[id], { description: FUNCTION_DESCRIPTIONS[id] });
   }
@@ -101,6 +107,8 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
     {
       id: 'state',
       description: 'Fires the bound function when a state key changes. Config {scope?, key?, condition_function_id?}; payload {type: "state", event_type: created|updated|deleted, scope, key, old_value, new_value}.',
+      // A binding receives every write it matches, values included: what state::get would show.
+      binding_requires_call: ['state::get'],
     },
     {
       registerTrigger: (b: TriggerBinding) => {

@@ -72,6 +72,7 @@ before(async () => {
     return { status_code: 200, body: 'late' };
   });
   app.registerFunction('not_envelope', () => ({ c: 5 }));
+  app.registerFunction('huge', () => ({ status_code: 200, body: 'y'.repeat(9 * 1024 * 1024) }));
 
   await bind(app, 'math::add_two_numbers', '/math/add-two-numbers', 'POST');
   await bind(app, 'users::get', '/users/:id');
@@ -83,6 +84,7 @@ before(async () => {
   await bind(app, 'crash', '/crash');
   await bind(app, 'slow', '/slow');
   await bind(app, 'not_envelope', '/not-envelope');
+  await bind(app, 'huge', '/huge');
   await bind(app, 'ghost::missing', '/ghost');
 });
 
@@ -170,6 +172,32 @@ describe('svc-http with a real engine', () => {
     const e = await errorOf(res);
     assert.equal(e.code, 'invalid_json');
     assert.match(e.message, /not valid JSON/);
+  });
+
+  test('JSON nested deeper than 100 levels 400 json_too_deep; 100 levels reach the function', async () => {
+    for (const depth of [101, 5000, 30_000]) {
+      const res = await fetch(`${base}/echo`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '['.repeat(depth) + ']'.repeat(depth) });
+      assert.equal(res.status, 400, `depth ${depth}`);
+      const e = await errorOf(res);
+      assert.equal(e.code, 'json_too_deep');
+      assert.match(e.message, /more than 100 levels deep/);
+    }
+    // Brackets inside strings do not count.
+    const deepText = JSON.stringify({ s: '['.repeat(5000) });
+    const ok = await fetch(`${base}/echo`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: deepText });
+    assert.equal(ok.status, 200);
+    const nested = '['.repeat(100) + ']'.repeat(100);
+    const res = await fetch(`${base}/echo`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: nested });
+    assert.equal(res.status, 200);
+    assert.deepEqual(((await res.json()) as { body: unknown }).body, JSON.parse(nested));
+  });
+
+  test('a response too large to pass through the engine 502 response_too_large, naming the function', async () => {
+    const res = await fetch(`${base}/huge`);
+    assert.equal(res.status, 502);
+    const e = await errorOf(res);
+    assert.equal(e.code, 'response_too_large');
+    assert.match(e.message, /^The response of huge is too large to pass through the engine: Result of huge: Frame of \d+ bytes exceeds/);
   });
 
   test('body over the limit 413 payload_too_large', async () => {

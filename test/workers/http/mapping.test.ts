@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildPayload, isJsonContentType, parseBody } from '../../../src/workers/http/request.js';
+import { buildPayload, isJsonContentType, MAX_BODY_DEPTH, nestsDeeperThan, parseBody } from '../../../src/workers/http/request.js';
 import { envelopeToResponse, errorResponse, HttpError, invocationErrorToHttp } from '../../../src/workers/http/response.js';
 import { ConfigError, parseHttpWorkerConfig, DEFAULT_HTTP_CONFIG } from '../../../src/workers/http/config.js';
 
@@ -24,6 +24,19 @@ test('body: JSON parsed, text decoded, empty is null, malformed JSON is 400 inva
   assert.equal(parseBody(Buffer.from('  '), 'application/json'), null);
   assert.throws(() => parseBody(Buffer.from('{"a":'), 'application/json'), isHttpError(400, 'invalid_json', /not valid JSON/));
   assert.throws(() => parseBody(Buffer.from('x'), 'text/plain; charset=klingon'), isHttpError(415, 'unsupported_charset', /klingon/));
+});
+
+test('nesting depth: arrays and objects counted, strings and escapes skipped', () => {
+  const nest = (n: number): string => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
+  assert.equal(nestsDeeperThan(nest(100), 100), false);
+  assert.equal(nestsDeeperThan(nest(101), 100), true);
+  assert.equal(nestsDeeperThan('['.repeat(101) + ']'.repeat(101), 100), true);
+  assert.equal(nestsDeeperThan(JSON.stringify(['\\"[[[[', '['.repeat(500), { k: '{'.repeat(500) }]), 100), false, 'brackets in strings');
+  assert.equal(nestsDeeperThan(JSON.stringify([1, [2, [3]], { a: [{}] }]), 2), true);
+  assert.equal(nestsDeeperThan(JSON.stringify(Array.from({ length: 1000 }, () => [[1]])), 3), false, 'wide is not deep');
+  assert.equal(MAX_BODY_DEPTH, 100);
+  assert.throws(() => parseBody(Buffer.from(nest(101)), 'application/json'), isHttpError(400, 'json_too_deep', /more than 100 levels deep/));
+  assert.deepEqual(parseBody(Buffer.from(nest(2)), 'application/json'), { a: { a: 1 } });
 });
 
 test('payload carries body, flattened headers, query, params, method, actual path and route', () => {
@@ -97,6 +110,8 @@ test('invocation errors map to 503, 504, 413 and 500 with the function code', ()
   assert.ok(isHttpError(504, 'timeout', /did not answer within 250 ms/)(invocationErrorToHttp(err('timeout'), 'f', 250)));
   assert.ok(isHttpError(504, 'timeout')(invocationErrorToHttp(err('TIMEOUT'), 'f', 250)));
   assert.ok(isHttpError(413, 'payload_too_large')(invocationErrorToHttp(err('payload_too_large'), 'f', 1)));
+  assert.ok(isHttpError(502, 'response_too_large', /^The response of f is too large/)(invocationErrorToHttp(err('result_too_large'), 'f', 1)));
+  assert.ok(isHttpError(503, 'binding_not_found')(invocationErrorToHttp(err('binding_not_found'), 'f', 1)));
   assert.ok(isHttpError(500, 'out_of_stock', /^no more$/)(invocationErrorToHttp(err('out_of_stock', 'no more'), 'f', 1)));
   assert.ok(isHttpError(500, 'internal_error')(invocationErrorToHttp(new TypeError('boom'), 'f', 1)));
   const r = errorResponse(new HttpError(404, 'not_found', 'No route for GET /x'));
@@ -108,7 +123,7 @@ test('worker config: defaults, snake_case keys, refusals', () => {
   assert.equal(DEFAULT_HTTP_CONFIG.port, 3111);
   assert.equal(DEFAULT_HTTP_CONFIG.host, '127.0.0.1');
   assert.equal(DEFAULT_HTTP_CONFIG.bodyLimitBytes, 1048576);
-  assert.equal(DEFAULT_HTTP_CONFIG.timeoutMs, 30000);
+  assert.equal(DEFAULT_HTTP_CONFIG.timeoutMs, undefined, "the engine's default deadline");
   const c = parseHttpWorkerConfig({ host: '0.0.0.0', port: 8080, body_limit_bytes: 10, timeout_ms: 5, request_log: false, cors: { origins: 'https://a.example' } });
   assert.deepEqual(c, { host: '0.0.0.0', port: 8080, bodyLimitBytes: 10, timeoutMs: 5, requestLog: false, cors: { origins: ['https://a.example'] } });
   assert.deepEqual(parseHttpWorkerConfig({ cors: true }).cors, { origins: ['*'] });

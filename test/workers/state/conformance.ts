@@ -6,7 +6,8 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { stateFunctions, type StateEvent, type StateFunctions } from '../../../src/workers/state/service.js';
-import type { StateStore, StoreLimits } from '../../../src/workers/state/store.js';
+import type { Entry, StateStore, StoreLimits } from '../../../src/workers/state/store.js';
+import type { ServiceLimits } from '../../../src/workers/state/service.js';
 
 /** Opens a fresh, empty, isolated store. */
 export type OpenStore = (limits: StoreLimits) => Promise<StateStore>;
@@ -34,7 +35,7 @@ async function rejectsWith(p: Promise<unknown>, code: string, ...mentions: strin
 
 export function conformance(name: string, open: OpenStore): void {
   describe(`state store conformance: ${name}`, () => {
-    const withStore = (title: string, body: (c: Ctx) => Promise<void>, limits: StoreLimits = LIMITS) =>
+    const withStore = (title: string, body: (c: Ctx) => Promise<void>, limits: ServiceLimits = LIMITS) =>
       test(title, async () => {
         const store = await open(limits);
         const events: StateEvent[] = [];
@@ -71,7 +72,7 @@ export function conformance(name: string, open: OpenStore): void {
         assert.deepEqual(await fn['state::get']({ scope: 'types', key: `k${i}` }), v, `value #${i}`);
       }
       // A stored null is a value: listed, and deleting it is an event.
-      const entries = await fn['state::list']({ scope: 'types' });
+      const entries = (await fn['state::list']({ scope: 'types' })) as Entry[];
       assert.equal(entries.length, values.length);
     });
 
@@ -93,6 +94,61 @@ export function conformance(name: string, open: OpenStore): void {
       await fn['state::update']({ scope: 'ü-scope', key: 'x', ops: [{ type: 'remove' }] });
       assert.deepEqual(await fn['state::list_groups']({}), { groups: ['a'] });
     });
+
+    type Page = { entries: Entry[]; next_cursor: string | null };
+    const page = async (fn: StateFunctions, payload: Record<string, unknown>): Promise<Page> => (await fn['state::list']({ scope: 'p', ...payload })) as Page;
+    /** Every page of scope "p", following next_cursor. */
+    const allPages = async (fn: StateFunctions, limit: number): Promise<Page[]> => {
+      const pages: Page[] = [await page(fn, { limit })];
+      while (pages.at(-1)!.next_cursor !== null) pages.push(await page(fn, { limit, cursor: pages.at(-1)!.next_cursor }));
+      return pages;
+    };
+
+    withStore('list with limit and cursor: pages in key order, next_cursor null on the last', async ({ fn }) => {
+      assert.deepEqual(await page(fn, { limit: 10 }), { entries: [], next_cursor: null });
+      const keys = ['b', 'a', 'ключ', '🔑', 'a.b', 'Z', 'k10', 'k9', '\uffff', '\u{10000}'];
+      for (const k of keys) await fn['state::set']({ scope: 'p', key: k, value: { k } });
+      await fn['state::set']({ scope: 'p2', key: 'a', value: 'other scope' });
+      const sorted = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+      const pages = await allPages(fn, 3);
+      assert.deepEqual(pages.map((p) => p.entries.length), [3, 3, 3, 1]);
+      assert.deepEqual(pages.flatMap((p) => p.entries), sorted.map((k) => ({ key: k, value: { k } })));
+      assert.deepEqual(pages.map((p) => p.next_cursor), [sorted[2], sorted[5], sorted[8], null]);
+      // Exactly a page's worth: the last full page already says there is no more.
+      assert.deepEqual((await allPages(fn, 10)).map((p) => [p.entries.length, p.next_cursor]), [[10, null]]);
+      // Default limit; the unpaged call answers the plain array as before.
+      assert.equal(((await fn['state::list']({ scope: 'p', cursor: null, limit: null })) as Entry[]).length, keys.length);
+      assert.equal((await page(fn, { cursor: sorted[8] })).entries.length, 1);
+      // A cursor whose key was deleted meanwhile still continues after it.
+      await fn['state::delete']({ scope: 'p', key: sorted[3]! });
+      assert.deepEqual((await page(fn, { limit: 2, cursor: sorted[2] })).entries.map((e) => e.key), [sorted[4], sorted[5]]);
+      // A cursor past the end: an empty last page.
+      assert.deepEqual(await page(fn, { cursor: '\u{10ffff}' }), { entries: [], next_cursor: null });
+      await rejectsWith(page(fn, { limit: 0 }), 'invalid_payload', '"limit" must be an integer from 1 to 10000');
+      await rejectsWith(page(fn, { limit: 1.5 }), 'invalid_payload', '"limit"');
+      await rejectsWith(page(fn, { limit: 10_001 }), 'invalid_payload', '"limit"');
+      await rejectsWith(page(fn, { cursor: 7 }), 'invalid_payload', '"cursor"');
+      await rejectsWith(page(fn, { cursor: '' }), 'invalid_payload', '"cursor"');
+      await rejectsWith(page(fn, { cursor: 'c'.repeat(1025) }), 'invalid_payload', '"cursor"', 'at most 1024 bytes');
+    });
+
+    withStore(
+      'list pages are bounded in bytes too, and the unpaged list of a scope over the bound refuses with a hint',
+      async ({ fn }) => {
+        const big = 'v'.repeat(1500);
+        for (let i = 0; i < 10; i++) await fn['state::set']({ scope: 'p', key: `k${i}`, value: big });
+        // 4096 bytes of answer: two entries of ~1.5 KB per page, whatever the limit.
+        const pages = await allPages(fn, 1000);
+        assert.deepEqual(pages.map((p) => p.entries.length), [2, 2, 2, 2, 2]);
+        assert.deepEqual(pages.flatMap((p) => p.entries.map((e) => e.key)), Array.from({ length: 10 }, (_, i) => `k${i}`));
+        await rejectsWith(fn['state::list']({ scope: 'p' }), 'result_too_large', 'scope "p" holds more than fits in one answer (4096 bytes)', 'cursor');
+        // A value larger than the bound alone still comes, alone on its page.
+        await fn['state::set']({ scope: 'huge', key: 'one', value: 'h'.repeat(5000) });
+        const alone = (await fn['state::list']({ scope: 'huge', limit: 5 })) as Page;
+        assert.deepEqual([alone.entries.length, alone.next_cursor], [1, null]);
+      },
+      { ...LIMITS, answerBytes: () => 4096 },
+    );
 
     withStore('update: set and remove, at the root and on paths', async ({ fn, events }) => {
       const u = (key: string, ops: unknown[]) => fn['state::update']({ scope: 'u', key, ops });

@@ -183,6 +183,54 @@ describe('svc-state through the engine (embedded store)', () => {
   });
 });
 
+describe('state::list of a scope larger than a frame', () => {
+  let engine: Engine;
+  let state: RunningStateWorker;
+  let client: Worker;
+  let dir: string;
+  const FRAME = 64 * 1024;
+
+  before(async () => {
+    // A small frame limit, so that a scope of twenty 8 KB values does not fit in one answer.
+    engine = await startEngine({ maxFrameBytes: FRAME });
+    dir = mkdtempSync(join(tmpdir(), 'svc-state-pages-'));
+    state = await startStateWorker({ url: engine.url, config: { data_dir: dir } });
+    client = registerWorker(engine.url, { workerName: 'pager', echoLogs: false });
+    await client.ready();
+    for (let i = 0; i < 20; i++) await client.trigger({ function_id: 'state::set', payload: { scope: 'big', key: `k${String(i).padStart(2, '0')}`, value: 'v'.repeat(8 * 1024) } });
+  });
+  after(async () => {
+    await client?.shutdown();
+    await state?.shutdown();
+    await engine?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('unpaged: refused with a hint to page, not a frame error', async () => {
+    const e = await callError(client.trigger({ function_id: 'state::list', payload: { scope: 'big' } }));
+    assert.equal(e.code, 'result_too_large');
+    assert.match(e.message, /scope "big" holds more than fits in one answer \(\d+ bytes\); page through it/);
+  });
+
+  test('paged: every entry, in order, each page within the engine\'s frame limit', async () => {
+    const keys: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page: { entries: Array<{ key: string; value: string }>; next_cursor: string | null } = await client.trigger({
+        function_id: 'state::list',
+        payload: { scope: 'big', limit: 100, ...(cursor ? { cursor } : {}) },
+      });
+      assert.ok(page.entries.length > 0 && page.entries.length < 20, `a page of ${page.entries.length}`);
+      keys.push(...page.entries.map((e) => e.key));
+      cursor = page.next_cursor;
+      pages++;
+    } while (cursor !== null);
+    assert.deepEqual(keys, Array.from({ length: 20 }, (_, i) => `k${String(i).padStart(2, '0')}`));
+    assert.ok(pages >= 3, `${pages} pages`);
+  });
+});
+
 describe('svc-state on Redis: two engines share one store', () => {
   let redis: RedisServer;
   const engines: Engine[] = [];

@@ -1,9 +1,11 @@
 """Calls this worker makes with `trigger()`: sending them, matching results, deadlines, failing fast.
 
-Every call carries `timeout_ms` (an svc extension) so the engine enforces the deadline and answers
-`timeout`; a local timer slightly later is the safety net for an engine that never answers. When the
-socket a call went out on closes, the call fails at once with `connection_lost` instead of waiting
-out its deadline.
+The engine enforces every call's deadline and answers `timeout`: a call given a deadline (its own
+`timeout_ms`, else `InitOptions.invocation_timeout_ms`) carries it as `timeout_ms` (an svc
+extension); a call given none carries none, and the engine applies its `engine.invocation_timeout_ms`.
+A local timer slightly later than the deadline (the engine's advertised default for calls without
+one) is the safety net for an engine that never answers. When the socket a call went out on closes,
+the call fails at once with `connection_lost` instead of waiting out its deadline.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ class Caller:
         self._default_timeout_ms = default_timeout_ms
         self._pending: dict[str, _Pending] = {}
 
-    def timeout_ms_for(self, request: TriggerRequest, session: Session | None) -> int:
+    def explicit_timeout_ms(self, request: TriggerRequest) -> int | None:
+        """The deadline the caller set: the request's `timeout_ms`, else the worker's option, else None."""
         explicit = request.get("timeout_ms")
         if explicit is not None:
             if not isinstance(explicit, int | float) or explicit <= 0:
@@ -45,8 +48,11 @@ class Caller:
                     ErrorCode.INVALID_PAYLOAD, f"timeout_ms must be a positive number, got {explicit!r}"
                 )
             return int(explicit)
-        if self._default_timeout_ms is not None:
-            return self._default_timeout_ms
+        return self._default_timeout_ms
+
+    @staticmethod
+    def engine_default_ms(session: Session | None) -> int:
+        """The engine's `engine.invocation_timeout_ms`, as its `hello` answer advertised it (30 s if unknown)."""
         engine_default = session.engine.get("invocation_timeout_ms") if session is not None else None
         return (
             engine_default if isinstance(engine_default, int) and engine_default > 0 else DEFAULT_INVOCATION_TIMEOUT_MS
@@ -75,7 +81,8 @@ class Caller:
                 function_id,
             )
         loop = asyncio.get_running_loop()
-        timeout_ms = self.timeout_ms_for(request, self._connection.session)
+        explicit_ms = self.explicit_timeout_ms(request)
+        timeout_ms = explicit_ms if explicit_ms is not None else self.engine_default_ms(self._connection.session)
         deadline = loop.time() + timeout_ms / 1000
         try:
             session = await self._connection.wait_ready(timeout_ms / 1000)
@@ -90,6 +97,13 @@ class Caller:
             raise InvocationError(exc.code, exc.message, function_id) from None
 
         frame: Frame = {"type": "invokefunction", "function_id": function_id, "data": request.get("payload")}
+        binding_id = request.get("binding_id")
+        if binding_id is not None:
+            if not isinstance(binding_id, str) or not binding_id:
+                raise InvocationError(
+                    ErrorCode.INVALID_PAYLOAD, f"binding_id must be a non-empty string, got {binding_id!r}", function_id
+                )
+            frame["binding_id"] = binding_id
         if parent is not None and parent.traceparent:
             frame["traceparent"] = parent.traceparent
         if action is not None and action.get("type") == "void":
@@ -97,9 +111,14 @@ class Caller:
             await self._send(session, frame, function_id)
             return None
         invocation_id = str(uuid.uuid4())
-        remaining_ms = max(1, int((deadline - loop.time()) * 1000))
         frame["invocation_id"] = invocation_id
-        frame["timeout_ms"] = remaining_ms
+        if explicit_ms is not None:
+            # What is left of the caller's deadline after waiting for the connection.
+            remaining_ms = max(1, int((deadline - loop.time()) * 1000))
+            frame["timeout_ms"] = remaining_ms
+        else:
+            # No deadline sent: the engine's default runs from when it receives the call.
+            remaining_ms = timeout_ms = self.engine_default_ms(session)
         if action is not None:
             frame["action"] = action
         pending = _Pending(loop.create_future(), function_id, session)

@@ -14,7 +14,9 @@ class ErrorCode:
     CONNECTION_LOST = "connection_lost"
     SHUTTING_DOWN = "shutting_down"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    RESULT_TOO_LARGE = "result_too_large"
     INVALID_PAYLOAD = "invalid_payload"
+    INVALID_FUNCTION_ID = "invalid_function_id"
     TRIGGER_REGISTRATION_FAILED = "trigger_registration_failed"
     TRIGGER_TYPE_NOT_FOUND = "trigger_type_not_found"
 
@@ -29,6 +31,13 @@ class SvcError(Exception):
 
     def __str__(self) -> str:
         return f"[{self.code}] {self.message}"
+
+
+class InvalidFunctionIdError(SvcError, ValueError):
+    """`register_function()` was given an id the engine would refuse (code `invalid_function_id`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.INVALID_FUNCTION_ID, message)
 
 
 class InvocationError(SvcError):

@@ -55,8 +55,9 @@ def encode_reply(session: Session, function_id: str, invocation_id: str, result:
     head: Frame = {"type": "invocationresult", "invocation_id": invocation_id, "function_id": function_id}
     try:
         return session.encode_checked({**head, "error": error} if error is not None else {**head, "result": result})
-    except SvcError as exc:  # payload_too_large: the caller gets that instead of a dead socket
-        failure: ErrorBody = {"code": exc.code, "message": f"Result of {function_id}: {exc.message}"}
+    except SvcError as exc:  # too large: the caller gets that instead of a dead socket
+        code = ErrorCode.RESULT_TOO_LARGE if exc.code == ErrorCode.PAYLOAD_TOO_LARGE else exc.code
+        failure: ErrorBody = {"code": code, "message": f"Result of {function_id}: {exc.message}"}
     except (TypeError, ValueError) as exc:
         failure = {
             "code": ErrorCode.INVOCATION_FAILED,

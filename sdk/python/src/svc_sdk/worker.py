@@ -20,7 +20,7 @@ from ._version import __version__
 from .calls import Caller
 from .connection import Connection, Session
 from .context import current_invocation
-from .errors import ErrorCode, SvcError
+from .errors import ErrorCode, InvalidFunctionIdError, SvcError
 from .handlers import Handler, Invoker, RegisteredFunction, is_async_callable
 from .options import InitOptions, default_url
 from .protocol import (
@@ -30,6 +30,7 @@ from .protocol import (
     TriggerConfig,
     TriggerRequest,
     TriggerTypeInfo,
+    function_id_problem,
 )
 from .runtime import LoopThread, forget, on_process_exit
 from .triggers import ProvidedType, Trigger, TriggerRegistry, TriggerTypeHandler
@@ -117,8 +118,13 @@ class Worker:
         metadata: dict[str, Any] | None = None,
     ) -> FunctionRef:
         """Serve `function_id` with `handler(payload) -> result` (plain or `async def`)."""
-        if not isinstance(function_id, str) or not function_id.strip():
-            raise ValueError(f"register_function: function_id must be a non-empty string, got {function_id!r}")
+        if not isinstance(function_id, str):
+            raise InvalidFunctionIdError(
+                f"register_function: function_id must be a non-empty string, got {function_id!r}"
+            )
+        problem = function_id_problem(function_id)
+        if problem is not None:
+            raise InvalidFunctionIdError(f"register_function: function id {function_id[:200]!r} {problem}")
         if not callable(handler):
             raise TypeError(f"register_function({function_id!r}): handler must be callable, got {handler!r}")
         frame: Frame = {"type": "registerfunction", "id": function_id}

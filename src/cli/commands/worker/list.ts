@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { Command, Flags } from '@oclif/core';
 import { loadConfig } from '../../../supervisor/config.js';
 import { parseWorkerEntries } from '../../../supervisor/worker-entries.js';
+import { printableJson } from '../../../engine/printable.js';
 import { formatError, withClient } from '../../client.js';
 import { configFlag, runningEngine, table } from '../../project.js';
 
@@ -52,7 +53,7 @@ export default class WorkerList extends Command {
         return this.exit(1);
       }
     }
-    if (flags.json) this.log(JSON.stringify(rows, null, 2));
+    if (flags.json) this.log(printableJson(JSON.stringify(rows, null, 2)));
     else if (rows.length === 0) this.log(`No workers in ${flags.config}. Add one: svc worker add <dir|svc-state|svc-http>`);
     else this.log(table(rows, ['name', 'kind', 'runtime', 'pid', 'status', 'restarts', 'functions']));
   }
