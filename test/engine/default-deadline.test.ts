@@ -79,10 +79,12 @@ describe("the engine's default deadline applies to calls that set none", { timeo
   });
 
   test('console: /api/call without timeout_ms ends with `timeout` at the engine default', async () => {
+    // The console's API answers only its own page: it needs the session's CSRF token.
+    const session = (await (await fetch(`${consoleServer.url}api/session`)).json()) as { csrf_token: string };
     const t0 = performance.now();
     const res = await fetch(`${consoleServer.url}api/call`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrf_token },
       body: JSON.stringify({ function_id: 'slow::fn' }),
     });
     const ms = performance.now() - t0;
