@@ -15,4 +15,5 @@ export { InvocationError, toErrorBody } from './errors.js';
 export { type ConnectionState, type ReconnectOptions, backoffDelay, parseEngineUrls } from './connection.js';
 export { sendCoalesced, exceedsBytes } from './transport.js';
 export { ChurnMap } from './churn-map.js';
+export { RUN_SECRET_ENV, RUN_SECRET_HEADER, LIVENESS_FD_ENV, STALE_WORKER_CLOSE } from './supervised.js';
 export * from './protocol.js';
