@@ -19,6 +19,16 @@ export function engineAddress(flag?: string): string {
 }
 
 /**
+ * The client secret of the engine running for ./config.yaml, handed only to that same engine: it
+ * proves a connection is the project's own CLI or console, which may use the names reserved for
+ * them (svc-cli…, svc-console…).
+ */
+export function localClientSecret(address: string, fresh = false): string | undefined {
+  const engine = fresh ? readEngineState(resolve('config.yaml')) : localEngine();
+  return engine && engine.url === address ? engine.client_secret : undefined;
+}
+
+/**
  * Connect as a short-lived client (hidden from worker lists), run `fn`, disconnect. A missing
  * engine is reported plainly instead of retrying forever as a worker would.
  */
@@ -26,8 +36,10 @@ export async function withClient<T>(address: string, fn: (w: Worker) => Promise<
   // SVC_TOKEN, else the local engine's own token, handed only to that same engine.
   const engine = localEngine();
   const token = tokenArg ?? process.env.SVC_TOKEN ?? (engine && engine.url === address ? engine.token : undefined);
+  const runSecret = localClientSecret(address);
   const w = new Worker(address, {
     ...(token ? { token } : {}),
+    ...(runSecret ? { runSecret } : {}),
     workerName: `svc-cli:${process.pid}`,
     role: 'client',
     echoLogs: false,
@@ -41,7 +53,7 @@ export async function withClient<T>(address: string, fn: (w: Worker) => Promise<
     try {
       await w.ready(connectTimeoutMs);
     } catch (e) {
-      if (e instanceof InvocationError && e.code === 'unauthorized') throw e;
+      if (e instanceof InvocationError && (e.code === 'unauthorized' || e.code === 'stale_worker')) throw e;
       throw new InvocationError('connection_failed', `Cannot reach the engine at ${address} (is \`svc --config config.yaml\` running? set --address or SVC_URL)`);
     }
     return await fn(w);

@@ -27,6 +27,8 @@ export interface ConsoleServerOptions {
   staticDir?: string;
   /** Used for test requests when svc-http does not say where it listens. */
   httpUrl?: string;
+  /** The local engine's client secret (.svc/engine.json), asked at every connect: lets the console keep its svc-console name. */
+  runSecret?: () => string | undefined;
 }
 
 export interface ConsoleServer {
@@ -45,6 +47,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   }
   const worker = new Worker(o.engineUrl, {
     workerName: `svc-console:${process.pid}`,
+    ...(o.runSecret ? { runSecret: o.runSecret } : {}),
     role: 'client',
     echoLogs: false,
     reconnect: { initialDelayMs: 200, maxDelayMs: 2000 },

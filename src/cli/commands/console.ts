@@ -1,6 +1,6 @@
 import { Command, Flags } from '@oclif/core';
 import { startConsoleServer } from '../../console/server.js';
-import { engineAddress, fail } from '../client.js';
+import { engineAddress, fail, localClientSecret } from '../client.js';
 
 export default class Console extends Command {
   static override summary = 'Serve the web console (workers, functions, triggers, queues, logs, traces, state) on port 3113.';
@@ -23,6 +23,8 @@ It binds 127.0.0.1 by default: anyone who can open it can call every function an
     try {
       server = await startConsoleServer({
         engineUrl,
+        // Read again at every connect: the engine may be restarted while the console runs.
+        runSecret: () => localClientSecret(engineUrl, true),
         port: flags.port,
         host: flags.host,
         ...(flags['http-url'] ? { httpUrl: flags['http-url'] } : {}),
