@@ -55,7 +55,7 @@ export function installBuiltins(d: BuiltinDeps): void {
     // The name of a built-in or of the engine's own clients is refused to anyone else; the rest
     // of the registration stands (an error frame tells the worker, which SDKs report, and a
     // caller that awaits the answer gets the error).
-    const refusal = typeof name === 'string' && name.length > 0 ? reservedNameRefusal(name, caller.identity, caller.access.token?.admin === true) : null;
+    const refusal = typeof name === 'string' && name.length > 0 ? reservedNameRefusal(name, caller.identity, caller.access.token) : null;
     if (typeof name === 'string' && name.length > 0 && !refusal) {
       caller.name = name.slice(0, 200);
       caller.metadata.name = name;

@@ -1,4 +1,5 @@
 import type { ErrorBody } from 'svc-sdk';
+import type { TokenSpec } from './auth.js';
 import type { RunIdentity } from './engine-run.js';
 
 /**
@@ -13,25 +14,26 @@ export const CLIENT_NAME_PREFIXES: readonly string[] = ['svc-cli', 'svc-console'
  * The name as compared: case, compatibility forms (full-width letters), spaces and invisible
  * characters do not make `SVC-State` or `svc-state\u200b` a different name from `svc-state`.
  */
-function canonical(name: string): string {
+export function canonical(name: string): string {
   return name.normalize('NFKC').replace(/[\p{Cc}\p{Cf}\s]/gu, '').toLowerCase();
 }
 
 /**
  * Why a connection may not call itself `name`, or null when it may. Reserved names belong to the
- * instance the engine started as that worker (it presented the secret the supervisor gave it),
- * client names to the engine's own clients, and both to admin tokens (operators, and built-ins run
- * outside the supervisor, as in docker-compose.yml).
+ * instance the engine started as that worker (it presented the secret the supervisor gave it) and
+ * to tokens granted them (`names:`, for built-ins run outside the supervisor as in
+ * docker-compose.yml), client names to the engine's own clients, and all to admin tokens.
  */
-export function reservedNameRefusal(name: string, identity: RunIdentity | null, admin: boolean): ErrorBody | null {
-  if (admin) return null;
+export function reservedNameRefusal(name: string, identity: RunIdentity | null, token: TokenSpec | null): ErrorBody | null {
+  if (token?.admin) return null;
   const c = canonical(name);
   const reserved = RESERVED_WORKER_NAMES.find((r) => c === r);
   if (reserved !== undefined) {
     if (identity?.kind === 'instance' && canonical(identity.worker) === reserved) return null;
+    if (token?.names?.includes(reserved)) return null;
     return {
       code: 'reserved_name',
-      message: `Worker name ${JSON.stringify(name.slice(0, 200))} is reserved for the engine's own ${reserved === 'engine' ? 'events' : `${reserved} worker`}: only the instance the engine started as ${reserved} (it presents the SVC_RUN_SECRET it was given) or an admin token may use it; pick another name`,
+      message: `Worker name ${JSON.stringify(name.slice(0, 200))} is reserved for the engine's own ${reserved === 'engine' ? 'events' : `${reserved} worker`}: only the instance the engine started as ${reserved} (it presents the SVC_RUN_SECRET it was given), a token granted the name (names:) or an admin token may use it; pick another name`,
     };
   }
   const prefix = CLIENT_NAME_PREFIXES.find((p) => c.startsWith(p));

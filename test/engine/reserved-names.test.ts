@@ -7,6 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { InvocationError, type Worker } from 'svc-sdk';
+import { parseAuth } from '../../src/supervisor/auth-config.js';
 import { connectionsOf } from '../../src/supervisor/control.js';
 import { reservedNameRefusal } from '../../src/engine/worker-names.js';
 import { startEngine } from '../helpers/engine.js';
@@ -16,6 +17,7 @@ import { eventually, WorkerPool } from '../helpers/util.js';
 type Eng = Awaited<ReturnType<typeof startEngine>>;
 const ADMIN = 'admin-secret-0123456789';
 const PLAIN = 'plain-secret-0123456789';
+const BUILTINS = 'builtins-secret-0123456789';
 
 /** The name the engine holds for `w`'s connection, asked by `observer` (a plain token may not call engine::*). */
 async function nameOf(observer: Worker, w: Worker): Promise<string> {
@@ -32,6 +34,7 @@ describe('reserved worker names', () => {
       tokens: [
         { name: 'admin', token: ADMIN, admin: true, call: [], register: [], trigger_types: [] },
         { name: 'plain', token: PLAIN, admin: false, call: ['*'], register: ['*'], trigger_types: ['*'] },
+        { name: 'builtins', token: BUILTINS, admin: false, call: ['*'], register: ['*'], trigger_types: ['*'], names: ['svc-state'] },
       ],
     });
     admin = pool.make('observer', { token: ADMIN });
@@ -61,13 +64,13 @@ describe('reserved worker names', () => {
 
   test('variants that print alike are the same name: case, full-width letters, invisible characters', () => {
     for (const n of ['SVC-State', 'svc-state\u200b', ' svc-state', 'ｓｖｃ-state', 'Engine']) {
-      assert.equal(reservedNameRefusal(n, null, false)?.code, 'reserved_name', n);
+      assert.equal(reservedNameRefusal(n, null, null)?.code, 'reserved_name', n);
     }
-    assert.equal(reservedNameRefusal('svc-stately', null, false), null);
-    assert.equal(reservedNameRefusal('math-worker', null, false), null);
-    assert.equal(reservedNameRefusal('svc-cli:123', null, false)?.code, 'reserved_name');
-    assert.equal(reservedNameRefusal('svc-console:9', { kind: 'client' }, false), null);
-    assert.equal(reservedNameRefusal('svc-state', { kind: 'client' }, false)?.code, 'reserved_name');
+    assert.equal(reservedNameRefusal('svc-stately', null, null), null);
+    assert.equal(reservedNameRefusal('math-worker', null, null), null);
+    assert.equal(reservedNameRefusal('svc-cli:123', null, null)?.code, 'reserved_name');
+    assert.equal(reservedNameRefusal('svc-console:9', { kind: 'client' }, null), null);
+    assert.equal(reservedNameRefusal('svc-state', { kind: 'client' }, null)?.code, 'reserved_name');
   });
 
   test('the instance the engine started as svc-state may use it; an instance of another worker may not', async () => {
@@ -86,6 +89,22 @@ describe('reserved worker names', () => {
     const w = pool.make('svc-http', { token: ADMIN });
     await w.ready();
     await eventually(async () => assert.equal(await nameOf(admin, w), 'svc-http'));
+  });
+
+  test('a token granted a reserved name (names:) may use that one only, as compose\'s services token does', async () => {
+    const state = pool.make('svc-state', { token: BUILTINS });
+    await state.ready();
+    await eventually(async () => assert.equal(await nameOf(admin, state), 'svc-state'));
+    const refused: InvocationError[] = [];
+    const http = pool.make('svc-http', { token: BUILTINS });
+    http.on('error', (e: InvocationError) => refused.push(e));
+    await http.ready();
+    await eventually(() => assert.ok(refused.some((e) => e.code === 'reserved_name')));
+    assert.throws(
+      () => parseAuth('c.yaml', { tokens: [{ name: 'x', token: 'x'.repeat(16), names: ['math-worker'] }] }),
+      /engine\.auth\.tokens\[0\]\.names: must be a list of reserved worker names \(engine, svc-state, svc-http, svc-queue, svc-cron\)/,
+    );
+    assert.deepEqual(parseAuth('c.yaml', { tokens: [{ name: 'x', token: 'x'.repeat(16), names: ['svc-http'] }] })[0]!.names, ['svc-http']);
   });
 
   test('client names: the engine\'s own clients (client secret) keep svc-cli…, others do not', async () => {
