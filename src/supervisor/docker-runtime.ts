@@ -5,6 +5,7 @@ import { dirname, resolve } from 'node:path';
 import Docker from 'dockerode';
 import { LIVENESS_FD_ENV, RUN_SECRET_ENV } from 'svc-sdk';
 import { ensureWorkerImage } from './docker-image.js';
+import { guardedCommand } from './liveness-guard.js';
 import type { ExitInfo, Instance, LaunchSpec, Runtime } from './runtime.js';
 
 export const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
@@ -56,7 +57,8 @@ export interface DockerRuntimeOptions {
  * The container's stdin is the liveness pipe, as for a process: this engine attaches to it before
  * the start and never writes, and with StdinOnce Docker closes it when that attachment ends, which
  * it does when the engine process dies however it dies. The SDKs read end-of-file there
- * (SVC_LIVENESS_FD=0) and exit, and the container with them (restart policy "no").
+ * (SVC_LIVENESS_FD=0) and exit, other programs are stopped by the guard (liveness-guard.ts), and
+ * the container ends with them (restart policy "no").
  *
  * Restarts are the supervisor's, as for processes: the container's own restart policy is "no",
  * so Docker and the supervisor never both restart one replica (docs/design.md).
@@ -105,7 +107,7 @@ export class DockerRuntime implements Runtime {
       const container = await this.docker.createContainer({
         name,
         Image: img.tag,
-        Cmd: ['/bin/sh', '-c', `exec ${spec.manifest.scripts.start}`],
+        Cmd: ['/bin/sh', '-c', guardedCommand(spec.manifest.scripts.start, true)],
         Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
         OpenStdin: true,
         StdinOnce: true,

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { LIVENESS_FD_ENV } from 'svc-sdk';
+import { guardedCommand } from './liveness-guard.js';
 import { processStartToken } from './process-identity.js';
 import type { ExitInfo, Instance, LaunchSpec, Runtime } from './runtime.js';
 
@@ -15,7 +16,8 @@ const SIMPLE_COMMAND = /^[\w@%+=:,./~ -]+$/;
  *
  * stdin is the liveness pipe: its other end is held by this process only and never written, so
  * the worker reads end-of-file exactly when the engine process is gone, however it went (SIGKILL
- * included). SVC_LIVENESS_FD=0 tells the SDKs to watch it and exit (sdk/typescript/src/supervised.ts).
+ * included). SVC_LIVENESS_FD=0 tells the SDKs to watch it and exit (sdk/typescript/src/supervised.ts);
+ * for programs that do not, a guard in the group stops them (liveness-guard.ts).
  */
 export class ProcessRuntime implements Runtime {
   readonly name = 'process' as const;
@@ -24,7 +26,7 @@ export class ProcessRuntime implements Runtime {
     mkdirSync(dirname(spec.logFile), { recursive: true });
     const fd = openSync(spec.logFile, 'a');
     writeSync(fd, `\n=== ${new Date().toISOString()} starting ${spec.name}${spec.replica > 0 ? ` [replica ${spec.replica}]` : ''}: ${spec.command}\n`);
-    const command = SIMPLE_COMMAND.test(spec.command) ? `exec ${spec.command}` : spec.command;
+    const command = guardedCommand(spec.command, SIMPLE_COMMAND.test(spec.command));
     const child = spawn('/bin/sh', ['-c', command], {
       cwd: spec.cwd,
       env: { ...spec.env, [LIVENESS_FD_ENV]: '0' },

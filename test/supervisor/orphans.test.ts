@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EngineProcess, runSvc } from '../../e2e/helpers/cli.js';
 import { readEngineState, readRecordedEngineState, writeEngineState, type EngineState } from '../../src/supervisor/engine-state.js';
+import { GUARD_SELF_EXIT_S } from '../../src/supervisor/liveness-guard.js';
 import { processStartToken } from '../../src/supervisor/process-identity.js';
 import { stopStaleProcesses } from '../../src/supervisor/stale-instances.js';
 import { freePort, sleep } from '../helpers/util.js';
@@ -78,6 +79,17 @@ describe('the liveness pipe: svc-sdk workers exit when their engine process is k
     assert.match(readFileSync(join(root, 'logs', 'w.log'), 'utf8'), /liveness pipe on stdin closed/);
   });
 
+  test('a program that watches nothing (as one written against the iii SDK) is stopped by the guard', async () => {
+    // `sleep` neither watches stdin nor connects anywhere: only the guard in its group can end it.
+    const { engine, pid } = await launchUnderFakeEngine('sleep 600', {});
+    await sleep(500);
+    assert.ok(alive(pid));
+    engine.kill('SIGKILL');
+    const ms = await gone(pid, (GUARD_SELF_EXIT_S + 5) * 1000);
+    assert.notEqual(ms, null, 'the program outlived its engine');
+    assert.ok(ms! >= GUARD_SELF_EXIT_S * 1000 - 500, `stopped after ${ms} ms: the guard first leaves a worker time to exit by itself`);
+  });
+
   test('the built-in svc-state exits within seconds of SIGKILL of the engine', async () => {
     const port = await freePort();
     const main = join(ROOT, 'dist/src/workers/state/main.js');
@@ -97,9 +109,10 @@ describe('the next engine of the project stops what a killed one left running', 
   before(() => {
     const dir = join(project(), 'workers', 'sleeper');
     mkdirSync(dir, { recursive: true });
-    // A program that watches no pipe (as one written against the iii SDK would not).
+    // A program that watches no pipe and ignores SIGTERM: the guard's SIGTERM does not end it,
+    // only its SIGKILL GUARD_TERM_GRACE_S later, so for that long it is left running.
     writeFileSync(join(dir, 'w.mjs'), '');
-    writeFileSync(join(dir, 'svc.worker.yaml'), 'name: sleeper\nruntime:\n  kind: typescript\n  package_manager: npm\n  entry: w.mjs\nscripts:\n  install: mkdir -p node_modules\n  start: sleep 600\n');
+    writeFileSync(join(dir, 'svc.worker.yaml'), 'name: sleeper\nruntime:\n  kind: typescript\n  package_manager: npm\n  entry: w.mjs\nscripts:\n  install: mkdir -p node_modules\n  start: trap "" TERM; sleep 600\n');
     writeFileSync(join(project(), 'config.yaml'), 'engine:\n  host: 127.0.0.1\n  port: 0\nworkers:\n  - name: sleeper\n    path: ./workers/sleeper\n');
   });
 
@@ -120,7 +133,7 @@ describe('the next engine of the project stops what a killed one left running', 
     assert.ok(state.run && state.client_secret?.startsWith(`${state.run}.`));
     await first.stop('SIGKILL');
     await sleep(500);
-    assert.ok(alive(pid), 'a program that ignores the pipe survives its engine');
+    assert.ok(alive(pid), 'a program that ignores the pipe and SIGTERM survives its engine for a while');
 
     const second = await EngineProcess.start(['--config', 'config.yaml'], { cwd: project() });
     try {
