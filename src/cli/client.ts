@@ -36,10 +36,11 @@ export async function withClient<T>(address: string, fn: (w: Worker) => Promise<
   // SVC_TOKEN, else the local engine's own token, handed only to that same engine.
   const engine = localEngine();
   const token = tokenArg ?? process.env.SVC_TOKEN ?? (engine && engine.url === address ? engine.token : undefined);
-  const runSecret = localClientSecret(address);
   const w = new Worker(address, {
     ...(token ? { token } : {}),
-    ...(runSecret ? { runSecret } : {}),
+    // Never a run secret from the environment: a CLI run by a supervised worker inherits its
+    // worker's SVC_RUN_SECRET, which is not the CLI's to present (another engine would refuse it).
+    runSecret: localClientSecret(address) ?? '',
     workerName: `svc-cli:${process.pid}`,
     role: 'client',
     echoLogs: false,

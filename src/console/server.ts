@@ -47,7 +47,8 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   }
   const worker = new Worker(o.engineUrl, {
     workerName: `svc-console:${process.pid}`,
-    ...(o.runSecret ? { runSecret: o.runSecret } : {}),
+    // Only the local engine's client secret, never one inherited from the environment.
+    runSecret: o.runSecret ?? '',
     role: 'client',
     echoLogs: false,
     reconnect: { initialDelayMs: 200, maxDelayMs: 2000 },

@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { InvocationError, RUN_SECRET_HEADER } from 'svc-sdk';
+import { runSvc } from '../../e2e/helpers/cli.js';
 import { startEngine } from '../helpers/engine.js';
 import { eventually, sleep, WorkerPool } from '../helpers/util.js';
 
@@ -116,6 +117,20 @@ describe('run secrets: a worker attaches only to the engine run that started it'
     assert.ok(exit.signal === 'SIGTERM' || exit.code !== null, JSON.stringify(exit));
     assert.match(stderr, /is not the engine run that started this worker; this process was started by that engine, so it exits/);
   });
+});
+
+test('the svc CLI run by a supervised worker does not present the secret it inherits', async () => {
+  const eng = await startEngine();
+  const other = await startEngine();
+  try {
+    const inherited = other.engine.run.issue({ kind: 'instance', worker: 'w', replica: 0 });
+    const r = await runSvc(['trigger', 'engine::health::check', '--address', eng.url], { env: { SVC_RUN_SECRET: inherited, SVC_LIVENESS_FD: '0' } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((JSON.parse(r.stdout) as { status: string }).status, 'ok');
+  } finally {
+    await eng.stop();
+    await other.stop();
+  }
 });
 
 describe('run secrets: the engine lists what each proven connection is', () => {

@@ -156,7 +156,7 @@ export class Worker extends EventEmitter implements LogSink {
       ...(token || runSecret ? { headers: typeof runSecret === 'function' ? headers : headers() } : {}),
       staleIsFinal: typeof runSecret !== 'function',
     });
-    watchEngineLiveness();
+    if (this.opts.role === 'worker') watchEngineLiveness();
     this.logger = new Logger(this, { echo: options.echoLogs !== false });
     if (this.opts.role === 'worker') setDefaultLogSink(this);
     this.conn.on('open', () => this.onOpen());
