@@ -139,3 +139,22 @@ export async function until<T>(what: string, probe: () => T | Promise<T>, ms = 5
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** A process with this pid runs (it may be anyone's: pair it with what you know of the pid). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A row of `svc worker list --json`. */
+export interface WorkerListRow {
+  name: string;
+  pid: string | number | null;
+  status: string;
+  restarts: number;
+  functions: string[];
+}

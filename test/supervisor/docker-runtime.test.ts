@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { ensureWorkerImage } from '../../src/supervisor/docker-image.js';
 import { assertDockerReachable, DockerRuntime, DockerUnavailableError, projectLabel } from '../../src/supervisor/docker-runtime.js';
 import { loadManifest } from '../../src/supervisor/manifest.js';
 import { dockerSkipReason } from '../helpers/docker.js';
+import { standInEngine } from '../helpers/stand-in-engine.js';
 import { eventually } from '../helpers/util.js';
 import { makeFixtureProject, runtimeConformance } from './runtime-conformance.js';
 
@@ -110,22 +110,15 @@ if (!skip) {
       // A stand-in engine process holding the runtime, killed as kill -9 kills an engine.
       const runtime = fileURLToPath(new URL('../../src/supervisor/docker-runtime.js', import.meta.url));
       const s = { ...spec(2), containerEnv: { ...spec(2).containerEnv, WATCH_STDIN: '1' }, manifest: undefined };
-      const program = `import { DockerRuntime } from ${JSON.stringify(runtime)};
+      const { engine, match } = await standInEngine(
+        `import { DockerRuntime } from ${JSON.stringify(runtime)};
         import { loadManifest } from ${JSON.stringify(runtime.replace('docker-runtime.js', 'manifest.js'))};
         const s = ${JSON.stringify(s)};
         const inst = await new DockerRuntime({ configFile: ${JSON.stringify(join(fx.dir, 'config.yaml'))} }).launch({ ...s, manifest: loadManifest(${JSON.stringify(fx.workerDir)}) });
-        console.log('container', inst.id);
-        setInterval(() => {}, 1000);`;
-      const engine = spawn(process.execPath, ['--input-type=module', '-e', program], { stdio: ['ignore', 'pipe', 'inherit'] });
-      const id = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        engine.stdout!.on('data', (d: Buffer) => {
-          out += d.toString();
-          const m = /container ([0-9a-f]+)/.exec(out);
-          if (m) resolve(m[1]!);
-        });
-        engine.on('exit', () => reject(new Error(`stand-in engine exited: ${out}`)));
-      });
+        console.log('container', inst.id);`,
+        /container ([0-9a-f]+)/,
+      );
+      const id = match[1]!;
       try {
         await eventually(async () => assert.match((await docker.getContainer(id).logs({ stdout: true })).toString(), /hello url=/), 20_000);
         assert.equal((await state(id))?.Running, true);

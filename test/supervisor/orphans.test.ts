@@ -7,7 +7,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { readEngineState, readRecordedEngineState, writeEngineState, type Engine
 import { GUARD_SELF_EXIT_S } from '../../src/supervisor/liveness-guard.js';
 import { processStartToken } from '../../src/supervisor/process-identity.js';
 import { stopStaleProcesses } from '../../src/supervisor/stale-instances.js';
+import { standInEngine } from '../helpers/stand-in-engine.js';
 import { freePort, sleep } from '../helpers/util.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -37,28 +38,17 @@ before(() => {
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
-/**
- * A stand-in for the engine process: launches `command` with the real ProcessRuntime and prints
- * the instance's pid, then idles until killed. SIGKILL of it is what a crash of the engine does.
- */
-async function launchUnderFakeEngine(command: string, env: Record<string, string>): Promise<{ engine: ReturnType<typeof spawn>; pid: number }> {
+/** `command` launched by the real ProcessRuntime in a stand-in engine process. */
+async function launchUnderFakeEngine(command: string, env: Record<string, string>): Promise<{ engine: ChildProcess; pid: number }> {
   const runtime = join(ROOT, 'dist/src/supervisor/process-runtime.js');
-  const program = `import { ProcessRuntime } from ${JSON.stringify(runtime)};
+  const { engine, match } = await standInEngine(
+    `import { ProcessRuntime } from ${JSON.stringify(runtime)};
     const inst = await new ProcessRuntime().launch({ name: 'w', replica: 0, cwd: ${JSON.stringify(root)}, command: ${JSON.stringify(command)},
       env: { ...process.env, ...${JSON.stringify(env)} }, logFile: ${JSON.stringify(join(root, 'logs', 'w.log'))} });
-    console.log('pid', inst.pid);
-    setInterval(() => {}, 1000);`;
-  const engine = spawn(process.execPath, ['--input-type=module', '-e', program], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const pid = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    engine.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /pid (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    engine.on('exit', () => reject(new Error(`fake engine exited: ${out}`)));
-  });
-  return { engine, pid };
+    console.log('pid', inst.pid);`,
+    /pid (\d+)/,
+  );
+  return { engine, pid: Number(match[1]) };
 }
 
 describe('the liveness pipe: svc-sdk workers exit when their engine process is killed', () => {
