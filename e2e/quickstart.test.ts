@@ -8,24 +8,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { closedPort, EngineProcess, runSvc, tempDir, until } from './helpers/cli.js';
+import { alive, closedPort, EngineProcess, runSvc, tempDir, until, type WorkerListRow } from './helpers/cli.js';
 
-interface ListRow {
-  name: string;
-  pid: string | number | null;
-  status: string;
-  restarts: number;
-  functions: string[];
-}
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+type ListRow = WorkerListRow;
 
 describe('quickstart, end to end through the CLI', () => {
   const tmp = tempDir();

@@ -145,3 +145,22 @@ export async function consoleFetch(base: string, path: string, init: RequestInit
   const session = (await (await fetch(new URL('/api/session', base))).json()) as { csrf_token: string };
   return fetch(new URL(path, base), { ...init, headers: { ...(init.headers as Record<string, string>), 'x-csrf-token': session.csrf_token } });
 }
+
+/** A process with this pid runs (it may be anyone's: pair it with what you know of the pid). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A row of `svc worker list --json`. */
+export interface WorkerListRow {
+  name: string;
+  pid: string | number | null;
+  status: string;
+  restarts: number;
+  functions: string[];
+}

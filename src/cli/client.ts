@@ -20,6 +20,16 @@ export function engineAddress(flag?: string): string {
 }
 
 /**
+ * The client secret of the engine running for ./config.yaml, handed only to that same engine: it
+ * proves a connection is the project's own CLI or console, which may use the names reserved for
+ * them (svc-cli…, svc-console…).
+ */
+export function localClientSecret(address: string, fresh = false): string | undefined {
+  const engine = fresh ? readEngineState(resolve('config.yaml')) : localEngine();
+  return engine && engine.url === address ? engine.client_secret : undefined;
+}
+
+/**
  * Connect as a short-lived client (hidden from worker lists), run `fn`, disconnect. A missing
  * engine is reported plainly instead of retrying forever as a worker would.
  */
@@ -29,6 +39,9 @@ export async function withClient<T>(address: string, fn: (w: Worker) => Promise<
   const token = tokenArg ?? process.env.SVC_TOKEN ?? (engine && engine.url === address ? engine.token : undefined);
   const w = new Worker(address, {
     ...(token ? { token } : {}),
+    // Never a run secret from the environment: a CLI run by a supervised worker inherits its
+    // worker's SVC_RUN_SECRET, which is not the CLI's to present (another engine would refuse it).
+    runSecret: localClientSecret(address) ?? '',
     workerName: `svc-cli:${process.pid}`,
     role: 'client',
     echoLogs: false,
@@ -42,7 +55,7 @@ export async function withClient<T>(address: string, fn: (w: Worker) => Promise<
     try {
       await w.ready(connectTimeoutMs);
     } catch (e) {
-      if (e instanceof InvocationError && e.code === 'unauthorized') throw e;
+      if (e instanceof InvocationError && (e.code === 'unauthorized' || e.code === 'stale_worker')) throw e;
       throw new InvocationError('connection_failed', `Cannot reach the engine at ${redactAddress(address)} (is \`svc --config config.yaml\` running? set --address or SVC_URL)`);
     }
     return await fn(w);

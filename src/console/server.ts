@@ -32,6 +32,8 @@ export interface ConsoleServerOptions {
   httpUrl?: string;
   /** Host names besides IP addresses, localhost and `host` that the console answers to (`--allowed-host`). */
   allowedHosts?: string[];
+  /** The local engine's client secret (.svc/engine.json), asked at every connect: lets the console keep its svc-console name. */
+  runSecret?: () => string | undefined;
 }
 
 export interface ConsoleServer {
@@ -53,6 +55,8 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   const guard = new ConsoleGuard(o.host ?? '127.0.0.1', o.allowedHosts ?? []);
   const worker = new Worker(o.engineUrl, {
     workerName: `svc-console:${process.pid}`,
+    // Only the local engine's client secret, never one inherited from the environment.
+    runSecret: o.runSecret ?? '',
     role: 'client',
     echoLogs: false,
     reconnect: { initialDelayMs: 200, maxDelayMs: 2000 },

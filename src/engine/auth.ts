@@ -19,6 +19,11 @@ export interface TokenSpec {
   register: string[];
   /** Trigger types it may provide (svc-http needs `http`). */
   trigger_types: string[];
+  /**
+   * Reserved worker names (svc-state, svc-http, …: worker-names.ts) a connection with this token may
+   * use: for built-ins run outside the supervisor, as in docker-compose.yml. Admin tokens may use all.
+   */
+  names?: string[];
 }
 
 /** Callable by every authenticated peer: what any worker needs to announce itself and log. */

@@ -6,6 +6,7 @@ import type { Invocations } from './invocations.js';
 import type { Registry } from './registry.js';
 import type { Session } from './session.js';
 import type { Triggers } from './triggers.js';
+import { reservedNameRefusal } from './worker-names.js';
 
 export interface BuiltinDeps {
   registry: Registry;
@@ -48,11 +49,22 @@ export function installBuiltins(d: BuiltinDeps): void {
   r.addBuiltin('engine::workers::register', 'Attach metadata (name, runtime, version, pid, …) to the calling connection', (data, caller) => {
     if (!caller) return null;
     const m = obj(data);
-    const { _caller_worker_id: _ignored, ...meta } = m;
+    const { _caller_worker_id: _ignored, name, ...meta } = m;
     caller.metadata = { ...caller.metadata, ...meta };
-    if (typeof m.name === 'string' && m.name.length > 0) caller.name = m.name.slice(0, 200);
     if (m.role === 'client' || m.role === 'worker') caller.role = m.role;
+    // The name of a built-in or of the engine's own clients is refused to anyone else; the rest
+    // of the registration stands (an error frame tells the worker, which SDKs report, and a
+    // caller that awaits the answer gets the error).
+    const refusal = typeof name === 'string' && name.length > 0 ? reservedNameRefusal(name, caller.identity, caller.access.token) : null;
+    if (typeof name === 'string' && name.length > 0 && !refusal) {
+      caller.name = name.slice(0, 200);
+      caller.metadata.name = name;
+    }
     d.onWorkerRegistered(caller);
+    if (refusal) {
+      caller.sendError(refusal, { type: 'invokefunction', id: 'engine::workers::register' });
+      throw new EngineError(refusal.code, refusal.message);
+    }
     return null;
   });
 

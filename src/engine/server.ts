@@ -1,9 +1,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { STALE_WORKER_CLOSE } from 'svc-sdk';
 import { Access, isLoopbackHost, presentedToken, TokenTable } from './auth.js';
 import { installBuiltins } from './builtins.js';
 import { Cluster, ClusterError } from './cluster/cluster.js';
+import { EngineRun, presentedRunSecret, type RunIdentity } from './engine-run.js';
 import { installClusterBuiltins } from './cluster/listing.js';
 import { Invocations } from './invocations.js';
 import { LogBuffer, type LogEntry } from './logs.js';
@@ -37,6 +39,8 @@ export class Engine {
   private http: Server | null = null;
   /** Tokens in force; the supervisor adds its own at start. */
   readonly tokens: TokenTable;
+  /** This run's id and the run secrets it issued to the instances it started and to its own clients. */
+  readonly run = new EngineRun();
   private liveness: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
   readonly startedAt = Date.now();
@@ -134,10 +138,10 @@ export class Engine {
     wss.on('error', (err) => this.event('error', `server error: ${err.message}`));
     wss.on('connection', (ws, req) => {
       const path = (req.url ?? '/').split('?')[0];
-      const access = this.authenticate(ws, req);
-      if (!access) return;
+      const admitted = this.authenticate(ws, req);
+      if (!admitted) return;
       if (path === '/otel') return this.acceptTelemetry(ws);
-      this.accept(ws, req.socket.remoteAddress ?? 'unknown', access);
+      this.accept(ws, req.socket.remoteAddress ?? 'unknown', admitted.access, admitted.identity);
     });
     this.liveness = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
     this.liveness.unref();
@@ -164,6 +168,11 @@ export class Engine {
     return this.sessions.size;
   }
 
+  /** The peers connected to this engine (not other engines' workers in cluster mode). */
+  connections(): IterableIterator<Session> {
+    return this.sessions.values();
+  }
+
   /** iii SDKs stream OTLP telemetry on a second socket; accepted and drained, never a worker. */
   private acceptTelemetry(ws: WebSocket): void {
     if (this.stopping) {
@@ -175,14 +184,34 @@ export class Engine {
   }
 
   /**
+   * A connection presenting a run secret this run did not issue is a worker an earlier (or
+   * another) engine started: it is refused with close code 4410, which the SDKs take as final
+   * (their engine is gone: they exit). Checked before the token, which that worker may also hold.
    * With tokens configured, a connection without a valid one is told why and closed before it
    * sees anything of the registry (no `workerregistered`). Close code 4401 tells SDKs it is final.
    */
-  private authenticate(ws: WebSocket, req: IncomingMessage): Access | null {
+  private authenticate(ws: WebSocket, req: IncomingMessage): { access: Access; identity: RunIdentity | null } | null {
     if (this.sessions.size >= this.opts.maxConnections) {
       refuse(ws, 'overloaded', `The engine has ${this.sessions.size} connections (engine.limits.max_connections); retry later`, 1013);
       return null;
     }
+    const runSecret = presentedRunSecret(req);
+    const identity = runSecret === undefined ? null : this.run.verify(runSecret);
+    if (runSecret !== undefined && identity === null) {
+      const theirs = EngineRun.runOf(runSecret);
+      const why =
+        theirs === this.run.id
+          ? `This connection presents a run secret this engine run (${this.run.id}) no longer honours: the instance it was issued to has exited`
+          : `This connection presents the run secret of engine run ${theirs}, but this engine is run ${this.run.id}: the engine that started this worker is gone, and a supervised worker attaches only to the engine run that started it`;
+      refuse(ws, 'stale_worker', why, STALE_WORKER_CLOSE);
+      this.event('warn', `refused a connection from ${req.socket.remoteAddress ?? 'unknown'}: ${why}`);
+      return null;
+    }
+    const access = this.tokenAccess(ws, req);
+    return access ? { access, identity } : null;
+  }
+
+  private tokenAccess(ws: WebSocket, req: IncomingMessage): Access | null {
     if (!this.tokens.enabled) return new Access(null);
     const secret = presentedToken(req);
     const spec = this.tokens.find(secret);
@@ -196,13 +225,14 @@ export class Engine {
     return new Access(spec);
   }
 
-  private accept(ws: WebSocket, ip: string, access: Access): void {
+  private accept(ws: WebSocket, ip: string, access: Access, identity: RunIdentity | null): void {
     if (this.stopping) {
       ws.close(1001, 'engine shutting down');
       return;
     }
     const s = new Session(ws, ip);
     s.access = access;
+    s.identity = identity;
     this.sessions.set(s.id, s);
     ws.on('message', (data, isBinary) => {
       s.alive = true;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { ChurnMap, sendCoalesced, type ErrorBody, type Feature, type Message } from 'svc-sdk';
 import { OPEN_ACCESS, type Access } from './auth.js';
+import type { RunIdentity } from './engine-run.js';
 import type { Invocation } from './invocations.js';
 import { counterOf } from './traces.js';
 
@@ -24,6 +25,11 @@ export class Session {
   closed = false;
   /** What this connection's token allows. */
   access: Access = OPEN_ACCESS;
+  /**
+   * Who the run secret it presented says it is (src/engine/engine-run.ts): an instance this engine
+   * run started, or one of its own clients. null: it presented none (iii SDKs, unsupervised workers).
+   */
+  identity: RunIdentity | null = null;
   /** Set only on cluster proxies (src/engine/cluster): the other engine this session stands for. */
   readonly node?: string;
 
@@ -119,6 +125,8 @@ export class Session {
       in_flight: this.incoming.size,
       features: [...this.features],
       token: this.access.token ? this.access.name : null,
+      // Verified by its run secret, unlike `name` and `pid`, which the peer reports itself.
+      supervised: this.identity?.kind === 'instance' ? { worker: this.identity.worker, replica: this.identity.replica } : null,
       metadata: this.metadata,
     };
   }

@@ -1,5 +1,6 @@
 import type { TokenSpec } from '../engine/auth.js';
 import type { EngineOptions } from '../engine/options.js';
+import { RESERVED_WORKER_NAMES } from '../engine/worker-names.js';
 import { ConfigError } from './config.js';
 
 /**
@@ -15,7 +16,7 @@ const LIMIT_KEYS: Record<string, keyof EngineOptions> = {
   max_registrations_per_worker: 'maxRegistrationsPerWorker',
 };
 
-const TOKEN_KEYS = ['name', 'token', 'admin', 'call', 'register', 'trigger_types'];
+const TOKEN_KEYS = ['name', 'token', 'admin', 'call', 'register', 'trigger_types', 'names'];
 
 function isMapping(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -64,6 +65,18 @@ export function parseAuth(file: string, raw: unknown, env: NodeJS.ProcessEnv = p
       return v as string[];
     };
     if (t.admin !== undefined && typeof t.admin !== 'boolean') throw new ConfigError(file, `${at}.admin: must be true or false`);
-    return { name: t.name, token, admin: t.admin === true, call: list('call'), register: list('register'), trigger_types: list('trigger_types') };
+    const granted = t.names ?? [];
+    if (!Array.isArray(granted) || granted.some((n) => typeof n !== 'string' || !RESERVED_WORKER_NAMES.includes(n))) {
+      throw new ConfigError(file, `${at}.names: must be a list of reserved worker names (${RESERVED_WORKER_NAMES.join(', ')}); other names need no grant, got ${JSON.stringify(granted)}`);
+    }
+    return {
+      name: t.name,
+      token,
+      admin: t.admin === true,
+      call: list('call'),
+      register: list('register'),
+      trigger_types: list('trigger_types'),
+      ...(granted.length > 0 ? { names: granted as string[] } : {}),
+    };
   });
 }

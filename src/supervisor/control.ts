@@ -1,5 +1,6 @@
 import { EngineError } from '../engine/errors.js';
 import type { Engine } from '../engine/server.js';
+import type { Session } from '../engine/session.js';
 import { loadConfig } from './config.js';
 import type { Supervisor } from './supervisor.js';
 import { parseWorkerEntries, type WorkerEntry } from './worker-entries.js';
@@ -20,12 +21,36 @@ function nameOf(data: unknown, fn: string): string {
 }
 
 /**
+ * The connections of supervised worker `name`: those that proved to be its instances with the run
+ * secret the supervisor gave them. A worker whose program cannot present one (written against the
+ * iii SDK) has none; for it, connections that present no secret and bear its name stand in. A name
+ * is what a peer says of itself, the secret is proof: a connection proven to be another worker, or
+ * an unproven one while proven ones exist, never joins the row.
+ */
+export function connectionsOf(engine: Engine, name: string): Session[] {
+  const proven: Session[] = [];
+  const named: Session[] = [];
+  for (const s of engine.connections()) {
+    if (s.role === 'client') continue;
+    if (s.identity?.kind === 'instance') {
+      if (s.identity.worker === name) proven.push(s);
+    } else if (s.identity === null && s.name === name) named.push(s);
+  }
+  return proven.length > 0 ? proven : named;
+}
+
+/**
  * `engine::supervisor::*`: how `svc worker add|list|remove|restart` reach the engine that runs the
  * workers. Management functions: issue #9 restricts them to admin tokens.
  */
 export function installSupervisorFunctions(engine: Engine, sup: Supervisor, configFile: string): void {
   const r = engine.registry;
-  r.addBuiltin('engine::supervisor::list', 'Supervised workers: status, pids, restarts', () => ({ workers: sup.list() }));
+  r.addBuiltin('engine::supervisor::list', 'Supervised workers: status, pids, restarts, and the connections and functions of their instances', () => ({
+    workers: sup.list().map((w) => {
+      const conns = connectionsOf(engine, String(w.name));
+      return { ...w, connections: conns.length, functions: [...new Set(conns.flatMap((c) => [...c.functions]))].sort() };
+    }),
+  }));
   r.addBuiltin('engine::supervisor::add', 'Start supervising a worker listed in config.yaml ({name, force?})', async (data) => {
     const name = nameOf(data, 'engine::supervisor::add');
     const force = (data as { force?: unknown }).force === true;

@@ -3,7 +3,9 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import Docker from 'dockerode';
+import { LIVENESS_FD_ENV, RUN_SECRET_ENV } from 'svc-sdk';
 import { ensureWorkerImage } from './docker-image.js';
+import { guardedCommand } from './liveness-guard.js';
 import type { ExitInfo, Instance, LaunchSpec, Runtime } from './runtime.js';
 
 export const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
@@ -52,6 +54,12 @@ export interface DockerRuntimeOptions {
  * network (these machines have no bridge; SVC_URL is the engine's own address), with tini as PID 1
  * so SIGTERM reaches the worker, and its stdout/stderr appended to the worker's log file.
  *
+ * The container's stdin is the liveness pipe, as for a process: this engine attaches to it before
+ * the start and never writes, and with StdinOnce Docker closes it when that attachment ends, which
+ * it does when the engine process dies however it dies. The SDKs read end-of-file there
+ * (SVC_LIVENESS_FD=0) and exit, other programs are stopped by the guard (liveness-guard.ts), and
+ * the container ends with them (restart policy "no").
+ *
  * Restarts are the supervisor's, as for processes: the container's own restart policy is "no",
  * so Docker and the supervisor never both restart one replica (docs/design.md).
  */
@@ -94,18 +102,28 @@ export class DockerRuntime implements Runtime {
       // A container of this name is left from a replica that died unwatched: replace it.
       await this.docker.getContainer(name).remove({ force: true }).catch(() => undefined);
       // Never the engine's own environment: svc's variables (the supervisor may add SVC_TOKEN) and the entry's env:.
-      const env: Record<string, string> = { ...(spec.containerEnv ?? {}) };
-      for (const k of ['SVC_URL', 'SVC_TOKEN']) if (spec.env[k] !== undefined) env[k] = spec.env[k];
+      const env: Record<string, string> = { ...(spec.containerEnv ?? {}), [LIVENESS_FD_ENV]: '0' };
+      for (const k of ['SVC_URL', 'SVC_TOKEN', RUN_SECRET_ENV]) if (spec.env[k] !== undefined) env[k] = spec.env[k];
       const container = await this.docker.createContainer({
         name,
         Image: img.tag,
-        Cmd: ['/bin/sh', '-c', `exec ${spec.manifest.scripts.start}`],
+        Cmd: ['/bin/sh', '-c', guardedCommand(spec.manifest.scripts.start, true)],
         Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        OpenStdin: true,
+        StdinOnce: true,
+        AttachStdin: true,
         Labels: { 'svc.worker': spec.name, 'svc.replica': String(spec.replica), 'svc.project': this.project },
         HostConfig: { NetworkMode: 'host', Init: true, RestartPolicy: { Name: 'no' }, LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } } },
       });
       write(`\n=== ${new Date().toISOString()} starting ${spec.name}${spec.replica > 0 ? ` [replica ${spec.replica}]` : ''}: container ${container.id.slice(0, 12)} (${img.tag}): ${spec.manifest.scripts.start}`);
-      await container.start();
+      const liveness = (await container.attach({ stream: true, stdin: true, stdout: false, stderr: false, hijack: true })) as NodeJS.ReadWriteStream & { destroy(): void };
+      liveness.on('error', () => {
+        /* the container is gone; its exit is handled below */
+      });
+      await container.start().catch((e: unknown) => {
+        liveness.destroy();
+        throw e;
+      });
       // Every line since the container started, stdout and stderr, appended to the worker's log file.
       const logs = (await container.logs({ follow: true, stdout: true, stderr: true })) as unknown as NodeJS.ReadableStream;
       this.docker.modem.demuxStream(logs, log, log);
@@ -121,6 +139,7 @@ export class DockerRuntime implements Runtime {
         .then(async (status) => {
           await Promise.race([logsDone, new Promise((r) => setTimeout(r, 1000))]);
           await container.remove({ force: true }).catch(() => undefined);
+          liveness.destroy();
           log.end();
           const sig = status > 128 ? Object.entries(constants.signals).find(([, n]) => n === status - 128)?.[0] ?? null : null;
           return { code: status, signal: sig };

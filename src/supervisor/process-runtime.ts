@@ -1,6 +1,9 @@
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { LIVENESS_FD_ENV } from 'svc-sdk';
+import { guardedCommand } from './liveness-guard.js';
+import { processStartToken } from './process-identity.js';
 import type { ExitInfo, Instance, LaunchSpec, Runtime } from './runtime.js';
 
 /** A command with no shell syntax can be `exec`ed, so the pid we report is the worker's own. */
@@ -10,6 +13,11 @@ const SIMPLE_COMMAND = /^[\w@%+=:,./~ -]+$/;
  * Runs each instance as a child process in its own process group, with stdout and stderr going
  * straight to the worker's log file (nothing passes through the engine's event loop). Stopping
  * signals the whole group, so helpers the worker spawned (npx, tsx) go too: no orphans.
+ *
+ * stdin is the liveness pipe: its other end is held by this process only and never written, so
+ * the worker reads end-of-file exactly when the engine process is gone, however it went (SIGKILL
+ * included). SVC_LIVENESS_FD=0 tells the SDKs to watch it and exit (sdk/typescript/src/supervised.ts);
+ * for programs that do not, a guard in the group stops them (liveness-guard.ts).
  */
 export class ProcessRuntime implements Runtime {
   readonly name = 'process' as const;
@@ -18,19 +26,29 @@ export class ProcessRuntime implements Runtime {
     mkdirSync(dirname(spec.logFile), { recursive: true });
     const fd = openSync(spec.logFile, 'a');
     writeSync(fd, `\n=== ${new Date().toISOString()} starting ${spec.name}${spec.replica > 0 ? ` [replica ${spec.replica}]` : ''}: ${spec.command}\n`);
-    const command = SIMPLE_COMMAND.test(spec.command) ? `exec ${spec.command}` : spec.command;
+    const command = guardedCommand(spec.command, SIMPLE_COMMAND.test(spec.command));
     const child = spawn('/bin/sh', ['-c', command], {
       cwd: spec.cwd,
-      env: spec.env,
-      stdio: ['ignore', fd, fd],
+      env: { ...spec.env, [LIVENESS_FD_ENV]: '0' },
+      stdio: ['pipe', fd, fd],
       detached: true,
     });
     closeSync(fd);
+    // Our end of the liveness pipe: never written, never keeping the engine's event loop alive,
+    // closed by the kernel when the engine exits (node opens it close-on-exec, so no other child
+    // inherits it and holds it open).
+    const liveness = child.stdin!;
+    liveness.on('error', () => {
+      /* EPIPE once the worker is gone: expected */
+    });
+    (liveness as unknown as { unref?: () => void }).unref?.();
     const pid = child.pid;
+    const started = pid ? processStartToken(pid) : null;
     const exited = new Promise<ExitInfo>((resolve) => {
       child.once('exit', (code, signal) => {
         // The leader is gone; take anything it left behind in its group with it.
         if (pid) killGroup(pid, 'SIGKILL');
+        liveness.destroy();
         resolve({ code, signal });
       });
       child.once('error', (err) => resolve({ code: 127, signal: `spawn failed: ${err.message}` }));
@@ -42,6 +60,7 @@ export class ProcessRuntime implements Runtime {
     return {
       pid,
       id: String(pid),
+      ...(started ? { started } : {}),
       exited,
       async stop(graceMs: number): Promise<void> {
         killGroup(pid, 'SIGTERM');

@@ -34,6 +34,8 @@ export interface Instance {
   readonly pid: number | undefined;
   /** pid, or container id. */
   readonly id: string;
+  /** Process runtime: what tells this process from a later one with its pid (process-identity.ts). */
+  readonly started?: string;
   readonly exited: Promise<ExitInfo>;
   /** Ask it to stop (SIGTERM); after `graceMs` force it. Resolves once it is gone. */
   stop(graceMs: number): Promise<void>;

@@ -1,3 +1,5 @@
+import { RUN_SECRET_ENV } from 'svc-sdk';
+import type { RecordedInstance } from './engine-state.js';
 import { ensureInstalled } from './install.js';
 import { launchSpecOf, logFileOf } from './launch.js';
 import { ProcessRuntime } from './process-runtime.js';
@@ -22,6 +24,19 @@ export interface SupervisorOptions {
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
   /** The secret a worker presents (SVC_TOKEN), when the engine requires tokens. */
   tokenFor?: (entry: WorkerEntry) => string | undefined;
+  /**
+   * The engine run's secrets (src/engine/engine-run.ts): each instance gets one of its own in
+   * SVC_RUN_SECRET, revoked when it exits, so the engine knows which connection is which instance
+   * and a worker of an earlier run is refused.
+   */
+  runSecrets?: RunSecrets;
+  /** Called whenever instances start or exit: the engine records them (.svc/engine.json). */
+  onInstancesChanged?: () => void;
+}
+
+export interface RunSecrets {
+  issue(identity: { kind: 'instance'; worker: string; replica: number }): string;
+  revoke(secret: string): void;
 }
 
 interface Replica {
@@ -48,8 +63,10 @@ interface Managed {
  */
 export class Supervisor {
   private readonly workers = new Map<string, Managed>();
+  /** The run secret each running instance was given, revoked when it exits. */
+  private readonly secrets = new Map<Instance, string>();
   private readonly runtimes: Partial<Record<RuntimeName, Runtime>>;
-  private readonly o: Required<Omit<SupervisorOptions, 'runtimes'>>;
+  private readonly o: Required<Omit<SupervisorOptions, 'runtimes' | 'runSecrets'>> & Pick<SupervisorOptions, 'runSecrets'>;
 
   constructor(opts: SupervisorOptions) {
     this.runtimes = { process: new ProcessRuntime(), ...opts.runtimes };
@@ -61,6 +78,7 @@ export class Supervisor {
       stopGraceMs: 5000,
       log: () => {},
       tokenFor: () => undefined,
+      onInstancesChanged: () => {},
       ...opts,
     };
   }
@@ -105,15 +123,31 @@ export class Supervisor {
     const spec = launchSpecOf(m.entry, this.o.configFile, this.o.engineUrl, i);
     const token = this.o.tokenFor(m.entry);
     if (token) spec.env.SVC_TOKEN = token;
-    const inst = await this.runtimeFor(m.entry).launch({ ...spec, ...(force ? { force } : {}) });
+    // Only for the engine's own address: an entry whose env: points SVC_URL elsewhere (the
+    // engines of a cluster) must be able to attach there.
+    const secret = spec.env.SVC_URL === this.o.engineUrl ? this.o.runSecrets?.issue({ kind: 'instance', worker: m.entry.name, replica: i }) : undefined;
+    if (secret) spec.env[RUN_SECRET_ENV] = secret;
+    let inst: Instance;
+    try {
+      inst = await this.runtimeFor(m.entry).launch({ ...spec, ...(force ? { force } : {}) });
+    } catch (e) {
+      if (secret) this.o.runSecrets?.revoke(secret);
+      throw e;
+    }
+    if (secret) this.secrets.set(inst, secret);
     const rep = m.replicas[i]!;
     rep.instance = inst;
     rep.startedAt = Date.now();
+    this.o.onInstancesChanged();
     this.o.log('info', `started ${m.entry.name}${m.entry.replicas > 1 ? ` [${i}]` : ''} (${m.entry.runtime}, ${inst.pid ? `pid ${inst.pid}` : `id ${inst.id.slice(0, 12)}`})`);
     void inst.exited.then((info) => this.onExit(m, i, inst, info.code, info.signal));
   }
 
   private onExit(m: Managed, i: number, inst: Instance, code: number | null, signal: string | null): void {
+    const secret = this.secrets.get(inst);
+    if (secret) this.o.runSecrets?.revoke(secret);
+    this.secrets.delete(inst);
+    this.o.onInstancesChanged();
     const rep = m.replicas[i];
     if (!rep || rep.instance !== inst) return;
     rep.instance = null;
@@ -187,6 +221,20 @@ export class Supervisor {
 
   async stopAll(): Promise<void> {
     await Promise.all([...this.workers.keys()].map((n) => this.stop(n)));
+  }
+
+  /** Every instance running now, for .svc/engine.json (process-identity.ts says why `started`). */
+  instances(): RecordedInstance[] {
+    const out: RecordedInstance[] = [];
+    for (const m of this.workers.values()) {
+      m.replicas.forEach((r, replica) => {
+        const inst = r.instance;
+        if (!inst) return;
+        if (inst.pid !== undefined) out.push({ worker: m.entry.name, replica, runtime: 'process', pid: inst.pid, ...(inst.started ? { started: inst.started } : {}) });
+        else out.push({ worker: m.entry.name, replica, runtime: 'docker', container: inst.id });
+      });
+    }
+    return out;
   }
 
   list(): Array<Record<string, unknown>> {

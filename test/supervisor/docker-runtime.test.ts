@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
@@ -7,6 +8,7 @@ import { ensureWorkerImage } from '../../src/supervisor/docker-image.js';
 import { assertDockerReachable, DockerRuntime, DockerUnavailableError, projectLabel } from '../../src/supervisor/docker-runtime.js';
 import { loadManifest } from '../../src/supervisor/manifest.js';
 import { dockerSkipReason } from '../helpers/docker.js';
+import { standInEngine } from '../helpers/stand-in-engine.js';
 import { eventually } from '../helpers/util.js';
 import { makeFixtureProject, runtimeConformance } from './runtime-conformance.js';
 
@@ -102,6 +104,31 @@ if (!skip) {
         await inst.stop(2000);
       }
       await assert.rejects(docker.getContainer(inst.id).inspect(), /no such container/i);
+    });
+
+    it('the container\'s stdin is the liveness pipe: SIGKILL of the engine process ends a worker that watches it', async () => {
+      // A stand-in engine process holding the runtime, killed as kill -9 kills an engine.
+      const runtime = fileURLToPath(new URL('../../src/supervisor/docker-runtime.js', import.meta.url));
+      const s = { ...spec(2), containerEnv: { ...spec(2).containerEnv, WATCH_STDIN: '1' }, manifest: undefined };
+      const { engine, match } = await standInEngine(
+        `import { DockerRuntime } from ${JSON.stringify(runtime)};
+        import { loadManifest } from ${JSON.stringify(runtime.replace('docker-runtime.js', 'manifest.js'))};
+        const s = ${JSON.stringify(s)};
+        const inst = await new DockerRuntime({ configFile: ${JSON.stringify(join(fx.dir, 'config.yaml'))} }).launch({ ...s, manifest: loadManifest(${JSON.stringify(fx.workerDir)}) });
+        console.log('container', inst.id);`,
+        /container ([0-9a-f]+)/,
+      );
+      const id = match[1]!;
+      try {
+        await eventually(async () => assert.match((await docker.getContainer(id).logs({ stdout: true })).toString(), /hello url=/), 20_000);
+        assert.equal((await state(id))?.Running, true);
+        engine.kill('SIGKILL');
+        await eventually(async () => assert.equal((await state(id))?.Running, false, 'the container outlived its engine'), 10_000);
+        assert.match((await docker.getContainer(id).logs({ stdout: true })).toString(), /liveness eof/);
+      } finally {
+        engine.kill('SIGKILL');
+        await docker.getContainer(id).remove({ force: true }).catch(() => undefined);
+      }
     });
 
     it('removeStale() removes containers an earlier engine of the same project left behind', async () => {

@@ -14,7 +14,14 @@ import type { Instance, LaunchSpec, Runtime } from '../../src/supervisor/runtime
 import { eventually } from '../helpers/util.js';
 
 const WORKER_PY = `
-import os, signal, sys, time
+import os, signal, sys, threading, time
+if os.environ.get("WATCH_STDIN") == "1" and os.environ.get("SVC_LIVENESS_FD") == "0":
+    def watch():
+        while os.read(0, 4096):
+            pass
+        print("liveness eof", flush=True)
+        os._exit(0)
+    threading.Thread(target=watch, daemon=True).start()
 if os.environ.get("IGNORE_TERM") == "1":
     signal.signal(signal.SIGTERM, lambda *_: print("ignoring SIGTERM", flush=True))
 else:

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
 import { decodeFrame, type Message } from './protocol.js';
+import { STALE_WORKER_CLOSE } from './supervised.js';
 import { sendCoalesced } from './transport.js';
 
 /** WebSocket close code the engine uses when it refuses a connection's token. */
@@ -25,7 +26,10 @@ export interface ConnectionOptions {
   maxFrameBytes: number;
   /** WebSocket ping period; a peer silent for two periods is dropped and we reconnect. */
   pingIntervalMs: number;
-  headers?: Record<string, string>;
+  /** Upgrade request headers; a function is asked again at every connect. */
+  headers?: Record<string, string> | (() => Record<string, string>);
+  /** Close code 4410 (`stale_worker`) ends the connection for good (default) rather than backing off. */
+  staleIsFinal?: boolean;
 }
 
 /**
@@ -97,7 +101,7 @@ export class Connection extends EventEmitter {
         maxPayload: this.opts.maxFrameBytes * 4,
         perMessageDeflate: false,
         handshakeTimeout: 10_000,
-        ...(this.opts.headers ? { headers: this.opts.headers } : {}),
+        ...(this.opts.headers ? { headers: typeof this.opts.headers === 'function' ? this.opts.headers() : this.opts.headers } : {}),
       });
     } catch (err) {
       // A malformed URL never becomes valid by retrying.
@@ -135,6 +139,16 @@ export class Connection extends EventEmitter {
       if (this._state !== 'closed') {
         this.setState('disconnected');
         this.emit('down', { code, reason: reason.toString(), wasConnected });
+        // Refused for presenting another engine run's secret: the engine that started this
+        // worker is gone, and no engine will ever accept that secret again. Stop for good.
+        if (code === STALE_WORKER_CLOSE) {
+          this.emit('stale', reason.toString());
+          if (this.opts.staleIsFinal !== false) {
+            this.setState('closed');
+            return;
+          }
+          this.attempt = Math.max(this.attempt, 30);
+        }
         // Refused for its token (4401): retrying at once cannot help; keep trying slowly, as a
         // token may be added to the engine's config and the engine restarted.
         if (code === UNAUTHORIZED_CLOSE) {

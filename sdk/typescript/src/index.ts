@@ -17,4 +17,5 @@ export { sendCoalesced, exceedsBytes } from './transport.js';
 export { redactAddress, REDACTED } from './redact.js';
 export { ChurnMap } from './churn-map.js';
 export { functionIdProblem, FUNCTION_ID_MAX_LENGTH } from './function-id.js';
+export { RUN_SECRET_ENV, RUN_SECRET_HEADER, LIVENESS_FD_ENV, STALE_WORKER_CLOSE } from './supervised.js';
 export * from './protocol.js';

@@ -26,6 +26,14 @@ export interface WorkerOptions {
   /** Sent as `Authorization: Bearer …` when the engine requires tokens. Default: env SVC_TOKEN. */
   token?: string;
   /**
+   * The secret the engine gave this process when it started it (supervised workers), sent as
+   * `x-svc-run-secret`: only that engine run accepts it. Default: env SVC_RUN_SECRET. Refused
+   * (`stale_worker`, close 4410), the worker stops for good; with the secret from the environment
+   * the process exits too (its engine is gone; see supervised.ts). A function is asked at every
+   * connect (the svc console re-reads .svc/engine.json), and a refusal is then not final.
+   */
+  runSecret?: string | (() => string | undefined);
+  /**
    * Default true: a handler runs inside an AsyncLocalStorage scope, so `trigger()` and `Logger`
    * calls anywhere below it know the call they serve (its trace, its invocation id) without being
    * passed `ctx`. false: no scope; pass `parent: ctx` to `trigger()` to keep a nested call in its

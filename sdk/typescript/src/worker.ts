@@ -7,6 +7,7 @@ import { invocationScope, type InvocationScope } from './context.js';
 import { InvocationError, toErrorBody } from './errors.js';
 import { Logger, setDefaultLogSink, type LogLevel, type LogSink } from './logger.js';
 import { redactAddress } from './redact.js';
+import { engineGone, RUN_SECRET_ENV, RUN_SECRET_HEADER, watchEngineLiveness } from './supervised.js';
 import type {
   CallRequest,
   FunctionHandler,
@@ -127,6 +128,9 @@ export class Worker extends EventEmitter implements LogSink {
   private connectedWaiters: Array<() => void> = [];
   private refusalWaiters: Array<(e: InvocationError) => void> = [];
   private lastRefusal: InvocationError | null = null;
+  /** Refused for good (`stale_worker`): no engine will accept this worker again. */
+  private final: InvocationError | null = null;
+  private staleReason: string | undefined;
   private shuttingDown = false;
   /** shutdown() began: incoming calls are refused, running ones may finish. */
   private draining = false;
@@ -141,12 +145,21 @@ export class Worker extends EventEmitter implements LogSink {
     };
     this.workerName = options.workerName ?? process.env.SVC_WORKER_NAME ?? `${hostname()}:${process.pid}`;
     const token = options.token ?? process.env.SVC_TOKEN;
+    const runSecret = options.runSecret ?? process.env[RUN_SECRET_ENV];
+    const headers = (): Record<string, string> => {
+      const h: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+      const secret = typeof runSecret === 'function' ? runSecret() : runSecret;
+      if (secret) h[RUN_SECRET_HEADER] = secret;
+      return h;
+    };
     this.conn = new Connection(url, {
       reconnect: { ...DEFAULT_RECONNECT, ...options.reconnect },
       maxFrameBytes: this.opts.maxFrameBytes,
       pingIntervalMs: options.pingIntervalMs ?? 20_000,
-      ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
+      ...(token || runSecret ? { headers: typeof runSecret === 'function' ? headers : headers() } : {}),
+      staleIsFinal: typeof runSecret !== 'function',
     });
+    if (this.opts.role === 'worker') watchEngineLiveness();
     this.logger = new Logger(this, { echo: options.echoLogs !== false });
     if (this.opts.role === 'worker') setDefaultLogSink(this);
     this.conn.on('open', () => this.onOpen());
@@ -164,6 +177,16 @@ export class Worker extends EventEmitter implements LogSink {
       this.refusalWaiters = [];
       for (const w of waiters) w(err);
       this.report(err);
+    });
+    // Another engine run than the one that started this worker (supervised.ts): final.
+    this.conn.on('stale', (reason: string) => {
+      const err = new InvocationError('stale_worker', `The engine at ${this.url} refused this worker: ${this.staleReason ?? reason}`);
+      this.lastRefusal = err;
+      if (typeof runSecret === 'function') return this.report(err);
+      this.final = err;
+      for (const w of this.refusalWaiters.splice(0)) w(err);
+      this.report(err);
+      if (options.runSecret === undefined && runSecret) engineGone(`the engine at ${this.url} is not the engine run that started this worker`);
     });
     this.conn.on('socket-error', () => {
       /* close follows and drives reconnect */
@@ -207,6 +230,7 @@ export class Worker extends EventEmitter implements LogSink {
   /** Resolves when connected (now, or at the next successful connect); rejects after `timeoutMs`. */
   ready(timeoutMs = this.defaultTimeoutMs): Promise<void> {
     if (this.live) return Promise.resolve();
+    if (this.final) return Promise.reject(this.final);
     if (this.shuttingDown) return Promise.reject(new InvocationError('shutting_down', 'Worker is shut down'));
     return new Promise((resolve, reject) => {
       const cleanup = (): void => {
@@ -540,8 +564,9 @@ export class Worker extends EventEmitter implements LogSink {
         this.conn.send({ type: 'pong' });
         return;
       case 'error':
-        // `unauthorized` is followed by a 4401 close, reported once from there.
-        if (m.error.code !== 'unauthorized') this.report(InvocationError.from(m.error));
+        // `unauthorized` and `stale_worker` are followed by a close (4401, 4410), reported once from there.
+        if (m.error.code === 'stale_worker') this.staleReason = m.error.message;
+        else if (m.error.code !== 'unauthorized') this.report(InvocationError.from(m.error));
         return;
       default:
         return;

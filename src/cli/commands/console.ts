@@ -1,7 +1,7 @@
 import { Command, Flags } from '@oclif/core';
 import { startConsoleServer } from '../../console/server.js';
 import { redactAddress } from 'svc-sdk';
-import { engineAddress, fail } from '../client.js';
+import { engineAddress, fail, localClientSecret } from '../client.js';
 
 export default class Console extends Command {
   static override summary = 'Serve the web console (workers, functions, triggers, queues, logs, traces, state) on port 3113.';
@@ -30,6 +30,8 @@ own page (Origin), and only to API requests carrying the page's session token (d
     try {
       server = await startConsoleServer({
         engineUrl,
+        // Read again at every connect: the engine may be restarted while the console runs.
+        runSecret: () => localClientSecret(engineUrl, true),
         port: flags.port,
         host: flags.host,
         ...(flags['http-url'] ? { httpUrl: flags['http-url'] } : {}),

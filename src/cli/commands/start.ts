@@ -6,7 +6,9 @@ import { Engine, EngineStartError } from '../../engine/server.js';
 import { ConfigError, loadConfig } from '../../supervisor/config.js';
 import { installSupervisorFunctions } from '../../supervisor/control.js';
 import { DockerRuntime } from '../../supervisor/docker-runtime.js';
-import { clearEngineState, writeEngineState } from '../../supervisor/engine-state.js';
+import { clearEngineState, engineAlive, readRecordedEngineState, writeEngineState, type EngineState } from '../../supervisor/engine-state.js';
+import { processStartToken } from '../../supervisor/process-identity.js';
+import { describeStopped, stopStaleProcesses } from '../../supervisor/stale-instances.js';
 import { Supervisor } from '../../supervisor/supervisor.js';
 import { parseWorkerEntries, type WorkerEntry } from '../../supervisor/worker-entries.js';
 
@@ -42,6 +44,17 @@ export default class Start extends Command {
     for (const e of entries) {
       if (e.token && !cfg.engine.tokens.some((t) => t.name === e.token)) fail(`${file}: workers: ${e.name}.token: no token named ${e.token} in engine.auth.tokens`, 2);
     }
+    // An earlier engine of this project: one still running is not to be doubled (two engines
+    // would share .svc/ and the data directories); one that died without stopping its workers
+    // (kill -9, a crash) left them running, and they go now, before anything of ours starts.
+    const previous = readRecordedEngineState(file);
+    if (previous?.pid_started && engineAlive(previous)) {
+      fail(`an engine of ${flags.config} is already running (pid ${previous.pid}, ${previous.url}); stop it first (kill ${previous.pid}) or start this one from another project directory`, 1);
+    }
+    if (previous) {
+      const stopped = await stopStaleProcesses(previous);
+      if (stopped.length > 0) this.log(describeStopped(stopped, previous, flags.config));
+    }
     const engine = new Engine({
       ...cfg.engine,
       ...(flags.port !== undefined ? { port: flags.port } : {}),
@@ -75,15 +88,40 @@ export default class Start extends Command {
       .removeStale()
       .then((n) => n > 0 && this.log(`removed ${n} container(s) left by an earlier engine of ${flags.config}`))
       .catch(() => undefined);
+    const state: EngineState = {
+      pid: process.pid,
+      pid_started: processStartToken(process.pid),
+      run: engine.run.id,
+      url: address.url,
+      config: file,
+      started_at: new Date().toISOString(),
+      ...(supervisorToken ? { token: supervisorToken } : {}),
+      client_secret: engine.run.clientSecret,
+      instances: [],
+    };
+    let recording = true;
+    // What runs is rewritten whenever an instance starts or exits: the next engine of the
+    // project clears what is recorded if this one dies without stopping it.
+    const record = (): void => {
+      if (!recording) return;
+      state.instances = supervisor.instances();
+      try {
+        writeEngineState(file, state);
+      } catch (e) {
+        engine.event('warn', `cannot record the running workers in .svc/engine.json: ${(e as Error).message}`);
+      }
+    };
     const supervisor = new Supervisor({
       configFile: file,
       engineUrl: address.url,
       runtimes: { docker },
       log: (level, message) => engine.event(level, message),
       tokenFor: (e) => (e.token ? byName.get(e.token) : supervisorToken),
+      runSecrets: engine.run,
+      onInstancesChanged: record,
     });
     installSupervisorFunctions(engine, supervisor, file);
-    writeEngineState(file, { pid: process.pid, url: address.url, config: file, started_at: new Date().toISOString(), ...(supervisorToken ? { token: supervisorToken } : {}) });
+    record();
     this.log(`svc engine ready on ${address.url}`);
     if (entries.length > 0) {
       this.log(`starting ${entries.length} worker(s) from ${flags.config}: ${entries.map((e) => e.name).join(', ')}`);
@@ -98,6 +136,7 @@ export default class Start extends Command {
         void engine
           .stop(cfg.engine.shutdownGraceMs, () => supervisor.stopAll())
           .then(() => {
+            recording = false;
             clearEngineState(file, process.pid);
             this.log('engine stopped');
             done();

@@ -16,6 +16,8 @@ export interface HttpWorkerOptions extends Partial<HttpWorkerConfig> {
   /** Engine address; default env SVC_URL, else ws://localhost:49134. */
   url?: string;
   workerName?: string;
+  /** The engine run's secret for this instance; default env SVC_RUN_SECRET (the supervisor sets it). */
+  runSecret?: string;
 }
 
 export interface HttpWorkerHandle {
@@ -35,6 +37,7 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
   const url = opts.url ?? process.env.SVC_URL ?? 'ws://localhost:49134';
   const worker = registerWorker(url, {
     workerName: opts.workerName ?? 'svc-http',
+    ...(opts.runSecret ? { runSecret: opts.runSecret } : {}),
     ...(config.timeoutMs !== undefined ? { invocationTimeoutMs: config.timeoutMs } : {}),
     metadata: { kind: 'builtin', http: { host: config.host, port: config.port } },
   });
@@ -173,7 +176,7 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
 function stripUndefined<T extends object>(o: T): Partial<T> {
   const out: Partial<T> = {};
   for (const k in o) {
-    if (o[k] !== undefined && k !== 'url' && k !== 'workerName') out[k] = o[k];
+    if (o[k] !== undefined && k !== 'url' && k !== 'workerName' && k !== 'runSecret') out[k] = o[k];
   }
   return out;
 }

@@ -16,6 +16,8 @@ export interface StateWorkerOptions {
   /** Parsed config, or the raw config.yaml object (snake_case keys). Default: all defaults. */
   config?: StateConfig | Record<string, unknown>;
   workerName?: string;
+  /** The engine run's secret for this instance; default env SVC_RUN_SECRET (the supervisor sets it). */
+  runSecret?: string;
   /** Resolve only once the functions are callable through the engine (default true). */
   waitReady?: boolean;
   readyTimeoutMs?: number;
@@ -68,7 +70,12 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
   // No AsyncLocalStorage scope per call: on Node 20 it puts promise hooks on every promise of the
   // process (the store's included), about 2 µs per state call here (bench/RESULTS.md, session 4).
   // The one nested call svc-state makes, a trigger's fire, is given its parent explicitly.
-  const worker = registerWorker(opts.url, { workerName: opts.workerName ?? 'svc-state', metadata: { store: config.store }, implicitContext: false });
+  const worker = registerWorker(opts.url, {
+    workerName: opts.workerName ?? 'svc-state',
+    ...(opts.runSecret ? { runSecret: opts.runSecret } : {}),
+    metadata: { store: config.store },
+    implicitContext: false,
+  });
   const log = new Logger(worker);
   const bindings = new Map<string, Binding>();
 

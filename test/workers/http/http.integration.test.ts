@@ -44,7 +44,9 @@ async function errorOf(res: Response): Promise<{ code: string; message: string }
 
 before(async () => {
   engine = await startEngine();
-  http = await startHttpWorker({ url: engine.url, port: 0, timeoutMs: 1000, bodyLimitBytes: 64 * 1024 });
+  // As the supervisor starts it: the run secret proves it is the engine's svc-http (its name is reserved).
+  const runSecret = engine.engine.run.issue({ kind: 'instance', worker: 'svc-http', replica: 0 });
+  http = await startHttpWorker({ url: engine.url, port: 0, timeoutMs: 1000, bodyLimitBytes: 64 * 1024, runSecret });
   base = `http://127.0.0.1:${http.port}`;
   app = registerWorker(engine.url, { workerName: 'app', ...FAST });
 

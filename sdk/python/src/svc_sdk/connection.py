@@ -23,6 +23,7 @@ from .errors import ErrorCode, SvcError
 from .options import InitOptions, ReconnectOptions
 from .protocol import FEATURES, PROTOCOL_VERSION, Frame, encode, utf8_size
 from .redact import redact_address
+from .supervised import RUN_SECRET_HEADER, STALE_WORKER_CLOSE
 
 log = logging.getLogger("svc_sdk")
 
@@ -111,6 +112,9 @@ class Connection:
         self._previous: tuple[str, str | None] | None = None
         self._connecting: asyncio.Future[ClientConnection] | None = None
         self._ws: ClientConnection | None = None  # the current socket, in any state
+        #: Why the engine refused this worker for good (`stale_worker`: another engine run's secret).
+        self.stale: str | None = None
+        self._stale_message: str | None = None
 
     @property
     def url(self) -> str:
@@ -134,6 +138,11 @@ class Connection:
             if was_ready:
                 attempt = 0  # this socket completed its handshake: start backoff from scratch
             if self._stop.is_set():
+                break
+            if self.stale is not None:
+                # No engine will ever accept this run secret again: the engine that started us is gone.
+                log.error("svc: the engine at %s refused this worker: %s", self.url, self.stale)
+                self._stop.set()
                 break
             # With several engines (a cluster), try the next one: the one that just closed or
             # could not be reached may be gone for good.
@@ -203,7 +212,7 @@ class Connection:
                 close_timeout=2,
                 compression=None,
                 user_agent_header=f"svc-sdk-python/{__version__}",
-                additional_headers={"Authorization": f"Bearer {opts.token}"} if opts.token else None,
+                additional_headers=self._headers(),
             )
         )
         try:
@@ -245,6 +254,8 @@ class Connection:
             if session.worker_id is not None:
                 self._previous = (session.worker_id, session.reattach_token)
             code, why = ws.close_code, ws.close_reason
+            if code == STALE_WORKER_CLOSE:
+                self.stale = self._stale_message or why or "stale_worker"
             if failure is None:
                 failure = (
                     f"connection closed (code {code}{', ' + why if why else ''})"
@@ -256,6 +267,14 @@ class Connection:
             await ws.close()
             self._ws = None
         return ready, failure
+
+    def _headers(self) -> dict[str, str] | None:
+        headers: dict[str, str] = {}
+        if self._options.token:
+            headers["Authorization"] = f"Bearer {self._options.token}"
+        if self._options.run_secret:
+            headers[RUN_SECRET_HEADER] = self._options.run_secret
+        return headers or None
 
     async def _handshake(self, session: Session) -> None:
         await session.send(
@@ -318,6 +337,9 @@ class Connection:
         elif kind == "error":
             error = frame.get("error")
             ref = frame.get("ref")
+            if isinstance(error, dict) and error.get("code") == "stale_worker":
+                self._stale_message = str(error.get("message"))  # reported once, from run()
+                return
             log.warning("svc: the engine reported an error: %s (about %s)", error, ref)
             # An engine without the svc extensions refuses `hello`: carry on as a plain iii client.
             if isinstance(ref, dict) and ref.get("type") == "hello" and not session.hello.done():

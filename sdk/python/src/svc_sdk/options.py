@@ -70,6 +70,10 @@ class InitOptions:
     handle_signals: bool = True
     #: Sent as `Authorization: Bearer ...` when the engine requires tokens. Default: $SVC_TOKEN.
     token: str | None = field(default_factory=lambda: os.environ.get("SVC_TOKEN") or None)
+    #: The secret the engine gave this process when it started it, sent as `x-svc-run-secret`: only
+    #: that engine run accepts it. Refused (`stale_worker`, close 4410), the worker stops for good;
+    #: when it is $SVC_RUN_SECRET the process exits too (its engine is gone; see supervised.py).
+    run_secret: str | None = field(default_factory=lambda: os.environ.get("SVC_RUN_SECRET") or None)
 
     def __post_init__(self) -> None:
         if not self.worker_name:

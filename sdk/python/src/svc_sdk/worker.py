@@ -33,6 +33,7 @@ from .protocol import (
     function_id_problem,
 )
 from .runtime import LoopThread, forget, on_process_exit
+from .supervised import RUN_SECRET_ENV, engine_gone, watch_engine_liveness
 from .triggers import ProvidedType, Trigger, TriggerRegistry, TriggerTypeHandler
 
 log = logging.getLogger("svc_sdk")
@@ -214,6 +215,7 @@ class Worker:
     def start(self) -> None:
         _workers.append(self)
         on_process_exit(self.request_shutdown, self.options.handle_signals)
+        watch_engine_liveness()
         self._runtime.start(self._main())
 
     def request_shutdown(self) -> None:
@@ -248,6 +250,9 @@ class Worker:
             if self in _workers:
                 _workers.remove(self)
             forget(self.request_shutdown)
+            secret = self.options.run_secret
+            if self._connection.stale is not None and secret and secret == os.environ.get(RUN_SECRET_ENV):
+                engine_gone(f"the engine at {self._connection.url} is not the engine run that started this worker")
 
     # ---- connection callbacks (loop thread) ---------------------------------------------------
 

@@ -6,8 +6,8 @@ import { printableJson } from '../../../engine/printable.js';
 import { formatError, withClient } from '../../client.js';
 import { configFlag, runningEngine, table } from '../../project.js';
 
-interface SupRow { name: string; kind: string; runtime: string; pid: number | null; pids: number[]; status: string; restarts: number; replicas: number }
-interface EngWorker { name: string; pid: number | null; functions: string[] }
+/** engine::supervisor::list joins each worker with the connections proven to be its instances (src/supervisor/control.ts). */
+interface SupRow { name: string; kind: string; runtime: string; pid: number | null; pids: number[]; status: string; restarts: number; replicas: number; connections: number; functions: string[] }
 
 export default class WorkerList extends Command {
   static override summary = 'List the workers of config.yaml: kind, pid, status, restarts, functions.';
@@ -33,20 +33,15 @@ export default class WorkerList extends Command {
       try {
         rows = await withClient(engine.url, async (w) => {
           const sup = (await w.trigger({ function_id: 'engine::supervisor::list' })) as { workers: SupRow[] };
-          const live = (await w.trigger({ function_id: 'engine::workers::list' })) as { workers: EngWorker[] };
-          return sup.workers.map((s) => {
-            const conns = live.workers.filter((x) => x.name === s.name || (x.pid !== null && s.pids.includes(x.pid)));
-            const fns = [...new Set(conns.flatMap((c) => c.functions))].sort();
-            return {
-              name: s.name,
-              kind: s.kind === 'builtin' ? 'builtin' : 'directory',
-              runtime: s.runtime + (s.replicas > 1 ? ` x${s.replicas}` : ''),
-              pid: s.pids.length ? s.pids.join(',') : null,
-              status: s.status === 'running' && conns.length === 0 ? 'running (not connected yet)' : s.status,
-              restarts: s.restarts,
-              functions: fns,
-            };
-          });
+          return sup.workers.map((s) => ({
+            name: s.name,
+            kind: s.kind === 'builtin' ? 'builtin' : 'directory',
+            runtime: s.runtime + (s.replicas > 1 ? ` x${s.replicas}` : ''),
+            pid: s.pids.length ? s.pids.join(',') : null,
+            status: s.status === 'running' && s.connections === 0 ? 'running (not connected yet)' : s.status,
+            restarts: s.restarts,
+            functions: s.functions,
+          }));
         }, 5000, process.env.SVC_TOKEN ?? engine.token);
       } catch (e) {
         process.stderr.write(formatError(e) + '\n');
