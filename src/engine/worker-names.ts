@@ -1,5 +1,5 @@
 import type { ErrorBody } from 'svc-sdk';
-import type { TokenSpec } from './auth.js';
+import type { Rights } from './auth.js';
 import type { RunIdentity } from './engine-run.js';
 
 /**
@@ -24,7 +24,7 @@ export function canonical(name: string): string {
  * to tokens granted them (`names:`, for built-ins run outside the supervisor as in
  * docker-compose.yml), client names to the engine's own clients, and all to admin tokens.
  */
-export function reservedNameRefusal(name: string, identity: RunIdentity | null, token: TokenSpec | null): ErrorBody | null {
+export function reservedNameRefusal(name: string, identity: RunIdentity | null, token: Rights | null): ErrorBody | null {
   if (token?.admin) return null;
   const c = canonical(name);
   const reserved = RESERVED_WORKER_NAMES.find((r) => c === r);
