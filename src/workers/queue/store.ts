@@ -29,7 +29,6 @@ export type QueueErrorCode =
   | 'queue_full'
   | 'payload_too_large'
   | 'invalid_payload'
-  | 'job_not_found'
   | 'store_unavailable'
   | 'store_locked'
   | 'invalid_config';
