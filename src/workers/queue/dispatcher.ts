@@ -62,6 +62,7 @@ export class Dispatcher {
   private connected = false;
   private stopped = false;
   private steps = 0;
+  private started = 0;
   private stepsIdle: (() => void) | undefined;
   private tickTimer: NodeJS.Timeout | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
@@ -111,6 +112,11 @@ export class Dispatcher {
 
   get inFlight(): number {
     return this.running.size;
+  }
+
+  /** Deliveries this process started. */
+  get delivered(): number {
+    return this.started;
   }
 
   /** Claim nothing more, let deliveries in flight end (up to `graceMs`), record them, settle every step. */
@@ -235,6 +241,7 @@ export class Dispatcher {
   private run(job: ClaimedJob): void {
     const s = this.config.queues.get(job.queue)!;
     const startedAt = this.now();
+    this.started++;
     this.running.set(job.id, { job, startedAt });
     let delivery: Promise<unknown>;
     try {

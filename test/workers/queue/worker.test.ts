@@ -12,28 +12,9 @@ import { registerWorker, TriggerAction, type Worker } from 'svc-sdk';
 import { startEngine } from '../../helpers/engine.js';
 import { startQueueWorker, type RunningQueueWorker } from '../../../src/workers/queue/worker.js';
 import type { JobView } from '../../../src/workers/queue/store.js';
+import { callError, sleep, until } from './helpers.js';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-export async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-async function callError(p: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await p;
-  } catch (e) {
-    return e as { code: string; message: string };
-  }
-  assert.fail('expected the call to fail');
-}
 
 const QUEUES = {
   default: {},
