@@ -103,12 +103,13 @@ export function upsertWorkerEntry(
   }
   if (entry.runtime && entry.runtime !== 'process') fields.runtime = entry.runtime;
   if (entry.replicas && entry.replicas !== 1) fields.replicas = entry.replicas;
-  if (entry.config && Object.keys(entry.config).length > 0) fields.config = entry.config;
+  if (entry.config && Object.keys(entry.config).length > 0) fields.config = nestDotted(entry.config);
   const existing = seq.items.find((it) => isMap(it) && it.get('name') === entry.name);
   if (existing && isMap(existing)) {
     let changed = false;
     for (const [k, v] of Object.entries(fields)) {
-      if (existing.get(k) !== v) {
+      // config is merged key by key below, keeping the keys not given now.
+      if (k !== 'config' && existing.get(k) !== v) {
         existing.set(k, v);
         changed = true;
       }
@@ -120,9 +121,10 @@ export function upsertWorkerEntry(
       }
     }
     for (const [k, v] of Object.entries(entry.config ?? {})) {
-      if (JSON.stringify(existing.getIn(['config', k])) !== JSON.stringify(v)) {
+      const path = ['config', ...k.split('.')];
+      if (JSON.stringify(existing.getIn(path)) !== JSON.stringify(v)) {
         if (!existing.has('config')) existing.set('config', doc.createNode({}));
-        existing.setIn(['config', k], v);
+        existing.setIn(path, v);
         changed = true;
       }
     }
@@ -133,6 +135,21 @@ export function upsertWorkerEntry(
   seq.add(doc.createNode(fields));
   writeFileSync(file, doc.toString());
   return 'added';
+}
+
+/** `{"queues.emails.max_attempts": 5}` → `{queues: {emails: {max_attempts: 5}}}` (what `--set a.b=v` means). */
+function nestDotted(flat: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(flat)) {
+    const parts = k.split('.');
+    let at = out;
+    for (const p of parts.slice(0, -1)) {
+      const next = at[p];
+      at = (at[p] = typeof next === 'object' && next !== null && !Array.isArray(next) ? next : {}) as Record<string, unknown>;
+    }
+    at[parts[parts.length - 1]!] = v;
+  }
+  return out;
 }
 
 export function removeWorkerEntry(file: string, name: string): boolean {
