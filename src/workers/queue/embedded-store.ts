@@ -232,10 +232,11 @@ class EmbeddedQueueStore implements QueueStore {
           this.reclaim(tx, q, input.now, out.expired);
         }
       }
-      for (const e of input.enqueue) out.enqueued.push(this.enqueue(tx, e, input.limits[e.queue], input.now));
-      for (const p of input.publish) out.published.push(this.publish(tx, p, input.limits, input.now));
       const absent = new Set(input.absent);
-      for (const [q, n] of Object.entries(input.claim)) {
+      const quota = { ...input.claim };
+      for (const e of input.enqueue) out.enqueued.push(this.enqueue(tx, e, input.limits[e.queue], quota, absent, input.now, out.claimed));
+      for (const p of input.publish) out.published.push(this.publish(tx, p, input.limits, input.now));
+      for (const [q, n] of Object.entries(quota)) {
         const limits = input.limits[q];
         if (limits && n > 0) this.claim(tx, q, n, limits, absent, input.now, out.claimed);
       }
@@ -249,7 +250,8 @@ class EmbeddedQueueStore implements QueueStore {
     });
   }
 
-  private insert(tx: Tx, e: NewJob, now: number): void {
+  /** Store a new job: delayed, waiting in its lane, or (`lease`) claimed at once and running until then. */
+  private insert(tx: Tx, e: NewJob, now: number, lease = 0): StoredJob {
     const s = tx.st(e.queue);
     const job: StoredJob = {
       q: e.queue,
@@ -275,9 +277,30 @@ class EmbeddedQueueStore implements QueueStore {
     };
     s.jobs++;
     s.bytes += e.bytes;
-    if (e.runAt > now) this.toDelayed(tx, e.id, job, e.runAt, false);
+    if (lease > 0) {
+      job.st = 'r';
+      job.att = 1;
+      job.lease = lease;
+      s.running++;
+      this.db.put(['x', e.queue, lease, e.id], 1);
+      if (e.group !== null) this.db.put(['b', e.queue, laneOf(e.functionId, e.group)], 1);
+    } else if (e.runAt > now) this.toDelayed(tx, e.id, job, e.runAt, false);
     else this.toLane(tx, e.id, job, false);
     this.db.put(['j', e.id], job);
+    return job;
+  }
+
+  /**
+   * A fresh job may skip its lane and be claimed at once when it overtakes nothing: no lane of the
+   * queue is waiting, its own lane is empty and free, and there is room under the concurrency.
+   */
+  private claimable(tx: Tx, e: NewJob, limits: QueueLimits, quota: Record<string, number>, absent: Set<string>, now: number): boolean {
+    if (!((quota[e.queue] ?? 0) > 0) || e.runAt > now || absent.has(e.functionId)) return false;
+    if (tx.st(e.queue).running >= limits.concurrency) return false;
+    for (const _ of this.db.getKeys({ start: ['r', e.queue], end: ['r', e.queue, Infinity], limit: 1 })) return false;
+    const lane = laneOf(e.functionId, e.group);
+    if (this.laneHead(e.queue, lane, 1).length > 0) return false;
+    return !(e.group !== null && this.busy(e.queue, lane));
   }
 
   private full(tx: Tx, q: string, bytes: number, limits: QueueLimits): QueueErrorBody | null {
@@ -286,13 +309,18 @@ class EmbeddedQueueStore implements QueueStore {
     return { code: 'queue_full', message: queueFullMessage(q, s.jobs, s.bytes, limits, bytes) };
   }
 
-  private enqueue(tx: Tx, e: NewJob, limits: QueueLimits | undefined, now: number): QueueErrorBody | null {
+  private enqueue(tx: Tx, e: NewJob, limits: QueueLimits | undefined, quota: Record<string, number>, absent: Set<string>, now: number, claimed: ClaimedJob[]): QueueErrorBody | null {
     if (!limits) return { code: 'enqueue_error', message: `queue "${e.queue}" is not configured` };
     // An id seen again (a retried enqueue) is the same job: stored once.
     if (this.job(e.id) !== undefined) return null;
     const refused = this.full(tx, e.queue, e.bytes, limits);
     if (refused) return refused;
-    this.insert(tx, e, now);
+    if (this.claimable(tx, e, limits, quota, absent, now)) {
+      claimed.push(claimedOf(e.id, this.insert(tx, e, now, now + limits.leaseMs)));
+      quota[e.queue]!--;
+    } else {
+      this.insert(tx, e, now);
+    }
     return null;
   }
 

@@ -107,29 +107,57 @@ local function claimedOf(id)
   return {id, v[1], v[2], v[3], tonumber(v[4]), tonumber(v[5]), v[6], tonumber(v[7]), v[8], v[9], v[10], v[11]}
 end
 
--- e: {id, q, fn, data, bytes, grp, runAt, tp, meta, topic, bind}
-local function insert(e, now)
+-- e: {id, q, fn, data, bytes, grp, runAt, tp, meta, topic, bind}. lease: claim it at once, running until then.
+local function insert(e, now, lease)
   local id, q = e[1], e[2]
-  local f = {'q', q, 'fn', e[3], 'data', e[4], 'bytes', e[5], 'att', 0, 'fails', 0, 'enq', now}
+  local f = {'q', q, 'fn', e[3], 'data', e[4], 'bytes', e[5], 'att', lease and 1 or 0, 'fails', 0, 'enq', now}
   local opt = {grp = val(e[6]), tp = val(e[8]), meta = val(e[9]), topic = val(e[10]), bind = val(e[11])}
   for _, name in ipairs({'grp', 'tp', 'meta', 'topic', 'bind'}) do
     if opt[name] then f[#f + 1] = name; f[#f + 1] = opt[name] end
+  end
+  if lease then
+    f[#f + 1] = 'st'; f[#f + 1] = 'r'; f[#f + 1] = 'lease'; f[#f + 1] = lease
   end
   redis.call('HSET', J(id), unpack(f))
   local s = st(q)
   s.jobs = s.jobs + 1
   s.bytes = s.bytes + e[5]
-  if e[7] > now then toDelayed(id, q, e[7], false) else toLane(id, q, e[3], opt.grp, false) end
+  if lease then
+    redis.call('ZADD', K(q) .. 'x', lease, id)
+    if opt.grp then redis.call('SADD', K(q) .. 'busy', laneOf(e[3], opt.grp)) end
+  elseif e[7] > now then toDelayed(id, q, e[7], false) else toLane(id, q, e[3], opt.grp, false) end
 end
 
-local function enqueue(e, limits, now)
+-- A fresh job may skip its lane and be claimed at once when it overtakes nothing: no lane of the
+-- queue is waiting, its own lane is empty and free, and there is room under the concurrency.
+local function claimable(e, lim, claim, absent, now)
+  local q = e[2]
+  local want = claim[q]
+  if not want or want <= 0 or e[7] > now or absent[e[3]] then return false end
+  local k = K(q)
+  if redis.call('ZCARD', k .. 'ring') > 0 then return false end
+  local grp = val(e[6])
+  local lane = laneOf(e[3], grp)
+  if redis.call('EXISTS', k .. 'l:' .. lane) == 1 then return false end
+  if grp and redis.call('SISMEMBER', k .. 'busy', lane) == 1 then return false end
+  return redis.call('ZCARD', k .. 'x') < lim.concurrency
+end
+
+local function enqueue(e, limits, claim, absent, now, out)
   local q = e[2]
   local lim = limits[q]
   if not lim then return {'enqueue_error', q} end
   if redis.call('EXISTS', J(e[1])) == 1 then return false end
   local s = st(q)
   if s.jobs + 1 > lim.maxJobs or s.bytes + e[5] > lim.maxBytes then return {'queue_full', q, s.jobs, s.bytes} end
-  insert(e, now)
+  if claimable(e, lim, claim, absent, now) then
+    local lease = now + lim.leaseMs
+    insert(e, now, lease)
+    claim[q] = claim[q] - 1
+    out[#out + 1] = {e[1], q, e[3], e[4], 1, 0, e[6], now, e[8], e[9], e[10], e[11]}
+  else
+    insert(e, now, nil)
+  end
   return false
 end
 
@@ -164,7 +192,7 @@ local function publish(p, limits, now)
     local delay = tonumber(delays[s.q]) or 0
     local runAt = 0
     if delay > 0 then runAt = now + delay end
-    insert({p[2] .. '.' .. k, s.q, s.fn, p[3], bytes, val(groups[s.q]), runAt, val(p[5]), false, topic, s.bind}, now)
+    insert({p[2] .. '.' .. k, s.q, s.fn, p[3], bytes, val(groups[s.q]), runAt, val(p[5]), false, topic, s.bind}, now, nil)
   end
   return #subs
 end
@@ -312,10 +340,10 @@ local function step(x)
       reclaim(q, now, out.expired)
     end
   end
-  for i, e in ipairs(x.enqueue) do out.enqueued[i] = enqueue(e, x.limits, now) end
-  for i, p in ipairs(x.publish) do out.published[i] = publish(p, x.limits, now) end
   local absent = {}
   for _, fn in ipairs(x.absent) do absent[fn] = true end
+  for i, e in ipairs(x.enqueue) do out.enqueued[i] = enqueue(e, x.limits, x.claim, absent, now, out.claimed) end
+  for i, p in ipairs(x.publish) do out.published[i] = publish(p, x.limits, now) end
   for q, n in pairs(x.claim) do
     local lim = x.limits[q]
     if lim and n > 0 then claim(q, n, lim, absent, now, out.claimed) end

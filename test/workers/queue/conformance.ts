@@ -125,6 +125,20 @@ export function queueConformance(name: string, open: OpenQueueStore): void {
       await q.consistent();
     });
 
+    withStore('a fresh job claimed in its own step never overtakes jobs already waiting', async (q) => {
+      await q.enqueue(T0, job('old', { functionId: 'fn::old' }));
+      const out = await q.step(T0 + 1, { enqueue: [job('new', { functionId: 'fn::new' }), job('grouped', { group: 'g' })], claim: { q: 1 } });
+      assert.deepEqual(out.claimed.map((j) => j.id), ['old']);
+      assert.deepEqual((await q.claim(T0 + 2, 5)).map((j) => j.id), [], 'the concurrency (1) is taken');
+      const ids = await q.consistent();
+      assert.deepEqual(ids.waiting.sort(), ['grouped', 'new']);
+      // With room for all, fresh jobs are claimed in the step that stores them, in order.
+      const wide = new Q(q.store, { q: { ...LIMITS, concurrency: 10 } });
+      const more = await wide.step(T0 + 3, { enqueue: [job('f1'), job('f2', { group: 'h' }), job('f3', { group: 'h' })], claim: { q: 10 } });
+      assert.deepEqual(more.claimed.map((j) => [j.id, j.attempt]).sort(), [['f1', 1], ['f2', 1], ['grouped', 1], ['new', 1]]);
+      assert.deepEqual((await wide.consistent()).waiting, ['f3'], 'f3 waits for f2, its group');
+    }, { q: { ...LIMITS, concurrency: 1 } });
+
     withStore('claims keep to the concurrency, counted over everything running', async (q) => {
       await q.enqueue(T0, ...Array.from({ length: 6 }, (_, i) => job(`j${i}`)));
       assert.equal((await q.claim(T0, 100)).length, 4);
