@@ -18,7 +18,7 @@
  *   npm run bench:queue -- --quick                1 round, 0.3 s + 1 s
  *   npm run bench:queue -- --memory [N]           svc-queue's memory with N (default 1,000,000) waiting jobs
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registerWorker, TriggerAction } from 'svc-sdk';
@@ -192,8 +192,10 @@ async function memory(argv: string[]): Promise<void> {
         await new Promise((r) => setTimeout(r, 3000));
         const after = memoryOf(queue.child.pid!);
         const stats = await w.trigger<{ waiting: number; bytes: number }>({ function_id: 'queue::stats', payload: { queue: 'bench' } });
+        const file = join(dataDir, 'data.mdb');
+        const disk = key === 'svc/embedded' && existsSync(file) ? `, store file ${fmt(statSync(file).size / 2 ** 20)} MiB` : '';
         process.stdout.write(
-          `${key}: ${fmt(stats.waiting)} jobs waiting (${fmt(stats.bytes / 2 ** 20, 1)} MiB of payload), enqueued at ${fmt(n / secs)} jobs/s; ` +
+          `${key}: ${fmt(stats.waiting)} jobs waiting (${fmt(stats.bytes / 2 ** 20, 1)} MiB of payload${disk}), enqueued at ${fmt(n / secs)} jobs/s; ` +
             `svc-queue RSS ${fmt(before.rss, 1)} → ${fmt(after.rss, 1)} MiB (+${fmt(after.rss - before.rss, 1)}), anonymous (heap) ${fmt(before.anon, 1)} → ${fmt(after.anon, 1)} MiB (+${fmt(after.anon - before.anon, 1)})\n`,
         );
         await w.shutdown();

@@ -3,9 +3,9 @@
  * and the store. worker.ts puts them on the wire; tests call them directly too. Names follow
  * docs/queues.md; iii's names (iii-protocol.md §4) are aliases of the same handlers.
  */
-import { randomUUID } from 'node:crypto';
 import { DEFAULT_QUEUE, settingsView, type QueueSettings, type QueueWorkerConfig } from './config.js';
 import type { Dispatcher } from './dispatcher.js';
+import { jobId } from './job-id.js';
 import { liveSince } from './topics.js';
 import { MAX_NAME_BYTES, QueueError, type JobState, type JobView, type QueueCounts, type QueueStore, type Subscription } from './store.js';
 
@@ -24,7 +24,7 @@ type Handler = (data: unknown, ctx?: CallInfo) => Promise<unknown>;
 
 export const FUNCTION_DESCRIPTIONS: Record<string, string> = {
   'engine::queue::enqueue':
-    'Store a job {queue, function_id, data, messageReceiptId?} durably; the function runs later. What invokefunction with action {type: "enqueue", queue} calls. Returns {messageReceiptId}.',
+    'Store a job {queue, function_id, data} durably; the function runs later. What invokefunction with action {type: "enqueue", queue} calls. Returns {messageReceiptId}: the job id.',
   'queue::publish': 'Publish {topic, data}: every function subscribed through a durable:subscriber trigger gets its own copy as a job. Returns {topic, message_id, copies}.',
   'queue::list': 'Every queue with its counts (waiting, delayed, running, dlq, completed, failed) and settings; topics and their subscribers.',
   'queue::stats': 'One queue {queue}: counts and settings.',
@@ -126,7 +126,8 @@ export function queueFunctions(dispatcher: Dispatcher, store: QueueStore, config
     const p = payloadObject(fn, data);
     const s = configured(fn, p.queue ?? DEFAULT_QUEUE, 'enqueue_error');
     const functionId = name(fn, 'function_id', p.function_id);
-    const id = p.messageReceiptId === undefined || p.messageReceiptId === null ? randomUUID() : name(fn, 'messageReceiptId', p.messageReceiptId);
+    // svc-queue names its jobs itself (time-ordered ids, job-id.ts); the engine's suggestion is not used.
+    const id = jobId();
     const { text, bytes } = encode(fn, `the job for ${functionId}`, p.data, config.maxPayloadBytes);
     const group = groupOf(s, p.data);
     if (group === undefined) {
@@ -161,8 +162,8 @@ export function queueFunctions(dispatcher: Dispatcher, store: QueueStore, config
       if (typeof g === 'string') groups[s.name] = g;
       if (s.delayMs > 0) delays[s.name] = s.delayMs;
     }
-    const id = randomUUID();
     const t = now();
+    const id = jobId(t);
     const copies = await dispatcher.publish({ topic, id, data: text, bytes, traceparent: ctx?.traceparent ?? null, groups, delays, liveSince: liveSince(config, t) });
     return { topic, message_id: id, copies };
   };
