@@ -282,7 +282,7 @@ export class Dispatcher {
         this.running.delete(job.id);
         const err = e as { code?: unknown; message?: unknown };
         const error = { code: typeof err?.code === 'string' ? err.code : 'invocation_failed', message: typeof err?.message === 'string' ? err.message : String(e) };
-        const verdict = verdictOf(error.code);
+        const verdict = verdictOf(error.code, error.message, job.functionId);
         if (verdict !== 'failed') this.markAbsent(job.functionId, verdict === 'absent');
         this.batcher.push({ t: 'fail', queue: job.queue, f: failureOf(job, s, error, startedAt, this.now()) });
       },

@@ -26,8 +26,14 @@ export type Verdict =
   /** Not counted: the engine cannot take it now; try again shortly. */
   | 'busy';
 
-export function verdictOf(code: string): Verdict {
-  if (code === 'function_not_found') return 'absent';
+/**
+ * `functionId`: the job's function. `function_not_found` means it has no provider only when it names
+ * that function as the engine (and an SDK without the handler) say it: `Function <id> not found`. A
+ * handler whose own nested call failed so passes the code on with another message, and that is a
+ * failure of the job like any other (else it would be put back and run again for ever).
+ */
+export function verdictOf(code: string, message = '', functionId?: string): Verdict {
+  if (code === 'function_not_found') return functionId === undefined || message === `Function ${functionId} not found` ? 'absent' : 'failed';
   if (code === 'overloaded' || code === 'shutting_down') return 'busy';
   return 'failed';
 }
@@ -44,7 +50,7 @@ export function leaseMs(s: QueueSettings): number {
 
 /** The failure to record for a delivery of `job` that ended with `error` at `now`. */
 export function failureOf(job: ClaimedJob, s: QueueSettings, error: { code: string; message: string }, startedAt: number, now: number): Failure {
-  if (verdictOf(error.code) !== 'failed') return { id: job.id, attempt: job.attempt, outcome: 'return', runAt: 0, record: null };
+  if (verdictOf(error.code, error.message, job.functionId) !== 'failed') return { id: job.id, attempt: job.attempt, outcome: 'return', runAt: 0, record: null };
   const message = error.message.length > MAX_MESSAGE ? error.message.slice(0, MAX_MESSAGE) + '…' : error.message;
   const record: AttemptRecord = { attempt: job.attempt, at: now, duration_ms: Math.max(0, now - startedAt), code: error.code, message };
   const failures = job.failures + 1;

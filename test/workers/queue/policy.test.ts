@@ -27,8 +27,10 @@ test('failures: counted ones retry until max_attempts, then dead-letter; no prov
   assert.deepEqual([first.outcome, first.runAt, first.record?.duration_ms, first.record?.attempt], ['retry', 150, 40, 1]);
   assert.ok(first.record!.message.length < 2100, 'long messages are cut');
   assert.equal(failureOf(job(3, 2), s, err, 0, 0).outcome, 'dlq');
-  assert.deepEqual(failureOf(job(2, 1), s, { code: 'function_not_found', message: '' }, 0, 0), { id: 'j', attempt: 2, outcome: 'return', runAt: 0, record: null });
-  assert.deepEqual(['function_not_found', 'overloaded', 'shutting_down', 'timeout', 'invocation_stopped', 'connection_lost'].map(verdictOf), ['absent', 'busy', 'busy', 'failed', 'failed', 'failed']);
+  assert.deepEqual(failureOf(job(2, 1), s, { code: 'function_not_found', message: 'Function f not found' }, 0, 0), { id: 'j', attempt: 2, outcome: 'return', runAt: 0, record: null });
+  // The handler's own nested call failed with that code: a failure of the job, not a missing function.
+  assert.equal(failureOf(job(2, 1), s, { code: 'function_not_found', message: 'Function state::update not found' }, 0, 0).outcome, 'retry');
+  assert.deepEqual(['function_not_found', 'overloaded', 'shutting_down', 'timeout', 'invocation_stopped', 'connection_lost'].map((c) => verdictOf(c)), ['absent', 'busy', 'busy', 'failed', 'failed', 'failed']);
 });
 
 test('config: defaults, a default queue always, and errors that name the key', () => {

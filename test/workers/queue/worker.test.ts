@@ -170,6 +170,18 @@ describe('svc-queue through the engine (embedded store)', () => {
     }
   });
 
+  test("a handler failing with its nested call's function_not_found is a failed attempt, not a missing function", async () => {
+    client.registerFunction('job::nested', async (_d: unknown, ctx) => ctx.worker.trigger({ function_id: 'job::missing_dependency', payload: {} }));
+    await client.trigger({ function_id: 'job::nested', payload: {}, action: TriggerAction.Enqueue({ queue: 'slow' }) });
+    await until('the job to reach the DLQ', async () => (await stats('slow')).dlq === 1, 10_000);
+    const dlq = await client.trigger<{ jobs: JobView[] }>({ function_id: 'queue::dlq::list', payload: { queue: 'slow' } });
+    assert.deepEqual(dlq.jobs[0]!.history.map((h) => [h.code, h.message]), [
+      ['function_not_found', 'Function job::missing_dependency not found'],
+      ['function_not_found', 'Function job::missing_dependency not found'],
+    ]);
+    await client.trigger({ function_id: 'queue::dlq::delete', payload: { queue: 'slow' } });
+  });
+
   test('a run not answered within timeout_ms is a failed attempt (timeout)', async () => {
     client.registerFunction('job::hang', async () => sleep(2000));
     await client.trigger({ function_id: 'job::hang', payload: {}, action: TriggerAction.Enqueue({ queue: 'slow' }) });
