@@ -51,6 +51,8 @@ const PROBE_MAX_MS = 5000;
 const BUSY_PAUSE_MS = 200;
 /** Ops per step at most (enqueues, results, ...); the rest go in the next. */
 const MAX_STEP_OPS = 4096;
+/** How long results wait for an enqueue to share its commit (stores that fsync each step). */
+const DEFER_MS = 2;
 
 export class Dispatcher {
   private readonly store: QueueStore;
@@ -60,6 +62,9 @@ export class Dispatcher {
   private readonly batcher = new TurnBatcher<Op>((ops) => this.submit(ops));
   /** Ops that arrived while a step was under way: they go in the next one. */
   private held: Op[] = [];
+  /** Results and claims waiting (up to DEFER_MS) for an enqueue's commit, with a store that syncs each step. */
+  private deferred: Op[] = [];
+  private deferTimer: NodeJS.Timeout | undefined;
   /** Deliveries in flight from this process, by job id. */
   private readonly running = new Map<string, { job: ClaimedJob; startedAt: number }>();
   private readonly absent = new Map<string, Absence>();
@@ -132,6 +137,7 @@ export class Dispatcher {
     const end = Date.now() + graceMs;
     while (this.running.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
     this.batcher.flush();
+    this.submit([], true);
     while (this.steps > 0 || this.held.length > 0) await new Promise<void>((resolve) => (this.stepsIdle = resolve));
   }
 
@@ -141,12 +147,28 @@ export class Dispatcher {
    * One step at a time: what arrives while one is under way (a Redis round trip) waits and goes in
    * the next, so the store gets fewer, larger steps and their answers leave in fewer writes.
    */
-  private submit(ops: Op[]): void {
+  private submit(ops: Op[], force = false): void {
     if (this.steps > 0) {
       for (const op of ops) this.held.push(op);
       return;
     }
-    this.step(ops);
+    // Results and claims need no fsync of their own (a result lost in a crash only means the job
+    // runs again): with a store that syncs each step they wait, briefly, to share an enqueue's commit.
+    if (!force && this.store.syncsEachStep === true && !this.stopped && !ops.some((op) => op.t === 'enq' || op.t === 'pub')) {
+      for (const op of ops) this.deferred.push(op);
+      this.deferTimer ??= setTimeout(() => {
+        this.deferTimer = undefined;
+        this.submit([], true);
+      }, DEFER_MS);
+      return;
+    }
+    if (this.deferred.length > 0) {
+      clearTimeout(this.deferTimer);
+      this.deferTimer = undefined;
+      ops = this.deferred.concat(ops);
+      this.deferred = [];
+    }
+    if (ops.length > 0) this.step(ops);
   }
 
   private stepDone(): void {

@@ -43,6 +43,8 @@ export async function openEmbeddedQueueStore(opts: EmbeddedQueueStoreOptions): P
 }
 
 class EmbeddedQueueStore implements QueueStore {
+  readonly syncsEachStep = true;
+
   constructor(
     private readonly db: RootDatabase<unknown, Key>,
     private readonly lock: ReplicaLock,

@@ -219,6 +219,8 @@ export interface Subscription {
 }
 
 export interface QueueStore {
+  /** Every step costs a sync to disk (the embedded store): steps that need none are worth merging. */
+  readonly syncsEachStep?: boolean;
   /** Apply a batch of changes (each atomic on its own) and claim jobs, in one commit. */
   step(input: StepInput): Promise<StepOutput>;
   /** Counts of the named queues and of every other queue the store holds jobs of. */
