@@ -82,7 +82,7 @@ export function App() {
         {page.id === 'workers' && <WorkersPage />}
         {page.id === 'functions' && <FunctionsPage selected={arg} select={(id) => go(`functions/${encodeURIComponent(id)}`)} />}
         {page.id === 'triggers' && <TriggersPage />}
-        {page.id === 'queues' && <QueuesPage />}
+        {page.id === 'queues' && <QueuesPage selected={arg} select={(q) => go(`queues/${encodeURIComponent(q)}`)} />}
         {page.id === 'logs' && <LogsPage openTrace={(id) => go(`traces/${id}`)} />}
         {page.id === 'traces' && <TracesPage traceId={arg} open={(id) => go(id ? `traces/${id}` : 'traces')} />}
         {page.id === 'state' && <StatePage scope={arg} selectScope={(s) => go(`state/${encodeURIComponent(s)}`)} />}

@@ -52,8 +52,10 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
     const cfg = join(project, 'config.yaml');
     writeFileSync(cfg, readFileSync(cfg, 'utf8').replace('port: 49134', `port: ${enginePort}`).replace(/workers: \[\]\s*$/, `workers:\n  - name: svc-http\n    builtin: svc-http\n    config:\n      port: ${httpPort}\n`));
     engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: project });
-    for (const w of ['svc-state', 'svc-http', './workers/math-worker', './workers/caller-worker']) {
-      const r = await runSvc(['worker', 'add', w], { cwd: project, timeoutMs: 180_000 });
+    // svc-queue retries quickly here, so that a failing job reaches the DLQ within the test.
+    const queueSettings = ['--set', 'queues.default.backoff_ms=100', '--set', 'queues.default.max_attempts=2'];
+    for (const w of ['svc-state', 'svc-http', 'svc-queue', './workers/math-worker', './workers/caller-worker']) {
+      const r = await runSvc(['worker', 'add', w, ...(w === 'svc-queue' ? queueSettings : [])], { cwd: project, timeoutMs: 180_000 });
       assert.equal(r.code, 0, `svc worker add ${w}\n${r.stdout}\n${r.stderr}`);
     }
     const env = { SVC_URL: engine.url };
@@ -134,12 +136,44 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
     await shot(page, '3-triggers');
   });
 
-  test('the Queues page shows every function with its in-flight and waiting calls', async () => {
+  test('the Queues page: live counts, a dead-lettered job with its payload and error, redrive and delete', async () => {
+    const env = { SVC_URL: engine.url };
+    const enqueue = async (...args: string[]): Promise<string> => {
+      const r = await runSvc(['trigger', '--enqueue', 'default', ...args], { env, cwd: project });
+      assert.equal(r.code, 0, r.stderr);
+      return (JSON.parse(r.stdout) as { messageReceiptId: string }).messageReceiptId;
+    };
+    await enqueue('math::add', 'a=2', 'b=3'); // runs
+    const bad = await enqueue('math::add', 'a=x', 'b=2'); // math-worker refuses "x": dead-lettered after 2 attempts
+    await enqueue('math::nobody', 'n=1'); // no worker serves it: waits
     await page.click('[data-testid=nav-queues]');
-    await page.locator('[data-testid=queue-row]').first().waitFor();
-    const text = await page.locator('[data-testid=queues-table]').innerText();
-    for (const f of ['math::add', 'math::add_two_numbers', 'http::add_two_numbers', 'state::update']) assert.ok(text.includes(f), `${f} in ${text}`);
+    const row = page.locator('[data-testid=queue-row][data-queue=default]');
+    await row.waitFor();
+    await until('the DLQ badge to show the failed job', async () => (await row.locator('[data-testid=queue-dlq]').innerText()).trim() === '1', 20_000);
+    assert.ok(Number(await row.locator('[data-testid=queue-completed]').innerText()) >= 1);
+    assert.equal((await row.locator('[data-testid=queue-waiting]').innerText()).trim(), '1');
+    assert.match(await page.locator('[data-testid=queues-absent]').innerText(), /math::nobody/);
+    await row.click();
+    const job = page.locator(`[data-testid=job-row][data-id="${bad}"]`);
+    await job.waitFor();
+    assert.match(await job.locator('[data-testid=job-payload]').innerText(), /"a":"x"/);
+    assert.match(await job.locator('[data-testid=job-error]').innerText(), /invalid_payload.*a must be a number/);
+    assert.equal(await job.locator('[data-testid=job-attempts]').innerText(), '2');
+    assert.match(await page.locator('[data-testid=jobs-total]').innerText(), /^1 dead-lettered/);
     await shot(page, '4-queues');
+
+    // Redrive: it runs twice more, fails, and is back in the DLQ with 4 attempts.
+    await job.locator('[data-testid=job-redrive]').click();
+    await until('the redriven job back in the DLQ after two more runs', async () => (await job.locator('[data-testid=job-attempts]').innerText().catch(() => '')) === '4', 20_000);
+    assert.equal((await row.locator('[data-testid=queue-dlq]').innerText()).trim(), '1', 'the badge agrees with the list');
+    await job.locator('[data-testid=job-delete]').click();
+    await page.locator('[data-testid=queue-detail] [data-testid=jobs-empty]').waitFor();
+    await until('the DLQ badge to clear', async () => (await row.locator('[data-testid=queue-dlq]').innerText()).trim() === '0');
+    await page.click('[data-testid=jobs-waiting]');
+    await page.locator('[data-testid=job-row]').first().waitFor();
+    assert.match(await page.locator('[data-testid=jobs-table]').innerText(), /math::nobody/);
+    const purged = await runSvc(['queue', 'purge', 'default'], { env, cwd: project });
+    assert.match(purged.stdout, /purged 1 job/);
   });
 
   test('after an HTTP call the Traces page shows one trace with the spans of all four functions in order', async () => {
@@ -277,6 +311,8 @@ describe('console without workers', { timeout: 60_000 }, () => {
     assert.match(await page.locator('[data-testid=page-state] [data-testid=empty]').innerText(), /svc-state is not running/);
     await page.click('[data-testid=nav-functions]');
     assert.match(await page.locator('[data-testid=page-functions] [data-testid=empty]').innerText(), /No functions are registered/);
+    await page.click('[data-testid=nav-queues]');
+    assert.match(await page.locator('[data-testid=queues-missing]').innerText(), /svc-queue is not running.*svc worker add svc-queue/);
   });
 
   test('a stopped console server is shown plainly', async () => {

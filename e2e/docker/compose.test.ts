@@ -1,6 +1,7 @@
 /**
  * docker-compose.yml as a user runs it: `up -d` brings the stack (engine, Redis, svc-state,
- * svc-http, math-worker x2, caller-worker, console), the quickstart HTTP call answers, `down`
+ * svc-http, svc-queue, math-worker x2, caller-worker, console), the quickstart HTTP call answers, an
+ * enqueue through svc-queue (Redis store) runs, `down`
  * leaves nothing running. Ports are moved off the defaults so a developer's own engine is safe.
  */
 import assert from 'node:assert/strict';
@@ -8,7 +9,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { dockerSkipReason } from '../../test/helpers/docker.js';
-import { closedPort, ROOT, until } from '../helpers/cli.js';
+import { closedPort, ROOT, runSvc, until } from '../helpers/cli.js';
 
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const hasImage = async (ref: string): Promise<boolean> => docker.getImage(ref).inspect().then(() => true, () => false);
@@ -67,7 +68,7 @@ describe('docker compose up: the whole stack', { skip, timeout: 1_200_000 }, () 
     }
     process.stdout.write(`# compose up -d --build: ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     const states = await running();
-    assert.equal(states.filter((s) => / running$/.test(s)).length, 8, `expected 8 running containers: ${states.join(', ')}`);
+    assert.equal(states.filter((s) => / running$/.test(s)).length, 9, `expected 9 running containers: ${states.join(', ')}`);
     assert.equal(states.filter((s) => /math-worker/.test(s)).length, 2, 'math-worker runs 2 replicas');
     const url = `http://127.0.0.1:${env.SVC_HTTP_PORT}/math/add-two-numbers`;
     const res = await until('the quickstart HTTP endpoint to answer 200', async () => {
@@ -87,6 +88,19 @@ describe('docker compose up: the whole stack', { skip, timeout: 1_200_000 }, () 
     assert.equal(again.running_total, body.running_total + 2);
     const consolePage = await fetch(`http://127.0.0.1:${env.SVC_CONSOLE_PORT}/`);
     assert.equal(consolePage.status, 200);
+
+    // svc-queue on Redis: an enqueue through the stack is stored and run (math::add adds to the total).
+    const admin = { SVC_URL: `ws://127.0.0.1:${env.SVC_PORT}`, SVC_TOKEN: 'svc-compose-admin-token-change-me' };
+    const enqueued = await until('svc-queue to take an enqueue', async () => {
+      const r = await runSvc(['trigger', '--enqueue', 'default', 'math::add', 'a=10', 'b=0'], { env: admin });
+      return r.code === 0 ? r.stdout : undefined;
+    }, 60_000);
+    assert.match(enqueued, /"messageReceiptId":"[0-9a-f-]{36}"/);
+    await until('the job to run', async () => {
+      const r = await runSvc(['queue', 'list', '--json'], { env: admin });
+      const q = r.code === 0 ? (JSON.parse(r.stdout) as { queues: Array<{ queue: string; completed: number }> }).queues.find((x) => x.queue === 'default') : undefined;
+      return (q?.completed ?? 0) >= 1;
+    }, 30_000);
 
     run(['down', '-v'], 120_000);
     assert.deepEqual(await running(), [], 'containers left after compose down');

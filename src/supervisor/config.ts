@@ -32,7 +32,7 @@ engine:
   # On Ctrl-C / SIGTERM, how long calls in flight may finish.
   shutdown_grace_ms: 10000
 
-# Workers the engine starts and supervises (\`svc worker add <dir|svc-state|svc-http>\` appends here).
+# Workers the engine starts and supervises (\`svc worker add <dir|svc-state|svc-http|svc-queue>\` appends here).
 workers: []
 `;
 

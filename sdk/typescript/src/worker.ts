@@ -10,6 +10,7 @@ import { redactAddress } from './redact.js';
 import { engineGone, RUN_SECRET_ENV, RUN_SECRET_HEADER, watchEngineLiveness } from './supervised.js';
 import type {
   CallRequest,
+  EnqueueResult,
   FunctionHandler,
   FunctionOptions,
   InvocationContext,
@@ -336,7 +337,12 @@ export class Worker extends EventEmitter implements LogSink {
 
   // ---- calls ---------------------------------------------------------------------------------------
 
-  /** Call a function by id anywhere in the system. Rejects with InvocationError (`code`, `message`). */
+  /**
+   * Call a function by id anywhere in the system. Rejects with InvocationError (`code`, `message`).
+   * With `action: TriggerAction.Enqueue({queue})` it answers {messageReceiptId} once the job is durable.
+   */
+  trigger(req: CallRequest & { action: { type: 'enqueue'; queue: string } }): Promise<EnqueueResult>;
+  trigger<T = unknown>(req: CallRequest): Promise<T>;
   async trigger<T = unknown>(req: CallRequest): Promise<T> {
     if (typeof req?.function_id !== 'string' || req.function_id.length === 0) {
       throw new InvocationError('invalid_function_id', 'trigger() needs a non-empty function_id');

@@ -13,12 +13,14 @@ from .logger import Logger
 from .options import InitOptions, ReconnectOptions, default_url
 from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES, TriggerConfig, TriggerRequest, TriggerTypeInfo
 from .redact import redact_address
+from .queue import EnqueueResult, PublishResult, TriggerAction, publish, publish_async
 from .triggers import Trigger, TriggerInstance, TriggerTypeHandler
 from .worker import FunctionRef, TriggerTypeRef, Worker, register_worker
 
 __all__ = [
     "DEFAULT_ENGINE_URL",
     "DEFAULT_MAX_FRAME_BYTES",
+    "EnqueueResult",
     "ErrorCode",
     "FunctionRef",
     "InitOptions",
@@ -26,9 +28,11 @@ __all__ = [
     "InvocationContext",
     "InvocationError",
     "Logger",
+    "PublishResult",
     "ReconnectOptions",
     "SvcError",
     "Trigger",
+    "TriggerAction",
     "TriggerConfig",
     "TriggerInstance",
     "TriggerRegistrationError",
@@ -41,5 +45,7 @@ __all__ = [
     "current_invocation",
     "default_url",
     "redact_address",
+    "publish",
+    "publish_async",
     "register_worker",
 ]

@@ -38,7 +38,7 @@ class TriggerRequest(TypedDict, total=False):
 
     function_id: Required[str]
     payload: Any
-    #: `{"type": "void"}` for fire-and-forget, `{"type": "enqueue", "queue": name}` to enqueue.
+    #: `TriggerAction.Void()` for fire-and-forget, `TriggerAction.Enqueue(queue=name)` to enqueue.
     action: dict[str, Any]
     #: Deadline for this call; the engine answers `timeout` when it passes. Default:
     #: InitOptions.invocation_timeout_ms, else the engine's engine.invocation_timeout_ms.
@@ -47,6 +47,8 @@ class TriggerRequest(TypedDict, total=False):
     #: binding's id (`TriggerInstance["id"]`). The engine then authorizes the call with the rights
     #: of the worker that registered the binding, not this worker's.
     binding_id: str
+    #: JSON sent beside the payload; the callee's handler finds it in `current_invocation().metadata`.
+    metadata: Any
 
 
 class TriggerConfig(TypedDict, total=False):

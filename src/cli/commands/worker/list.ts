@@ -49,7 +49,7 @@ export default class WorkerList extends Command {
       }
     }
     if (flags.json) this.log(printableJson(JSON.stringify(rows, null, 2)));
-    else if (rows.length === 0) this.log(`No workers in ${flags.config}. Add one: svc worker add <dir|svc-state|svc-http>`);
+    else if (rows.length === 0) this.log(`No workers in ${flags.config}. Add one: svc worker add <dir|svc-state|svc-http|svc-queue>`);
     else this.log(table(rows, ['name', 'kind', 'runtime', 'pid', 'status', 'restarts', 'functions']));
   }
 }
