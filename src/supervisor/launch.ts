@@ -12,7 +12,11 @@ export const SVC_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../
 export const BUILTIN_MAIN: Record<string, string> = {
   'svc-state': 'dist/src/workers/state/main.js',
   'svc-http': 'dist/src/workers/http/main.js',
+  'svc-cron': 'dist/src/workers/cron/main.js',
 };
+
+/** Built-ins keeping data on disk, and where by default (relative to config.yaml's directory). */
+const DEFAULT_DATA_DIR: Record<string, string> = { 'svc-state': 'data/state', 'svc-cron': 'data/cron' };
 
 /** `.svc/` beside config.yaml: logs, engine state. */
 export function projectStateDir(configFile: string): string {
@@ -38,7 +42,7 @@ export function launchSpecOf(entry: WorkerEntry, configFile: string, engineUrl: 
     const config = { ...entry.config };
     // Relative paths in a built-in's config are relative to config.yaml, not to wherever svc runs.
     if (typeof config.data_dir === 'string') config.data_dir = resolve(projectDir, config.data_dir);
-    else if (entry.builtin === 'svc-state') config.data_dir = join(projectDir, 'data', 'state');
+    else if (DEFAULT_DATA_DIR[entry.builtin]) config.data_dir = join(projectDir, DEFAULT_DATA_DIR[entry.builtin]!);
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
     return {

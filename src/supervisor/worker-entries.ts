@@ -5,7 +5,7 @@ import { ConfigError } from './config.js';
 import { WORKER_NAME } from './manifest.js';
 
 /** The built-in workers `svc worker add` knows by name. */
-export const BUILTIN_WORKERS = ['svc-state', 'svc-http'] as const;
+export const BUILTIN_WORKERS = ['svc-state', 'svc-http', 'svc-cron'] as const;
 export type BuiltinWorker = (typeof BUILTIN_WORKERS)[number];
 export const RUNTIMES = ['process', 'docker'] as const;
 export type RuntimeName = (typeof RUNTIMES)[number];
@@ -39,7 +39,7 @@ export function parseWorkerEntries(file: string, raw: unknown[]): WorkerEntry[] 
     const name = e.name as string;
     if (seen.has(name)) fail('name', `${name} is listed twice`);
     seen.add(name);
-    if ((e.builtin === undefined) === (e.path === undefined)) fail('', 'needs exactly one of builtin (svc-state, svc-http) or path (a worker directory)');
+    if ((e.builtin === undefined) === (e.path === undefined)) fail('', `needs exactly one of builtin (${BUILTIN_WORKERS.join(', ')}) or path (a worker directory)`);
     if (e.builtin !== undefined && !(BUILTIN_WORKERS as readonly string[]).includes(e.builtin as string)) {
       fail('builtin', `must be one of ${BUILTIN_WORKERS.join(', ')}, got ${JSON.stringify(e.builtin)}`);
     }

@@ -53,7 +53,7 @@ export default class WorkerList extends Command {
       }
     }
     if (flags.json) this.log(JSON.stringify(rows, null, 2));
-    else if (rows.length === 0) this.log(`No workers in ${flags.config}. Add one: svc worker add <dir|svc-state|svc-http>`);
+    else if (rows.length === 0) this.log(`No workers in ${flags.config}. Add one: svc worker add <dir|svc-state|svc-http|svc-cron>`);
     else this.log(table(rows, ['name', 'kind', 'runtime', 'pid', 'status', 'restarts', 'functions']));
   }
 }
