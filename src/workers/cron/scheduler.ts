@@ -13,11 +13,15 @@ import { ScheduleRunner } from './runner.js';
 import { parseSchedule } from './schedule.js';
 import type { CronStore } from './store.js';
 
-/** A holder that has not renewed for this long is gone. */
-export const HOLDER_TTL_MS = 10_000;
-const HEARTBEAT_MS = 3_000;
+/**
+ * A holder that has not renewed for this long is gone, and so are its runs: when svc-cron dies the
+ * engine cancels the calls it made, so with `overlap: skip` a run of a killed svc-cron holds up the
+ * schedule's next fires for at most this long.
+ */
+export const HOLDER_TTL_MS = 3_000;
+const HEARTBEAT_MS = 1_000;
 /** Every this many heartbeats the binding list is written again, even unchanged (self-healing). */
-const BINDINGS_EVERY = 10;
+const BINDINGS_EVERY = 30;
 
 interface Held {
   runner: ScheduleRunner;

@@ -59,10 +59,10 @@ export interface CronProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** svc-cron as its own process, as the supervisor starts it. */
+/** svc-cron as its own process, as the supervisor starts it (CRON_ECHO=1 prints its log lines). */
 export function spawnCron(url: string, config: Record<string, unknown>, name = 'svc-cron'): CronProcess {
   const child = spawn(process.execPath, [CRON_MAIN], {
-    env: { ...process.env, SVC_URL: url, SVC_WORKER_NAME: name, SVC_WORKER_CONFIG: JSON.stringify(config), SVC_LOG_ECHO: '0' },
+    env: { ...process.env, SVC_URL: url, SVC_WORKER_NAME: name, SVC_WORKER_CONFIG: JSON.stringify(config), SVC_LOG_ECHO: process.env.CRON_ECHO ?? '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
