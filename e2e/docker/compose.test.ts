@@ -1,6 +1,6 @@
 /**
  * docker-compose.yml as a user runs it: `up -d` brings the stack (engine, Redis, svc-state,
- * svc-http, math-worker x2, caller-worker, console), the quickstart HTTP call answers, `down`
+ * svc-http, svc-cron, math-worker x2, caller-worker, console), the quickstart HTTP call answers, `down`
  * leaves nothing running. Ports are moved off the defaults so a developer's own engine is safe.
  */
 import assert from 'node:assert/strict';
@@ -67,7 +67,7 @@ describe('docker compose up: the whole stack', { skip, timeout: 1_200_000 }, () 
     }
     process.stdout.write(`# compose up -d --build: ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     const states = await running();
-    assert.equal(states.filter((s) => / running$/.test(s)).length, 8, `expected 8 running containers: ${states.join(', ')}`);
+    assert.equal(states.filter((s) => / running$/.test(s)).length, 9, `expected 9 running containers: ${states.join(', ')}`);
     assert.equal(states.filter((s) => /math-worker/.test(s)).length, 2, 'math-worker runs 2 replicas');
     const url = `http://127.0.0.1:${env.SVC_HTTP_PORT}/math/add-two-numbers`;
     const res = await until('the quickstart HTTP endpoint to answer 200', async () => {
