@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   try {
     raw = process.env.SVC_WORKER_CONFIG ? JSON.parse(process.env.SVC_WORKER_CONFIG) : {};
   } catch (e) {
-    throw Object.assign(new Error(`svc-cron: SVC_WORKER_CONFIG is not valid JSON: ${(e as Error).message}`), { code: 'invalid_config' });
+    throw Object.assign(new Error(`SVC_WORKER_CONFIG is not valid JSON: ${(e as Error).message}`), { code: 'invalid_config' });
   }
   const config = parseCronConfig(raw);
   const url = process.env.SVC_URL ?? DEFAULT_ENGINE_URL;
