@@ -87,3 +87,22 @@ export function countByTime(fired: Fired[]): Map<string, number> {
   for (const f of fired) if (!f.manual) m.set(f.scheduled_time, (m.get(f.scheduled_time) ?? 0) + 1);
   return m;
 }
+
+/**
+ * Every `periodMs` from the first fire to the last ran exactly once (nothing else ran), the fires
+ * span at least `spanMs`, and each ran within 100 ms of its scheduled time.
+ */
+export function assertEachOnceOnTime(fired: Fired[], periodMs: number, spanMs: number): void {
+  const counts = countByTime(fired);
+  const times = [...counts.keys()].map(Date.parse).sort((x, y) => x - y);
+  const first = times[0]!;
+  const last = times[times.length - 1]!;
+  assert.ok(last - first >= spanMs, `fires span ${(last - first) / 1000} s`);
+  for (let t = first; t <= last; t += periodMs) {
+    const at = new Date(t).toISOString();
+    assert.equal(counts.get(at), 1, `${at} fired ${counts.get(at) ?? 0} times`);
+  }
+  assert.equal(counts.size, (last - first) / periodMs + 1, 'fires at times off the schedule');
+  const late = fired.map((f) => f.at - Date.parse(f.scheduled_time));
+  assert.ok(Math.max(...late) <= 100, `latest fire ran ${Math.max(...late)} ms after its time (all: ${late.join(',')})`);
+}
