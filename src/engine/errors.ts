@@ -28,7 +28,7 @@ export const engineErrors = {
   }),
   enqueueUnavailable: (queue: string): ErrorBody => ({
     code: 'enqueue_error',
-    message: `Cannot enqueue on queue "${queue}": no queue provider is registered (function engine::queue::enqueue)`,
+    message: `Cannot enqueue on queue "${queue}": no queue provider is registered (function engine::queue::enqueue); start one with \`svc worker add svc-queue\``,
   }),
 };
 

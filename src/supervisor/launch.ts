@@ -12,11 +12,12 @@ export const SVC_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../
 export const BUILTIN_MAIN: Record<string, string> = {
   'svc-state': 'dist/src/workers/state/main.js',
   'svc-http': 'dist/src/workers/http/main.js',
+  'svc-queue': 'dist/src/workers/queue/main.js',
   'svc-cron': 'dist/src/workers/cron/main.js',
 };
 
-/** Built-ins keeping data on disk, and where by default (relative to config.yaml's directory). */
-const DEFAULT_DATA_DIR: Record<string, string> = { 'svc-state': 'data/state', 'svc-cron': 'data/cron' };
+/** Built-ins that keep data on disk, and where by default (relative to config.yaml). */
+const DEFAULT_DATA_DIR: Record<string, string> = { 'svc-state': 'data/state', 'svc-queue': 'data/queue', 'svc-cron': 'data/cron' };
 
 /** `.svc/` beside config.yaml: logs, engine state. */
 export function projectStateDir(configFile: string): string {

@@ -5,7 +5,7 @@ import { ConfigError } from './config.js';
 import { WORKER_NAME } from './manifest.js';
 
 /** The built-in workers `svc worker add` knows by name. */
-export const BUILTIN_WORKERS = ['svc-state', 'svc-http', 'svc-cron'] as const;
+export const BUILTIN_WORKERS = ['svc-state', 'svc-http', 'svc-queue', 'svc-cron'] as const;
 export type BuiltinWorker = (typeof BUILTIN_WORKERS)[number];
 export const RUNTIMES = ['process', 'docker'] as const;
 export type RuntimeName = (typeof RUNTIMES)[number];
@@ -58,6 +58,10 @@ export function parseWorkerEntries(file: string, raw: unknown[]): WorkerEntry[] 
     if (e.token !== undefined && (typeof e.token !== 'string' || e.token === '')) fail('token', `must be the name of a token in engine.auth.tokens, got ${JSON.stringify(e.token)}`);
     const config = e.config ?? {};
     if (typeof config !== 'object' || config === null || Array.isArray(config)) fail('config', 'must be a mapping');
+    // svc-queue's embedded store serves one process per data directory (docs/queues.md).
+    if (e.builtin === 'svc-queue' && (replicas as number) > 1 && ((config as Record<string, unknown>).store ?? 'embedded') === 'embedded') {
+      fail('replicas', 'svc-queue with the embedded store runs one replica per data_dir; set config.store: redis to run several');
+    }
     return {
       name,
       ...(e.builtin !== undefined ? { builtin: e.builtin as BuiltinWorker } : {}),
@@ -99,12 +103,13 @@ export function upsertWorkerEntry(
   }
   if (entry.runtime && entry.runtime !== 'process') fields.runtime = entry.runtime;
   if (entry.replicas && entry.replicas !== 1) fields.replicas = entry.replicas;
-  if (entry.config && Object.keys(entry.config).length > 0) fields.config = entry.config;
+  if (entry.config && Object.keys(entry.config).length > 0) fields.config = nestDotted(entry.config);
   const existing = seq.items.find((it) => isMap(it) && it.get('name') === entry.name);
   if (existing && isMap(existing)) {
     let changed = false;
     for (const [k, v] of Object.entries(fields)) {
-      if (existing.get(k) !== v) {
+      // config is merged key by key below, keeping the keys not given now.
+      if (k !== 'config' && existing.get(k) !== v) {
         existing.set(k, v);
         changed = true;
       }
@@ -116,9 +121,10 @@ export function upsertWorkerEntry(
       }
     }
     for (const [k, v] of Object.entries(entry.config ?? {})) {
-      if (JSON.stringify(existing.getIn(['config', k])) !== JSON.stringify(v)) {
+      const path = ['config', ...k.split('.')];
+      if (JSON.stringify(existing.getIn(path)) !== JSON.stringify(v)) {
         if (!existing.has('config')) existing.set('config', doc.createNode({}));
-        existing.setIn(['config', k], v);
+        existing.setIn(path, v);
         changed = true;
       }
     }
@@ -129,6 +135,21 @@ export function upsertWorkerEntry(
   seq.add(doc.createNode(fields));
   writeFileSync(file, doc.toString());
   return 'added';
+}
+
+/** `{"queues.emails.max_attempts": 5}` → `{queues: {emails: {max_attempts: 5}}}` (what `--set a.b=v` means). */
+function nestDotted(flat: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(flat)) {
+    const parts = k.split('.');
+    let at = out;
+    for (const p of parts.slice(0, -1)) {
+      const next = at[p];
+      at = (at[p] = typeof next === 'object' && next !== null && !Array.isArray(next) ? next : {}) as Record<string, unknown>;
+    }
+    at[parts[parts.length - 1]!] = v;
+  }
+  return out;
 }
 
 export function removeWorkerEntry(file: string, name: string): boolean {

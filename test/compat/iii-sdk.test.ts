@@ -3,21 +3,24 @@
  * against a real svc engine on loopback: an iii worker registers functions and triggers, is called
  * by an svc-sdk worker and by the `svc trigger` binary, calls svc-sdk functions itself, binds to a
  * trigger type an svc-sdk worker provides (and provides one an svc worker binds to), and survives a
- * dropped connection by reattaching.
+ * dropped connection by reattaching. With svc-queue running: TriggerAction.Enqueue answers
+ * {messageReceiptId} and the job runs, and an iii worker subscribes to a durable topic.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import WebSocket from 'ws';
-import { registerWorker as registerIiiWorker, type IIIClient } from 'iii-sdk';
+import { registerWorker as registerIiiWorker, TriggerAction, type EnqueueResult, type IIIClient } from 'iii-sdk';
 import { registerWorker, InvocationError, type TriggerBinding, type Worker } from 'svc-sdk';
 import { startEngine } from '../helpers/engine.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
+import { startQueueWorker } from '../../src/workers/queue/worker.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -206,6 +209,43 @@ describe(`published iii-sdk@${III_VERSION} against the svc engine`, { timeout: 9
       assert.match(err.message ?? '', /jobs/);
       return true;
     });
+  });
+
+  test('with svc-queue running, TriggerAction.Enqueue from iii answers {messageReceiptId} and the job runs; iii subscribes to a durable topic', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-queue-iii-'));
+    const queue = await startQueueWorker({ url: eng.url, config: { data_dir: dir, queues: { jobs: {} } } });
+    try {
+      const runs: Array<{ input: unknown; metadata: unknown }> = [];
+      iii.registerFunction('iii::job', async (input: unknown, metadata?: unknown) => {
+        runs.push({ input, metadata });
+        return null;
+      });
+      await until('iii::job to be registered', () => functionExists('iii::job'));
+      const receipt = (await iii.trigger({ function_id: 'iii::job', payload: { n: 1 }, action: TriggerAction.Enqueue({ queue: 'jobs' }) })) as EnqueueResult;
+      assert.match(receipt.messageReceiptId, /^[0-9a-f-]{36}$/);
+      await until('the job to run on the iii worker', () => runs.length === 1);
+      assert.deepEqual(runs[0]!.input, { n: 1 });
+      assert.equal((runs[0]!.metadata as { message_id: string }).message_id, receipt.messageReceiptId);
+      assert.equal((runs[0]!.metadata as { attempt: number }).attempt, 1);
+      await assert.rejects(iii.trigger({ function_id: 'iii::job', payload: {}, action: TriggerAction.Enqueue({ queue: 'nope' }) }), (e: unknown) => {
+        assert.equal((e as { code?: string }).code, 'enqueue_error');
+        return true;
+      });
+
+      const got: unknown[] = [];
+      iii.registerFunction('iii::on-order', async (input: unknown) => void got.push(input));
+      iii.registerTrigger({ type: 'durable:subscriber', function_id: 'iii::on-order', config: { topic: 'iii-orders' } });
+      await until('the iii subscription to be bound', async () => {
+        const t = (await svc.trigger({ function_id: 'engine::registered-triggers::list' })) as { triggers: Array<{ function_id: string; status: string }> };
+        return t.triggers.some((x) => x.function_id === 'iii::on-order' && x.status === 'active');
+      });
+      assert.equal(((await iii.trigger({ function_id: 'iii::durable::publish', payload: { topic: 'iii-orders', data: { id: 9 } } })) as { copies: number }).copies, 1);
+      await until('the iii subscriber to get its copy', () => got.length === 1);
+      assert.deepEqual(got[0], { id: 9 });
+    } finally {
+      await queue.shutdown();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('FunctionRef.unregister() from the iii SDK removes the function', async () => {

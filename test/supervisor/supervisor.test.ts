@@ -95,14 +95,33 @@ describe('config.yaml', () => {
     assert.deepEqual(parseWorkerEntries(f, loadConfig(f).workers).map((e) => e.name), ['math-worker']);
   });
 
+  test('worker add --set: given keys change (dots name nested keys), the others stay', () => {
+    const f = join(root, 'c4.yaml');
+    writeFileSync(f, DEFAULT_CONFIG_YAML);
+    assert.equal(upsertWorkerEntry(f, { name: 'svc-http', builtin: 'svc-http', config: { port: 3112 } }), 'added');
+    // Updating an entry's config once failed with "Expected YAML collection at config".
+    assert.equal(upsertWorkerEntry(f, { name: 'svc-http', builtin: 'svc-http', config: { host: '0.0.0.0' } }), 'updated');
+    assert.deepEqual(parseWorkerEntries(f, loadConfig(f).workers)[0]!.config, { port: 3112, host: '0.0.0.0' });
+    assert.equal(upsertWorkerEntry(f, { name: 'svc-queue', builtin: 'svc-queue', config: { 'queues.emails.max_attempts': 5, 'queues.emails.concurrency': 2 } }), 'added');
+    assert.equal(upsertWorkerEntry(f, { name: 'svc-queue', builtin: 'svc-queue', config: { 'queues.emails.backoff_ms': 200, 'queues.fifo': { message_group_field: 'user' } } }), 'updated');
+    assert.equal(upsertWorkerEntry(f, { name: 'svc-queue', builtin: 'svc-queue', config: { 'queues.emails.backoff_ms': 200 } }), 'unchanged');
+    assert.deepEqual(parseWorkerEntries(f, loadConfig(f).workers)[1]!.config, {
+      queues: { emails: { max_attempts: 5, concurrency: 2, backoff_ms: 200 }, fifo: { message_group_field: 'user' } },
+    });
+  });
+
   test('worker entries are validated with their index', () => {
     const f = join(root, 'c3.yaml');
     writeFileSync(f, 'workers:\n  - name: a\n    builtin: svc-nope\n');
-    assert.throws(() => parseWorkerEntries(f, loadConfig(f).workers), /workers\[0\]\.builtin: must be one of svc-state, svc-http/);
+    assert.throws(() => parseWorkerEntries(f, loadConfig(f).workers), /workers\[0\]\.builtin: must be one of svc-state, svc-http, svc-queue/);
     writeFileSync(f, 'workers:\n  - name: a\n    builtin: svc-http\n  - name: a\n    builtin: svc-state\n');
     assert.throws(() => parseWorkerEntries(f, loadConfig(f).workers), /workers\[1\]\.name: a is listed twice/);
     writeFileSync(f, 'workers:\n  - name: a\n    path: ./x\n    replicas: 0\n');
     assert.throws(() => parseWorkerEntries(f, loadConfig(f).workers), /workers\[0\]\.replicas: must be an integer from 1 to 64/);
+    writeFileSync(f, 'workers:\n  - name: svc-queue\n    builtin: svc-queue\n    replicas: 2\n');
+    assert.throws(() => parseWorkerEntries(f, loadConfig(f).workers), /workers\[0\]\.replicas: svc-queue with the embedded store runs one replica per data_dir; set config.store: redis/);
+    writeFileSync(f, 'workers:\n  - name: svc-queue\n    builtin: svc-queue\n    replicas: 2\n    config:\n      store: redis\n');
+    assert.equal(parseWorkerEntries(f, loadConfig(f).workers)[0]!.replicas, 2);
   });
 });
 

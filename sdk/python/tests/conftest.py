@@ -38,12 +38,14 @@ class Engine:
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
         self.output: list[str] = []
+        #: Appended to config.yaml (e.g. a `workers:` block the engine starts).
+        self.extra_config = ""
 
     def start(self) -> None:
         if not (REPO / "dist" / "src" / "cli" / "commands").is_dir():
             pytest.fail(f"the engine is not built: run `npm run build` in {REPO}")
         config = self.workdir / "config.yaml"
-        config.write_text(f"engine:\n  host: 127.0.0.1\n  port: {self.port}\n")
+        config.write_text(f"engine:\n  host: 127.0.0.1\n  port: {self.port}\n{self.extra_config}")
         self.proc = subprocess.Popen(
             [node(), str(SVC_BIN), "--config", str(config)],
             cwd=self.workdir,

@@ -95,3 +95,40 @@ def test_iii_sdk_worker_is_called_by_the_cli_and_calls_svc_sdk(
         "greeting": "hello user-8",
         "sdk": "iii",
     }
+
+
+def test_iii_sdk_enqueue_against_svc_queue(tmp_path: Path) -> None:
+    """TriggerAction.Enqueue from the published iii-sdk answers a messageReceiptId, and the job runs."""
+    eng = Engine(tmp_path)
+    eng.extra_config = "workers:\n  - name: svc-queue\n    builtin: svc-queue\n    config: {queues: {jobs: {}}}\n"
+    eng.start()
+    python = iii_python()
+    env = python_env()
+    env["OTEL_ENABLED"] = "false"
+    proc: subprocess.Popen[str] | None = None
+    try:
+        # svc-queue is started by the engine: wait until it serves before the iii worker enqueues.
+        def serving() -> bool:
+            out = eng.cli("trigger", "queue::list")
+            return out.returncode == 0
+
+        wait_for(serving, timeout=30, what="svc-queue to serve")
+        proc = subprocess.Popen(
+            [str(python), str(FIXTURES / "iii_queue_worker.py"), eng.url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline().split(), proc.stdout.readline().split()]
+        receipt = next((line[1] for line in lines if line and line[0] == "receipt"), None)
+        ran = next((line for line in lines if line and line[0] == "ran"), None)
+        assert receipt is not None, f"iii worker printed {lines}"
+        assert ran is not None, f"iii worker printed {lines}"
+        assert ran == ["ran", receipt, "1", "5"], "the job ran once, with its message id and attempt in the metadata"
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait(10)
+        eng.stop()

@@ -9,8 +9,11 @@ export type {
   TriggerTypeHandler,
   TriggerTypeDefinition,
   CallRequest,
+  EnqueueResult,
+  PublishResult,
 } from './worker-types.js';
 export { Logger, type LogLevel } from './logger.js';
+export { TriggerAction, publish } from './queue.js';
 export { InvocationError, toErrorBody } from './errors.js';
 export { type ConnectionState, type ReconnectOptions, backoffDelay, parseEngineUrls } from './connection.js';
 export { sendCoalesced, exceedsBytes } from './transport.js';

@@ -100,3 +100,16 @@ export interface CallRequest {
    */
   parent?: Pick<InvocationContext, 'traceparent' | 'baggage'>;
 }
+
+/** What an enqueue (`action: TriggerAction.Enqueue({queue})`) answers once the job is durable (iii-sdk's EnqueueResult). */
+export interface EnqueueResult {
+  messageReceiptId: string;
+}
+
+/** What `publish` answers once every copy is durable. */
+export interface PublishResult {
+  topic: string;
+  message_id: string;
+  /** One per live subscription of the topic. */
+  copies: number;
+}

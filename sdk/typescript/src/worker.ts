@@ -8,6 +8,7 @@ import { InvocationError, toErrorBody } from './errors.js';
 import { Logger, setDefaultLogSink, type LogLevel, type LogSink } from './logger.js';
 import type {
   CallRequest,
+  EnqueueResult,
   FunctionHandler,
   FunctionOptions,
   InvocationContext,
@@ -298,7 +299,12 @@ export class Worker extends EventEmitter implements LogSink {
 
   // ---- calls ---------------------------------------------------------------------------------------
 
-  /** Call a function by id anywhere in the system. Rejects with InvocationError (`code`, `message`). */
+  /**
+   * Call a function by id anywhere in the system. Rejects with InvocationError (`code`, `message`).
+   * With `action: TriggerAction.Enqueue({queue})` it answers {messageReceiptId} once the job is durable.
+   */
+  trigger(req: CallRequest & { action: { type: 'enqueue'; queue: string } }): Promise<EnqueueResult>;
+  trigger<T = unknown>(req: CallRequest): Promise<T>;
   async trigger<T = unknown>(req: CallRequest): Promise<T> {
     if (typeof req?.function_id !== 'string' || req.function_id.length === 0) {
       throw new InvocationError('invalid_function_id', 'trigger() needs a non-empty function_id');

@@ -13,12 +13,16 @@ objects, arrays, "quoted strings"), otherwise it is taken as a plain string: a=2
 ok=true a boolean, name=alice the string "alice", tags='["x"]' an array. Keys and --payload merge;
 key=value pairs win. The payload must be a JSON object.
 
+With --enqueue <queue> the call is stored as a job of that queue (svc-queue must run): the command
+prints {"messageReceiptId": "..."} once the job is durable, and the function runs later.
+
 The result is printed as JSON on stdout. On error, "error: <code>: <message>" goes to stderr and the
 exit code is 1 (2 for bad arguments).`;
   static override examples = [
     'svc trigger math::add a=2 b=3',
     `svc trigger --function-id=math::add --payload='{"a":2,"b":3}'`,
     'svc trigger engine::workers::list',
+    'svc trigger --enqueue default math::add a=2 b=3',
   ];
   static override strict = false;
   static override args = {
@@ -29,6 +33,7 @@ exit code is 1 (2 for bad arguments).`;
     payload: Flags.string({ summary: 'JSON object passed to the function.' }),
     address: Flags.string({ summary: "Engine address (default: $SVC_URL, else the engine running for ./config.yaml, else ws://localhost:49134)." }),
     'timeout-ms': Flags.integer({ summary: 'Deadline of the call in milliseconds.', default: 30_000, min: 1 }),
+    enqueue: Flags.string({ summary: 'Store the call as a job of this queue (svc-queue); prints its messageReceiptId.' }),
   };
 
   async run(): Promise<void> {
@@ -49,7 +54,7 @@ exit code is 1 (2 for bad arguments).`;
     if (!built.ok) fail(built.message, 2);
     try {
       const result = await withClient(engineAddress(flags.address), (w) =>
-        w.trigger({ function_id: functionId, payload: built.payload, timeoutMs: flags['timeout-ms'] }),
+        w.trigger({ function_id: functionId, payload: built.payload, timeoutMs: flags['timeout-ms'], ...(flags.enqueue !== undefined ? { action: { type: 'enqueue' as const, queue: flags.enqueue } } : {}) }),
       );
       process.stdout.write(JSON.stringify(result) + '\n');
     } catch (err) {

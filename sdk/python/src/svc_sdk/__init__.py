@@ -12,21 +12,25 @@ from .errors import ErrorCode, InvocationError, SvcError, TriggerRegistrationErr
 from .logger import Logger
 from .options import InitOptions, ReconnectOptions, default_url
 from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES, TriggerConfig, TriggerRequest, TriggerTypeInfo
+from .queue import EnqueueResult, PublishResult, TriggerAction, publish, publish_async
 from .triggers import Trigger, TriggerInstance, TriggerTypeHandler
 from .worker import FunctionRef, TriggerTypeRef, Worker, register_worker
 
 __all__ = [
     "DEFAULT_ENGINE_URL",
     "DEFAULT_MAX_FRAME_BYTES",
+    "EnqueueResult",
     "ErrorCode",
     "FunctionRef",
     "InitOptions",
     "InvocationContext",
     "InvocationError",
     "Logger",
+    "PublishResult",
     "ReconnectOptions",
     "SvcError",
     "Trigger",
+    "TriggerAction",
     "TriggerConfig",
     "TriggerInstance",
     "TriggerRegistrationError",
@@ -38,5 +42,7 @@ __all__ = [
     "__version__",
     "current_invocation",
     "default_url",
+    "publish",
+    "publish_async",
     "register_worker",
 ]

@@ -92,6 +92,8 @@ class Caller:
         frame: Frame = {"type": "invokefunction", "function_id": function_id, "data": request.get("payload")}
         if parent is not None and parent.traceparent:
             frame["traceparent"] = parent.traceparent
+        if request.get("metadata") is not None:
+            frame["metadata"] = request["metadata"]
         if action is not None and action.get("type") == "void":
             frame["action"] = action
             await self._send(session, frame, function_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -14,6 +15,9 @@ class InvocationContext:
     #: W3C trace context of this invocation; calls made from its handler carry it on, so they
     #: join the same trace.
     traceparent: str | None = None
+    #: The call's metadata (JSON), as its caller sent it. A job run by svc-queue gets
+    #: {"message_id", "attempt", "max_attempts", "queue", "enqueued_at", ...} here (docs/queues.md).
+    metadata: Any = None
 
 
 #: Set by the SDK around every handler call (in its thread, or in its task for async handlers).

@@ -141,7 +141,9 @@ class Invoker:
         if not isinstance(invocation_id, str):
             invocation_id = None
         traceparent = frame.get("traceparent")
-        ctx = InvocationContext(function_id, invocation_id, traceparent if isinstance(traceparent, str) else None)
+        ctx = InvocationContext(
+            function_id, invocation_id, traceparent if isinstance(traceparent, str) else None, frame.get("metadata")
+        )
         fn = self.functions.get(function_id)
         if fn is None:
             error: ErrorBody = {"code": ErrorCode.FUNCTION_NOT_FOUND, "message": f"Function {function_id} not found"}

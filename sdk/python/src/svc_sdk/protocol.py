@@ -37,10 +37,12 @@ class TriggerRequest(TypedDict, total=False):
 
     function_id: Required[str]
     payload: Any
-    #: `{"type": "void"}` for fire-and-forget, `{"type": "enqueue", "queue": name}` to enqueue.
+    #: `TriggerAction.Void()` for fire-and-forget, `TriggerAction.Enqueue(queue=name)` to enqueue.
     action: dict[str, Any]
     #: Deadline for this call; the engine answers `timeout` when it passes. Default: InitOptions.
     timeout_ms: int
+    #: JSON sent beside the payload; the callee's handler finds it in `current_invocation().metadata`.
+    metadata: Any
 
 
 class TriggerConfig(TypedDict, total=False):

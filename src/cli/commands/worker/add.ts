@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Args, Command, Flags } from '@oclif/core';
 import { ConfigError, loadConfig } from '../../../supervisor/config.js';
@@ -6,10 +6,20 @@ import { ensureWorkerImage, ImageBuildError } from '../../../supervisor/docker-i
 import { DockerRuntime, DockerUnavailableError } from '../../../supervisor/docker-runtime.js';
 import { ensureInstalled, InstallError } from '../../../supervisor/install.js';
 import { loadManifest, ManifestError } from '../../../supervisor/manifest.js';
-import { BUILTIN_WORKERS, RUNTIMES, upsertWorkerEntry, type RuntimeName } from '../../../supervisor/worker-entries.js';
+import { BUILTIN_WORKERS, parseWorkerEntries, RUNTIMES, upsertWorkerEntry, type RuntimeName } from '../../../supervisor/worker-entries.js';
+import { parseHttpWorkerConfig } from '../../../workers/http/config.js';
+import { parseQueueConfig } from '../../../workers/queue/config.js';
+import { parseStateConfig } from '../../../workers/state/config.js';
 import { formatError, withClient, fail } from '../../client.js';
 import { buildPayload } from '../../payload.js';
 import { configFlag, runningEngine } from '../../project.js';
+
+/** Each built-in's own config check, run on what `worker add` writes. */
+const BUILTIN_CONFIG: Record<string, (raw: unknown) => unknown> = {
+  'svc-state': parseStateConfig,
+  'svc-http': parseHttpWorkerConfig,
+  'svc-queue': parseQueueConfig,
+};
 
 export default class WorkerAdd extends Command {
   static override summary = 'Add a worker to config.yaml, install its dependencies and start it.';
@@ -18,7 +28,14 @@ The worker is appended to config.yaml (comments kept; adding it again does not d
 dependencies are installed (Python into <dir>/.venv, TypeScript with npm; skipped when unchanged,
 --force reinstalls), and it is started: by the running engine of this config.yaml at once, or else
 with the engine the next time it starts.`;
-  static override examples = ['svc worker add svc-state', 'svc worker add svc-http', 'svc worker add svc-cron --replicas 2', 'svc worker add ./workers/math-worker', 'svc worker add ./workers/caller-worker --force'];
+  static override examples = [
+    'svc worker add svc-state',
+    'svc worker add svc-http',
+    'svc worker add svc-queue --set queues.emails.max_attempts=5',
+    'svc worker add svc-cron --replicas 2',
+    'svc worker add ./workers/math-worker',
+    'svc worker add ./workers/caller-worker --force',
+  ];
   static override args = { target: Args.string({ required: true, description: `Worker directory, or ${BUILTIN_WORKERS.join(' / ')}.` }) };
   static override flags = {
     config: configFlag,
@@ -26,7 +43,7 @@ with the engine the next time it starts.`;
     runtime: Flags.string({ summary: 'How the worker runs.', options: [...RUNTIMES], default: 'process' }),
     replicas: Flags.integer({ summary: 'Number of instances.', min: 1, max: 64 }),
     set: Flags.string({
-      summary: 'Set a key of the worker\'s config block, e.g. --set port=3112 (repeatable; values typed as in svc trigger).',
+      summary: 'Set a key of the worker\'s config block, e.g. --set port=3112 or --set queues.emails.max_attempts=5 (dots name nested keys; repeatable; values typed as in svc trigger).',
       multiple: true,
     }),
   };
@@ -76,7 +93,16 @@ with the engine the next time it starts.`;
         throw e;
       }
     }
+    const before = readFileSync(configFile, 'utf8');
     const change = upsertWorkerEntry(configFile, entry);
+    // The entry as written must be one the engine accepts, and a built-in's config one it can run with.
+    try {
+      const written = parseWorkerEntries(configFile, loadConfig(configFile).workers).find((e) => e.name === name)!;
+      if (written.builtin) BUILTIN_CONFIG[written.builtin]?.(written.config);
+    } catch (e) {
+      writeFileSync(configFile, before);
+      fail(`${(e as Error).message} (${flags.config} is unchanged)`, 2);
+    }
     this.log(
       change === 'added'
         ? `✓ added ${name} to ${flags.config}`

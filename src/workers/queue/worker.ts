@@ -1,0 +1,126 @@
+/**
+ * svc-queue on the wire: an ordinary worker, written on svc-sdk, that registers the queue functions
+ * (service.ts), provides the `durable:subscriber` trigger type (topics.ts) and runs jobs by calling
+ * their functions through the engine (dispatcher.ts). This file only connects them.
+ */
+import { registerWorker, Logger, type TriggerBinding, type Worker } from 'svc-sdk';
+import { parseQueueConfig, type QueueSettings, type QueueWorkerConfig } from './config.js';
+import { Dispatcher } from './dispatcher.js';
+import { openEmbeddedQueueStore } from './embedded-store.js';
+import { openRedisQueueStore } from './redis-store.js';
+import { FUNCTION_DESCRIPTIONS, queueFunctions } from './service.js';
+import type { ClaimedJob, QueueStore } from './store.js';
+import { Subscriptions } from './topics.js';
+
+export interface QueueWorkerOptions {
+  /** Engine address; default env SVC_URL, else ws://localhost:49134. */
+  url?: string;
+  /** Parsed config, or the raw config.yaml object (snake_case keys). Default: all defaults. */
+  config?: QueueWorkerConfig | Record<string, unknown>;
+  workerName?: string;
+  /** Resolve only once the functions are callable through the engine (default true). */
+  waitReady?: boolean;
+  readyTimeoutMs?: number;
+}
+
+export interface RunningQueueWorker {
+  worker: Worker;
+  config: QueueWorkerConfig;
+  store: QueueStore;
+  dispatcher: Dispatcher;
+  shutdown(): Promise<void>;
+}
+
+function isParsed(c: QueueWorkerOptions['config']): c is QueueWorkerConfig {
+  return typeof c === 'object' && c !== null && c.queues instanceof Map;
+}
+
+export async function openQueueStore(config: QueueWorkerConfig): Promise<QueueStore> {
+  return config.store === 'redis' ? openRedisQueueStore({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix }) : openEmbeddedQueueStore({ dataDir: config.dataDir });
+}
+
+/** What a job's handler finds in its call's metadata (ctx.metadata; iii handlers' second argument). */
+export function deliveryMetadata(job: ClaimedJob, s: QueueSettings): Record<string, unknown> {
+  return {
+    message_id: job.id,
+    attempt: job.attempt,
+    max_attempts: s.maxAttempts,
+    queue: job.queue,
+    enqueued_at: job.enqueuedAt,
+    ...(job.topic !== null ? { topic: job.topic } : {}),
+    ...(job.metadata !== null ? { metadata: JSON.parse(job.metadata) as unknown } : {}),
+  };
+}
+
+export async function startQueueWorker(opts: QueueWorkerOptions = {}): Promise<RunningQueueWorker> {
+  const config = isParsed(opts.config) ? opts.config : parseQueueConfig(opts.config);
+  const store = await openQueueStore(config);
+  // No AsyncLocalStorage scope per call (as svc-state): deliveries name their parent explicitly.
+  const worker = registerWorker(opts.url, { workerName: opts.workerName ?? 'svc-queue', metadata: { store: config.store }, implicitContext: false });
+  const log = new Logger(worker);
+  const warn = (m: string): void => log.warn(m);
+
+  /**
+   * Every call svc-queue makes to run a job goes through here, topic copies included: `job.binding`
+   * names the durable:subscriber binding a copy was made for, so that the call can carry it (and run
+   * with the binder's rights) once the engine supports that (issue 17).
+   */
+  const deliver = (job: ClaimedJob, s: QueueSettings): Promise<unknown> =>
+    worker.trigger({
+      function_id: job.functionId,
+      payload: JSON.parse(job.data) as unknown,
+      timeoutMs: s.timeoutMs,
+      metadata: deliveryMetadata(job, s),
+      ...(job.traceparent !== null ? { parent: { traceparent: job.traceparent } } : {}),
+    });
+  const probe = async (functionId: string): Promise<boolean> => {
+    try {
+      await worker.trigger({ function_id: 'engine::functions::info', payload: { function_id: functionId }, timeoutMs: 5000 });
+      return true;
+    } catch (e) {
+      if ((e as { code?: string }).code === 'function_not_found') return false;
+      throw e;
+    }
+  };
+  const dispatcher = new Dispatcher({ store, config, deliver, probe, warn });
+  const subscriptions = new Subscriptions(store, config, warn);
+
+  const fns = queueFunctions(dispatcher, store, config);
+  for (const [id, handler] of Object.entries(fns)) {
+    worker.registerFunction(id, handler, { description: FUNCTION_DESCRIPTIONS[id] ?? '' });
+  }
+  await worker.registerTriggerType(
+    {
+      id: 'durable:subscriber',
+      description:
+        'Subscribes the bound function to a durable topic. Config {topic, queue?}: every queue::publish to the topic becomes a job of the function in the queue (default "default"), with its retries and DLQ.',
+    },
+    {
+      registerTrigger: (b: TriggerBinding) => subscriptions.register(b),
+      unregisterTrigger: (b: TriggerBinding) => subscriptions.unregister(b),
+    },
+  );
+  worker.on('connected', () => dispatcher.setConnected(true));
+  worker.on('disconnected', () => dispatcher.setConnected(false));
+  if (worker.state === 'connected') dispatcher.setConnected(true);
+  dispatcher.start();
+  subscriptions.start();
+
+  const shutdown = async (): Promise<void> => {
+    subscriptions.stop();
+    await dispatcher.stop();
+    await worker.shutdown();
+    await store.close();
+  };
+
+  if (opts.waitReady !== false) {
+    try {
+      // A call to ourselves through the engine: once it answers, our registrations were processed.
+      await worker.trigger({ function_id: 'queue::list', payload: {}, timeoutMs: opts.readyTimeoutMs ?? 30_000 });
+    } catch (e) {
+      await shutdown().catch(() => {});
+      throw e;
+    }
+  }
+  return { worker, config, store, dispatcher, shutdown };
+}
