@@ -14,6 +14,8 @@ const DEADLINE_SLACK_MS = 2_000;
 /** Error messages kept in a record are cut here, so a record stays small whatever a handler throws. */
 const MAX_MESSAGE_CHARS = 1_000;
 
+const NO_QUEUE_PROVIDER = /no queue provider is registered/;
+
 /** What the bound function receives. */
 export interface FirePayload {
   trigger_id: string;
@@ -141,8 +143,12 @@ export class Firer {
         const receipt = await callForBinding(this.worker, binding, { ...common, action: { type: 'enqueue', queue: def.queue } });
         return { result: receipt, note: `enqueued on queue ${def.queue}` };
       } catch (e) {
-        // enqueue_error: no svc-queue is running, so nothing was enqueued; the fire is not lost.
-        if ((e as { code?: string }).code !== 'enqueue_error') throw e;
+        // No svc-queue runs (the engine's enqueue_error, src/engine/errors.ts): nothing was enqueued,
+        // so the function is called directly and the fire is not lost. svc-queue's own refusals
+        // (an unconfigured queue, a payload too large) share the code, iii's, but not the words:
+        // those are the run's outcome, as a typo in a queue name must not go unnoticed.
+        const err = e as { code?: string; message?: string };
+        if (err.code !== 'enqueue_error' || !NO_QUEUE_PROVIDER.test(err.message ?? '')) throw e;
         const note = `queue ${def.queue} unavailable (${(e as Error).message}): called directly`;
         this.log.warn(`schedule ${f.schedule.id} (${def.function_id}): ${note}`);
         return { result: await callForBinding(this.worker, binding, common), note };

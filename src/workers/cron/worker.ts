@@ -52,7 +52,7 @@ export async function startCronWorker(opts: CronWorkerOptions = {}): Promise<Run
   // No implicit AsyncLocalStorage scope: fires start from timers and must not become children of
   // whatever call happened to arm them. cron::run_now passes its parent explicitly.
   const worker = registerWorker(opts.url, { workerName, metadata: { store: config.store }, implicitContext: false, ...(opts.echoLogs === false ? { echoLogs: false } : {}) });
-  const log = new Logger(worker);
+  const log = new Logger(worker, opts.echoLogs === false ? { echo: false } : {});
   const scheduler = new Scheduler(store, worker, workerName, config, log);
   try {
     await scheduler.begin();
