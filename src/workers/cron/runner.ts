@@ -113,7 +113,11 @@ export class ScheduleRunner {
     this.log.warn(`schedule ${this.schedule.id} (${def.function_id}): ${what}; catch_up ${def.catch_up}: running ${r.run.length}`);
     for (const t of r.run) {
       // One after another: with overlap skip, concurrent catch-up runs would skip each other.
-      this.catchUp = this.catchUp.then(() => this.track(this.firer.run(this.fireOf(t), this.firer.startRequest(this.fireOf(t)))).then(() => undefined));
+      // Claimed already, so they run even if this runner stops meanwhile.
+      this.catchUp = this.catchUp.then(async () => {
+        const f = this.fireOf(t);
+        await this.track(this.firer.run(f, this.firer.startRequest(f)));
+      });
     }
   }
 
