@@ -4,7 +4,7 @@
  * library"), never by our own parser; time zones are IANA names checked with Intl.
  *
  * What identifies a schedule: its function id and its whole normalised config (expression with
- * single spaces, canonical time zone, every option with its default filled in, payload with sorted
+ * single spaces, time zone with its case corrected, every option with its default filled in, payload with sorted
  * keys). Bindings with the same identity are one schedule, however many replicas of a worker bound
  * it and whichever svc-cron or engine holds each binding: one id, one claim per scheduled time.
  */
@@ -41,13 +41,19 @@ const CONFIG_KEYS = ['expression', 'timezone', 'overlap', 'catch_up', 'queue', '
 const FIELDS = /^\S+(\s+\S+){4,6}$/;
 const NICKNAMES = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'];
 
-/** The canonical spelling of an IANA zone (`europe/paris` → `Europe/Paris`), or a clear error. */
+/**
+ * An IANA zone as written, with its case corrected (`europe/paris` → `Europe/Paris`), or a clear
+ * error. Only the case: ICU's own names for some zones are the old ones (`Asia/Kolkata` resolves to
+ * `Asia/Calcutta`), and a user should see the name they wrote.
+ */
 export function canonicalZone(zone: string, where: string): string {
+  let resolved: string;
   try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
+    resolved = new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
   } catch {
     throw new CronError('invalid_timezone', `${where}: timezone ${shown(zone)} is not an IANA time zone (e.g. "UTC", "Europe/Paris", "America/New_York")`);
   }
+  return resolved.toLowerCase() === zone.toLowerCase() ? resolved : zone;
 }
 
 /** JSON text with object keys sorted at every level: equal values give equal text. */

@@ -34,9 +34,12 @@ test('5-field (minutes), 6-field (seconds first), 7-field (with year) expression
   assert.deepEqual(next('0 9 * * *', 1), ['2026-06-02T09:00:00.000Z']);
 });
 
-test('time zones: fire times follow the zone; names are canonicalised', () => {
+test('time zones: fire times follow the zone; names keep their spelling with the case corrected', () => {
   const s = parseSchedule('f', { expression: '0 9 * * *', timezone: 'europe/paris' }, 'x');
   assert.equal(s.def.timezone, 'Europe/Paris');
+  assert.equal(parseSchedule('f', { expression: '0 9 * * *', timezone: 'utc' }, 'x').def.timezone, 'UTC');
+  // The name as written, not ICU's older one (Asia/Calcutta).
+  assert.equal(parseSchedule('f', { expression: '0 9 * * *', timezone: 'Asia/Kolkata' }, 'x').def.timezone, 'Asia/Kolkata');
   // 09:00 in Paris in June is 07:00 UTC (CEST, UTC+2).
   assert.deepEqual(iso(nextTimes(s.cron, at('2026-06-01T00:00:00Z'), 1)), ['2026-06-01T07:00:00.000Z']);
 });

@@ -1,6 +1,6 @@
 import { Command, Flags } from '@oclif/core';
-import { engineAddress, formatError, withClient } from '../../client.js';
-import { addressFlag } from '../../cron-target.js';
+import { engineAddress, withClient } from '../../client.js';
+import { addressFlag, cronError } from '../../cron-target.js';
 import { table } from '../../project.js';
 import type { ScheduleView } from '../../../workers/cron/operations.js';
 
@@ -23,7 +23,7 @@ LAST is the latest fire time with its outcome (ok, error, skipped, paused, runni
       const payload = flags['function-id'] ? { function_id: flags['function-id'] } : {};
       schedules = (await withClient(engineAddress(flags.address), (w) => w.trigger<{ schedules: ScheduleView[] }>({ function_id: 'cron::list', payload }))).schedules;
     } catch (e) {
-      process.stderr.write(formatError(e) + '\n');
+      process.stderr.write(cronError(e) + '\n');
       return this.exit(1);
     }
     if (flags.json) return this.log(JSON.stringify(schedules, null, 2));

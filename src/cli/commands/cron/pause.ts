@@ -1,6 +1,6 @@
 import { Command } from '@oclif/core';
-import { engineAddress, formatError, withClient } from '../../client.js';
-import { addressFlag, cronTarget, cronTargetArg } from '../../cron-target.js';
+import { engineAddress, withClient } from '../../client.js';
+import { addressFlag, cronError, cronTarget, cronTargetArg } from '../../cron-target.js';
 
 export default class CronPause extends Command {
   static override summary = 'Pause a schedule: its fire times pass without running until `svc cron resume`.';
@@ -15,7 +15,7 @@ export default class CronPause extends Command {
       const r = await withClient(engineAddress(flags.address), (w) => w.trigger<{ schedule_id: string; function_id: string; paused: boolean }>({ function_id: 'cron::pause', payload: cronTarget(args.id) }));
       this.log(`✓ schedule ${r.schedule_id} (${r.function_id}) ${r.paused ? 'paused' : 'active'}`);
     } catch (e) {
-      process.stderr.write(formatError(e) + '\n');
+      process.stderr.write(cronError(e) + '\n');
       this.exit(1);
     }
   }

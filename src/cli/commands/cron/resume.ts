@@ -1,6 +1,6 @@
 import { Command } from '@oclif/core';
-import { engineAddress, formatError, withClient } from '../../client.js';
-import { addressFlag, cronTarget, cronTargetArg } from '../../cron-target.js';
+import { engineAddress, withClient } from '../../client.js';
+import { addressFlag, cronError, cronTarget, cronTargetArg } from '../../cron-target.js';
 
 export default class CronResume extends Command {
   static override summary = 'Resume a paused schedule. Fire times missed while paused are not caught up.';
@@ -15,7 +15,7 @@ export default class CronResume extends Command {
       const r = await withClient(engineAddress(flags.address), (w) => w.trigger<{ schedule_id: string; function_id: string; paused: boolean }>({ function_id: 'cron::resume', payload: cronTarget(args.id) }));
       this.log(`✓ schedule ${r.schedule_id} (${r.function_id}) ${r.paused ? 'paused' : 'active'}`);
     } catch (e) {
-      process.stderr.write(formatError(e) + '\n');
+      process.stderr.write(cronError(e) + '\n');
       this.exit(1);
     }
   }

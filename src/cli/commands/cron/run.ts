@@ -1,6 +1,6 @@
 import { Command, Flags } from '@oclif/core';
-import { engineAddress, formatError, withClient } from '../../client.js';
-import { addressFlag, cronTarget, cronTargetArg } from '../../cron-target.js';
+import { engineAddress, withClient } from '../../client.js';
+import { addressFlag, cronError, cronTarget, cronTargetArg } from '../../cron-target.js';
 import type { RunNowResult } from '../../../workers/cron/operations.js';
 
 export default class CronRun extends Command {
@@ -25,7 +25,7 @@ Exit status 1 when the run failed or was skipped.`;
       this.log(JSON.stringify(r));
       if (r.outcome !== 'ok') this.exit(1);
     } catch (e) {
-      process.stderr.write(formatError(e) + '\n');
+      process.stderr.write(cronError(e) + '\n');
       this.exit(1);
     }
   }
