@@ -3,7 +3,7 @@
  * type and registers the `cron::*` operations. Schedules and claims are in scheduler.ts,
  * runner.ts and the stores; this file only connects them.
  */
-import { registerWorker, Logger, type TriggerBinding, type Worker } from 'svc-sdk';
+import { registerWorker, Logger, type ReconnectOptions, type TriggerBinding, type Worker } from 'svc-sdk';
 import { parseCronConfig, type CronConfig } from './config.js';
 import { openEmbeddedCronStore } from './embedded-store.js';
 import { cronOperations, OPERATION_DESCRIPTIONS } from './operations.js';
@@ -22,6 +22,8 @@ export interface CronWorkerOptions {
   readyTimeoutMs?: number;
   /** Print Logger lines locally too (default true: they go to `svc worker logs`). */
   echoLogs?: boolean;
+  /** Reconnection backoff (svc-sdk's defaults otherwise). */
+  reconnect?: Partial<ReconnectOptions>;
 }
 
 export interface RunningCronWorker {
@@ -51,7 +53,7 @@ export async function startCronWorker(opts: CronWorkerOptions = {}): Promise<Run
   const workerName = opts.workerName ?? process.env.SVC_WORKER_NAME ?? 'svc-cron';
   // No implicit AsyncLocalStorage scope: fires start from timers and must not become children of
   // whatever call happened to arm them. cron::run_now passes its parent explicitly.
-  const worker = registerWorker(opts.url, { workerName, metadata: { store: config.store }, implicitContext: false, ...(opts.echoLogs === false ? { echoLogs: false } : {}) });
+  const worker = registerWorker(opts.url, { workerName, metadata: { store: config.store }, implicitContext: false, ...(opts.echoLogs === false ? { echoLogs: false } : {}), ...(opts.reconnect ? { reconnect: opts.reconnect } : {}) });
   const log = new Logger(worker, opts.echoLogs === false ? { echo: false } : {});
   const scheduler = new Scheduler(store, worker, workerName, config, log);
   try {

@@ -1,14 +1,16 @@
 /**
  * svc-cron stopped and started again (a process, on the embedded store): catch-up after downtime
- * with each policy, and `kill -9` just after a fire.
+ * with each policy, `kill -9` just after a fire, and the engine restarted across missed fires.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { registerWorker } from 'svc-sdk';
 import { startEngine } from '../../helpers/engine.js';
-import { WorkerPool } from '../../helpers/util.js';
+import { freePort, WorkerPool } from '../../helpers/util.js';
+import { startCronWorker } from '../../../src/workers/cron/worker.js';
 import { atMillisecond, countByTime, recordFires, sleep, spawnCron, until, type Fired } from './helpers.js';
 
 const dirs: string[] = [];
@@ -116,6 +118,37 @@ test('kill -9 of svc-cron just after a fire: after the restart that fire is not 
   } finally {
     await pool.closeAll();
     await cron.kill('SIGTERM');
+    await engine.stop();
+  }
+});
+
+test('the engine restarted across missed fires: svc-cron catches up (last) once it has the bindings again, and nothing runs twice', { timeout: 60_000 }, async () => {
+  const port = await freePort();
+  let engine = await startEngine({ port });
+  const url = engine.url;
+  const dir = tempDir();
+  // svc-cron in this process, to give it the quick reconnection the bound worker has too.
+  const cron = await startCronWorker({ url, config: { data_dir: dir }, echoLogs: false, reconnect: { initialDelayMs: 50, maxDelayMs: 200 } });
+  const w = registerWorker(url, { workerName: 'engine-restart', echoLogs: false, reconnect: { initialDelayMs: 50, maxDelayMs: 200 } });
+  try {
+    const fired = recordFires([w], 'restart::job');
+    await w.registerTrigger({ type: 'cron', function_id: 'restart::job', config: { expression: '*/2 * * * * *', catch_up: 'last' } });
+    await until('a fire', () => fired.length > 0, 10_000);
+    // Stop the engine just after an even second's fire T; start it again 1.3 s after T+6.
+    await atMillisecond(300);
+    if (Math.floor(Date.now() / 1000) % 2 === 1) await sleep(1000);
+    const T = Math.floor(Date.now() / 1000) * 1000;
+    await until('the fire of T', () => fired.some((f) => Date.parse(f.scheduled_time) === T), 2000);
+    await engine.stop();
+    await sleep(T + 7300 - Date.now());
+    engine = await startEngine({ port });
+    await sleep(T + 12_500 - Date.now());
+    assert.deepEqual(times(fired, T, T + 7000), [T + 6000], 'catch_up last: the latest missed fire, once');
+    assert.deepEqual(times(fired, T + 9000, T + 12_500), [T + 10_000, T + 12_000], 'fires after the restart');
+    for (const [t, n] of countByTime(fired)) assert.equal(n, 1, `${t} ran ${n} times`);
+  } finally {
+    await w.shutdown();
+    await cron.shutdown();
     await engine.stop();
   }
 });
