@@ -106,9 +106,11 @@ test('kill -9 of svc-cron just after a fire: after the restart that fire is not 
     await killed;
     await sleep(killedAt + 6500 - Date.now());
     const at = new Date(killedAt).toISOString();
+    assert.equal(countByTime(allow).get(at), 1, `killed::allow: the fire of ${at} ran ${countByTime(allow).get(at)} times`);
+    // killed::skip's fire of the same second may have been claimed and not yet called when svc-cron
+    // died (at most once): it ran once or not at all, never twice.
     for (const [name, fired] of [['allow', allow], ['skip', skip]] as const) {
       const counts = countByTime(fired);
-      assert.equal(counts.get(at), 1, `killed::${name}: the fire of ${at} ran ${counts.get(at)} times`);
       for (const [t, n] of counts) assert.equal(n, 1, `killed::${name}: ${t} ran ${n} times`);
       assert.ok(Math.max(...[...counts.keys()].map(Date.parse)) >= killedAt + 5000, `killed::${name}: fires went on after the restart`);
     }
