@@ -1,4 +1,4 @@
-# The svc engine image: the engine, the `svc` CLI and the built-in workers (svc-state, svc-http),
+# The svc engine image: the engine, the `svc` CLI and the built-in workers (svc-state, svc-http, svc-cron),
 # plus the SDKs and images/ so that an engine in a container can build and run worker containers
 # (mount the Docker socket and the project directory). docs/docker.md.
 #

@@ -39,3 +39,12 @@ export function parseJson(text: string): { ok: true; value: unknown } | { ok: fa
     return { ok: false, message: `Not valid JSON: ${(e as Error).message}` };
   }
 }
+
+/** A moment near now: the clock time today, the date and time otherwise (local time). */
+export function when(iso: string | null | undefined): string {
+  if (!iso) return '-';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const time = d.toLocaleTimeString(undefined, { hour12: false });
+  return d.toDateString() === new Date().toDateString() ? time : `${d.toLocaleDateString()} ${time}`;
+}

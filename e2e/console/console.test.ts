@@ -1,7 +1,7 @@
 /**
  * The console in headless Chromium (Debian's `chromium`, driven by playwright-core) against a real
  * engine running the real quickstart, set up as a new user does: `svc create`, `svc --config`,
- * `svc worker add` ×4, then `svc console`. Needs console/dist (`npm run build:console`).
+ * `svc worker add` ×4 (and svc-cron), then `svc console`. Needs console/dist (`npm run build:console`).
  * Screenshots of every page go to test-results/console/.
  */
 import { after, before, describe, test } from 'node:test';
@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { registerWorker } from 'svc-sdk';
+import { registerWorker, type Worker } from 'svc-sdk';
 import { EngineProcess, ROOT, SVC_BIN, closedPort, runSvc, tempDir, until } from '../helpers/cli.js';
 import { CHROMIUM, launchChromium } from '../../test/helpers/chromium.js';
 
@@ -54,7 +54,7 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
     engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: project });
     // svc-queue retries quickly here, so that a failing job reaches the DLQ within the test.
     const queueSettings = ['--set', 'queues.default.backoff_ms=100', '--set', 'queues.default.max_attempts=2'];
-    for (const w of ['svc-state', 'svc-http', 'svc-queue', './workers/math-worker', './workers/caller-worker']) {
+    for (const w of ['svc-state', 'svc-http', 'svc-queue', './workers/math-worker', './workers/caller-worker', 'svc-cron']) {
       const r = await runSvc(['worker', 'add', w, ...(w === 'svc-queue' ? queueSettings : [])], { cwd: project, timeoutMs: 180_000 });
       assert.equal(r.code, 0, `svc worker add ${w}\n${r.stdout}\n${r.stderr}`);
     }
@@ -134,6 +134,40 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
     assert.match(await out.innerText(), /^200/);
     assert.match(await out.innerText(), /"c": 5/);
     await shot(page, '3-triggers');
+  });
+
+  test('the Triggers page shows a cron trigger\'s next and last fire with its outcome; Run now and Pause work', async () => {
+    // A worker binding a cron trigger, as in docs/cron.md.
+    const reports: Worker = registerWorker(engine.url, { workerName: 'reports-worker', echoLogs: false });
+    try {
+      let runs = 0;
+      reports.registerFunction('reports::tick', (e: { manual: boolean }) => ({ run: ++runs, manual: e.manual }));
+      await reports.registerTrigger({ type: 'cron', function_id: 'reports::tick', config: { expression: '*/2 * * * * *', timezone: 'Europe/Paris' } });
+      await page.click('[data-testid=nav-triggers]');
+      const row = page.locator('[data-testid=trigger-type][data-type=cron] [data-testid=binding-row]');
+      await row.waitFor();
+      assert.match(await row.innerText(), /reports::tick/);
+      assert.match(await row.innerText(), /\*\/2 \* \* \* \* \* Europe\/Paris/);
+      await row.locator('[data-testid=cron-last][data-outcome=ok]').waitFor({ timeout: 10_000 });
+      assert.match(await row.locator('[data-testid=cron-next]').innerText(), /\d\d:\d\d:\d\d/);
+      await shot(page, '3b-cron');
+      // Run now: the outcome with the function's result.
+      await row.locator('[data-testid=cron-run]').click();
+      const outcome = page.locator('[data-testid=cron-outcome]');
+      await outcome.waitFor();
+      assert.match(await outcome.innerText(), /^ok in/);
+      assert.match(await outcome.innerText(), /"manual": true/);
+      // Pause: the next fire shows paused, svc-cron says so too; Resume.
+      await row.locator('[data-testid=cron-pause]').click();
+      await until('paused in the page', async () => /paused/.test(await row.locator('[data-testid=cron-next]').innerText()));
+      const listed = await runSvc(['cron', 'list', '--json'], { env: { SVC_URL: engine.url } });
+      assert.equal((JSON.parse(listed.stdout) as Array<{ function_id: string; paused: boolean }>).find((s) => s.function_id === 'reports::tick')?.paused, true);
+      assert.equal(await row.locator('[data-testid=cron-pause]').innerText(), 'Resume');
+      await row.locator('[data-testid=cron-pause]').click();
+      await until('active again', async () => (await row.locator('[data-testid=cron-pause]').innerText()) === 'Pause');
+    } finally {
+      await reports.shutdown();
+    }
   });
 
   test('the Queues page: live counts, a dead-lettered job with its payload and error, redrive and delete', async () => {

@@ -1,6 +1,6 @@
 /**
  * docker-compose.yml as a user runs it: `up -d` brings the stack (engine, Redis, svc-state,
- * svc-http, svc-queue, math-worker x2, caller-worker, console), the quickstart HTTP call answers, an
+ * svc-http, svc-queue, svc-cron, math-worker x2, caller-worker, console), the quickstart HTTP call answers, an
  * enqueue through svc-queue (Redis store) runs, `down`
  * leaves nothing running. Ports are moved off the defaults so a developer's own engine is safe.
  */
@@ -86,7 +86,8 @@ describe('docker compose up: the whole stack', { skip, timeout: 1_200_000 }, () 
     const again = (await (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 1, b: 1 }) })).json()) as { c: number; running_total: number };
     assert.equal(again.c, 2);
     assert.equal(again.running_total, body.running_total + 2);
-    const consolePage = await fetch(`http://127.0.0.1:${env.SVC_CONSOLE_PORT}/`);
+    // The console starts with the rest and may still be on its way up on a busy machine.
+    const consolePage = await until('the console to answer', () => fetch(`http://127.0.0.1:${env.SVC_CONSOLE_PORT}/`).catch(() => undefined), 60_000);
     assert.equal(consolePage.status, 200);
 
     // svc-queue on Redis: an enqueue through the stack is stored and run (math::add adds to the total).

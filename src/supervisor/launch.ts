@@ -13,10 +13,11 @@ export const BUILTIN_MAIN: Record<string, string> = {
   'svc-state': 'dist/src/workers/state/main.js',
   'svc-http': 'dist/src/workers/http/main.js',
   'svc-queue': 'dist/src/workers/queue/main.js',
+  'svc-cron': 'dist/src/workers/cron/main.js',
 };
 
 /** Built-ins that keep data on disk, and where by default (relative to config.yaml). */
-const DEFAULT_DATA_DIR: Record<string, string> = { 'svc-state': 'data/state', 'svc-queue': 'data/queue' };
+const DEFAULT_DATA_DIR: Record<string, string> = { 'svc-state': 'data/state', 'svc-queue': 'data/queue', 'svc-cron': 'data/cron' };
 
 /** `.svc/` beside config.yaml: logs, engine state. */
 export function projectStateDir(configFile: string): string {

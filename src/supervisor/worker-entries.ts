@@ -5,7 +5,7 @@ import { ConfigError } from './config.js';
 import { WORKER_NAME } from './manifest.js';
 
 /** The built-in workers `svc worker add` knows by name. */
-export const BUILTIN_WORKERS = ['svc-state', 'svc-http', 'svc-queue'] as const;
+export const BUILTIN_WORKERS = ['svc-state', 'svc-http', 'svc-queue', 'svc-cron'] as const;
 export type BuiltinWorker = (typeof BUILTIN_WORKERS)[number];
 export const RUNTIMES = ['process', 'docker'] as const;
 export type RuntimeName = (typeof RUNTIMES)[number];

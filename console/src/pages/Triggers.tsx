@@ -3,6 +3,7 @@ import { call, httpRequest, type HttpOutcome } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
 import { duration, json } from '../format';
 import { usePoll } from '../hooks';
+import { CronRow, type CronSchedule } from './CronRow';
 
 interface Binding {
   id: string;
@@ -24,12 +25,20 @@ function providerName(p: TriggerType['provider']): string {
 }
 
 export function TriggersPage() {
-  const { data, error } = usePoll(async () => {
+  const { data, error, refresh } = usePoll(async () => {
     const [types, bindings] = await Promise.all([
       call<{ trigger_types: TriggerType[] }>('engine::triggers::list'),
       call<{ triggers: Binding[] }>('engine::registered-triggers::list'),
     ]);
-    return { types: types.trigger_types, bindings: bindings.triggers };
+    // Next and last fires of cron bindings come from svc-cron, when it runs.
+    let cron: { schedules: CronSchedule[] | null; error?: Error } = { schedules: null };
+    if (types.trigger_types.some((t) => t.id === 'cron' && t.provider)) {
+      cron = await call<{ schedules: CronSchedule[] }>('cron::list').then(
+        (r) => ({ schedules: r.schedules }),
+        (e: Error) => ({ schedules: null, error: e }),
+      );
+    }
+    return { types: types.trigger_types, bindings: bindings.triggers, cron };
   });
   const typeIds = data ? [...new Set([...data.types.map((t) => t.id), ...data.bindings.map((b) => b.trigger_type)])].sort() : [];
   return (
@@ -39,7 +48,9 @@ export function TriggersPage() {
       {!data ? (
         <Loading />
       ) : typeIds.length === 0 ? (
-        <Empty>No trigger types and no bindings. svc-http provides the http type: <code>svc worker add svc-http</code>.</Empty>
+        <Empty>
+          No trigger types and no bindings. svc-http provides the http type (<code>svc worker add svc-http</code>), svc-cron the cron type (<code>svc worker add svc-cron</code>).
+        </Empty>
       ) : (
         typeIds.map((id) => {
           const type = data.types.find((t) => t.id === id);
@@ -50,7 +61,29 @@ export function TriggersPage() {
                 {id} <span className="sub">provided by {providerName(type?.provider ?? null)}</span>
               </h2>
               {type?.description && <p className="sub">{type.description}</p>}
+              {id === 'cron' && data.cron.error && <ErrorNote error={data.cron.error} />}
               {bindings.length === 0 ? (
+                <p className="sub">No bindings of this type.</p>
+              ) : id === 'cron' ? (
+                <table className="grid" data-testid="cron-table">
+                  <thead>
+                    <tr>
+                      <th>Function</th>
+                      <th>Schedule</th>
+                      <th>Registered by</th>
+                      <th>Status</th>
+                      <th>Next fire</th>
+                      <th>Last fire</th>
+                      <th />
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {bindings.map((b) => (
+                      <CronRow key={b.id} b={b} schedule={data.cron.schedules?.find((s) => s.trigger_ids.includes(b.id))} refresh={refresh} />
+                    ))}
+                  </tbody>
+                </table>
+              ) : bindings.length === 0 ? (
                 <p className="sub">No bindings of this type.</p>
               ) : (
                 <table className="grid">

@@ -28,7 +28,14 @@ The worker is appended to config.yaml (comments kept; adding it again does not d
 dependencies are installed (Python into <dir>/.venv, TypeScript with npm; skipped when unchanged,
 --force reinstalls), and it is started: by the running engine of this config.yaml at once, or else
 with the engine the next time it starts.`;
-  static override examples = ['svc worker add svc-state', 'svc worker add svc-http', 'svc worker add svc-queue --set queues.emails.max_attempts=5', 'svc worker add ./workers/math-worker', 'svc worker add ./workers/caller-worker --force'];
+  static override examples = [
+    'svc worker add svc-state',
+    'svc worker add svc-http',
+    'svc worker add svc-queue --set queues.emails.max_attempts=5',
+    'svc worker add svc-cron --replicas 2',
+    'svc worker add ./workers/math-worker',
+    'svc worker add ./workers/caller-worker --force',
+  ];
   static override args = { target: Args.string({ required: true, description: `Worker directory, or ${BUILTIN_WORKERS.join(' / ')}.` }) };
   static override flags = {
     config: configFlag,

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { Command, Flags } from '@oclif/core';
 import { loadConfig } from '../../../supervisor/config.js';
-import { parseWorkerEntries } from '../../../supervisor/worker-entries.js';
+import { BUILTIN_WORKERS, parseWorkerEntries } from '../../../supervisor/worker-entries.js';
 import { printableJson } from '../../../engine/printable.js';
 import { formatError, withClient } from '../../client.js';
 import { configFlag, runningEngine, table } from '../../project.js';
@@ -49,7 +49,7 @@ export default class WorkerList extends Command {
       }
     }
     if (flags.json) this.log(printableJson(JSON.stringify(rows, null, 2)));
-    else if (rows.length === 0) this.log(`No workers in ${flags.config}. Add one: svc worker add <dir|svc-state|svc-http|svc-queue>`);
+    else if (rows.length === 0) this.log(`No workers in ${flags.config}. Add one: svc worker add <dir|${BUILTIN_WORKERS.join('|')}>`);
     else this.log(table(rows, ['name', 'kind', 'runtime', 'pid', 'status', 'restarts', 'functions']));
   }
 }

@@ -1,0 +1,74 @@
+/**
+ * `svc cron` end to end, as a new user runs it: the real binary against an engine process, svc-cron
+ * added with `svc worker add svc-cron`, a schedule bound by an svc-sdk worker.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { registerWorker, type Worker } from 'svc-sdk';
+import { EngineProcess, runSvc, tempDir, until } from './helpers/cli.js';
+
+describe('svc cron', { timeout: 120_000 }, () => {
+  const tmp = tempDir();
+  let engine: EngineProcess;
+  let worker: Worker;
+  let triggerId = '';
+  const svc = (args: string[]) => runSvc(args, { cwd: tmp.dir });
+
+  before(async () => {
+    writeFileSync(join(tmp.dir, 'config.yaml'), 'engine:\n  host: 127.0.0.1\n  port: 0\nworkers: []\n');
+    engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: tmp.dir });
+  });
+  after(async () => {
+    await worker?.shutdown();
+    await engine?.stop('SIGTERM', 20_000);
+    tmp.remove();
+  });
+
+  test('without svc-cron, svc cron list says how to start it', async () => {
+    const r = await svc(['cron', 'list']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error: function_not_found: .*cron::list.* \(is svc-cron running\? svc worker add svc-cron\)\n$/);
+  });
+
+  test('svc worker add svc-cron, a bound schedule, then list, pause, run, resume', async () => {
+    const add = await svc(['worker', 'add', 'svc-cron']);
+    assert.equal(add.code, 0, add.stderr);
+    assert.match(add.stdout, /svc-cron auto-started/);
+    worker = registerWorker(engine.url, { workerName: 'reports', echoLogs: false });
+    let runs = 0;
+    worker.registerFunction('reports::hourly', (e: { manual: boolean }) => ({ run: ++runs, manual: e.manual }));
+    triggerId = (await worker.registerTrigger({ type: 'cron', function_id: 'reports::hourly', config: { expression: '@hourly', timezone: 'Asia/Kolkata' } })).id;
+
+    const list = await until('the schedule in svc cron list', async () => {
+      const r = await svc(['cron', 'list']);
+      return r.code === 0 && r.stdout.includes('reports::hourly') ? r.stdout : undefined;
+    }, 20_000);
+    const [header, row] = list.trim().split('\n');
+    assert.match(header!, /^SCHEDULE\s+FUNCTION\s+EXPRESSION\s+TIMEZONE\s+NEXT\s+LAST\s+LAST ERROR\s+TRIGGERS$/);
+    // Asia/Kolkata is UTC+5:30: the top of its hours is at :30 UTC.
+    assert.match(row!, /^[0-9a-f]{16}\s+reports::hourly\s+@hourly\s+Asia\/Kolkata\s+\d{4}-\d\d-\d\dT\d\d:30:00\.000Z\s+-\s+-\s+1$/);
+    const scheduleId = row!.split(/\s+/)[0]!;
+
+    const pause = await svc(['cron', 'pause', triggerId]);
+    assert.equal(pause.code, 0, pause.stderr);
+    assert.equal(pause.stdout, `✓ schedule ${scheduleId} (reports::hourly) paused\n`);
+    assert.match((await svc(['cron', 'list'])).stdout, /reports::hourly\s+@hourly\s+Asia\/Kolkata\s+paused/);
+
+    const run = await svc(['cron', 'run', scheduleId]);
+    assert.equal(run.code, 0, run.stderr);
+    const outcome = JSON.parse(run.stdout) as { outcome: string; result: { run: number; manual: boolean }; trigger_id: string };
+    assert.equal(outcome.outcome, 'ok');
+    assert.deepEqual(outcome.result, { run: 1, manual: true });
+    assert.equal(outcome.trigger_id, triggerId);
+    assert.match((await svc(['cron', 'list'])).stdout, /ok in \d+ ms \(run now\)/);
+
+    const resume = await svc(['cron', 'resume', scheduleId]);
+    assert.equal(resume.stdout, `✓ schedule ${scheduleId} (reports::hourly) active\n`);
+
+    const missing = await svc(['cron', 'pause', '0123456789abcdef']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /^error: schedule_not_found: cron::pause: no schedule has id "0123456789abcdef"/);
+  });
+});

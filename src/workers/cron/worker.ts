@@ -1,0 +1,97 @@
+/**
+ * svc-cron on the wire: an ordinary worker, written on svc-sdk, that provides the `cron` trigger
+ * type and registers the `cron::*` operations. Schedules and claims are in scheduler.ts,
+ * runner.ts and the stores; this file only connects them.
+ */
+import { registerWorker, Logger, type ReconnectOptions, type TriggerBinding, type Worker } from 'svc-sdk';
+import { parseCronConfig, type CronConfig } from './config.js';
+import { openEmbeddedCronStore } from './embedded-store.js';
+import { cronOperations, OPERATION_DESCRIPTIONS } from './operations.js';
+import { openRedisCronStore } from './redis-store.js';
+import { Scheduler } from './scheduler.js';
+import type { CronStore } from './store.js';
+
+export interface CronWorkerOptions {
+  /** Engine address (or addresses); default env SVC_URL, else ws://localhost:49134. */
+  url?: string | string[];
+  /** Parsed config, or the raw config.yaml object (snake_case keys). Default: all defaults. */
+  config?: CronConfig | Record<string, unknown>;
+  workerName?: string;
+  /** Resolve only once the functions are callable through the engine (default true). */
+  waitReady?: boolean;
+  readyTimeoutMs?: number;
+  /** Print Logger lines locally too (default true: they go to `svc worker logs`). */
+  echoLogs?: boolean;
+  /** Reconnection backoff (svc-sdk's defaults otherwise). */
+  reconnect?: Partial<ReconnectOptions>;
+}
+
+export interface RunningCronWorker {
+  worker: Worker;
+  config: CronConfig;
+  store: CronStore;
+  scheduler: Scheduler;
+  /** Stop timers, let runs in flight finish (up to graceMs), disconnect, close the store. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+function isParsed(c: CronWorkerOptions['config']): c is CronConfig {
+  return typeof c === 'object' && c !== null && 'dataDir' in c && 'maxTriggers' in c;
+}
+
+export function openCronStore(config: CronConfig): Promise<CronStore> {
+  return config.store === 'redis' ? openRedisCronStore(config.redisUrl, config.redisKeyPrefix) : openEmbeddedCronStore(config.dataDir);
+}
+
+export const TRIGGER_DESCRIPTION =
+  'Runs the bound function on a schedule. Config {expression (5 fields, 6 with seconds first, 7 with a year, or @hourly/@daily/…), timezone? (IANA, default UTC), overlap? (skip|allow), catch_up? (none|last|all), queue?, payload?, timeout_ms?}; ' +
+  'payload {trigger_id, schedule_id, scheduled_time, actual_time, manual, payload}. Each scheduled time fires once however many svc-cron replicas or engines run.';
+
+export async function startCronWorker(opts: CronWorkerOptions = {}): Promise<RunningCronWorker> {
+  const config = isParsed(opts.config) ? opts.config : parseCronConfig(opts.config);
+  const store = await openCronStore(config);
+  const workerName = opts.workerName ?? process.env.SVC_WORKER_NAME ?? 'svc-cron';
+  // No implicit AsyncLocalStorage scope: fires start from timers and must not become children of
+  // whatever call happened to arm them. cron::run_now passes its parent explicitly.
+  const worker = registerWorker(opts.url, { workerName, metadata: { store: config.store }, implicitContext: false, ...(opts.echoLogs === false ? { echoLogs: false } : {}), ...(opts.reconnect ? { reconnect: opts.reconnect } : {}) });
+  const log = new Logger(worker, opts.echoLogs === false ? { echo: false } : {});
+  const scheduler = new Scheduler(store, worker, workerName, config, log);
+  try {
+    await scheduler.begin();
+  } catch (e) {
+    await worker.shutdown().catch(() => {});
+    await store.close().catch(() => {});
+    throw e;
+  }
+
+  const ops = cronOperations(store, scheduler.firer);
+  for (const id of Object.keys(ops) as (keyof typeof ops)[]) {
+    worker.registerFunction(id, ops[id], { description: OPERATION_DESCRIPTIONS[id] });
+  }
+  await worker.registerTriggerType(
+    { id: 'cron', description: TRIGGER_DESCRIPTION },
+    {
+      registerTrigger: (b: TriggerBinding) => scheduler.add(b),
+      unregisterTrigger: (b: TriggerBinding) => scheduler.remove(b.id),
+    },
+  );
+
+  let closing: Promise<void> | undefined;
+  const shutdown = (graceMs = 5000): Promise<void> =>
+    (closing ??= (async () => {
+      await scheduler.close(graceMs);
+      await worker.shutdown();
+      await store.close();
+    })());
+
+  if (opts.waitReady !== false) {
+    try {
+      // A call to ourselves through the engine: once it answers, our registrations were processed.
+      await worker.trigger({ function_id: 'cron::list', payload: {}, timeoutMs: opts.readyTimeoutMs ?? 30_000 });
+    } catch (e) {
+      await shutdown().catch(() => {});
+      throw e;
+    }
+  }
+  return { worker, config, store, scheduler, shutdown };
+}
