@@ -2,7 +2,7 @@
  * The heart of svc-queue: gathers what happens in one event-loop turn (enqueues, publications,
  * results of deliveries, claims) into one store step (one fsync'd LMDB transaction, or one Redis
  * script run), then delivers the jobs the step claimed. Group commit as in svc-state
- * (src/workers/state/batcher.ts): a burst of enqueues pays for one commit.
+ * (src/workers/shared/batcher.ts): a burst of enqueues pays for one commit.
  *
  * Claims are asked for whenever a queue may have runnable work: after an enqueue to it, after one
  * of its runs ended (a slot is free), on a timer for due delayed jobs and expired leases, and when a
@@ -11,7 +11,7 @@
  * probed with backoff until it is registered again (policy.ts says which errors mean that); one
  * whose topic copy has no live binding here is left out until a binding of it arrives, or a moment.
  */
-import { TurnBatcher } from '../state/batcher.js';
+import { TurnBatcher } from '../shared/batcher.js';
 import type { QueueSettings, QueueWorkerConfig } from './config.js';
 import { CopyUndeliverable, failureOf, leaseMs, verdictOf } from './policy.js';
 import { QueueError, type ClaimedJob, type Failure, type NewJob, type Publication, type QueueLimits, type QueueStore, type StepInput, type StepOutput } from './store.js';

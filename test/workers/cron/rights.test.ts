@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Worker } from 'svc-sdk';
+import { adminToken, bindingRequires, token } from '../../helpers/tokens.js';
 import { startEngine } from '../../helpers/engine.js';
 import { WorkerPool } from '../../helpers/util.js';
 import { startCronWorker, type RunningCronWorker } from '../../../src/workers/cron/worker.js';
@@ -25,17 +26,8 @@ const CRON = 'cron-secret-01234567890';
 const QUEUE = 'queue-secret-0123456789';
 const TICK = 'tick-secret-01234567890';
 const OPS = 'ops-secret-012345678901';
-const token = (name: string, secret: string, rights: { call?: string[]; register?: string[]; trigger_types?: string[]; names?: string[] }) => ({
-  name,
-  token: secret,
-  admin: false,
-  call: rights.call ?? [],
-  register: rights.register ?? [],
-  trigger_types: rights.trigger_types ?? [],
-  ...(rights.names ? { names: rights.names } : {}),
-});
 const TOKENS = [
-  { name: 'admin', token: ADMIN, admin: true, call: [], register: [], trigger_types: [] },
+  adminToken(ADMIN),
   // svc-cron may call its own functions only: not the bound tick::* functions.
   token('cron', CRON, { call: ['cron::*'], register: ['cron::*'], trigger_types: ['cron'], names: ['svc-cron'] }),
   // svc-queue runs plain jobs with its own rights: it may call tick::*.
@@ -74,8 +66,7 @@ describe('svc-cron: calls for a binding run with the binder’s rights', { timeo
   });
 
   test('the cron type asks nothing of binders beyond the bound function', async () => {
-    const { trigger_types } = await admin.trigger<{ trigger_types: Array<{ id: string; binding_requires_call: string[] }> }>({ function_id: 'engine::triggers::list' });
-    assert.deepEqual(trigger_types.find((t) => t.id === 'cron')?.binding_requires_call, []);
+    assert.deepEqual(await bindingRequires(admin, 'cron'), []);
   });
 
   test('scheduled fires and cron::run_now are made for the binding: they run though svc-cron may not call the function', async () => {

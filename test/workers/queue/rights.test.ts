@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvocationError, publish, TriggerAction, type Worker } from 'svc-sdk';
+import { adminToken, bindingRequires, token } from '../../helpers/tokens.js';
 import { startEngine } from '../../helpers/engine.js';
 import { WorkerPool } from '../../helpers/util.js';
 import { startQueueWorker, type RunningQueueWorker } from '../../../src/workers/queue/worker.js';
@@ -27,15 +28,6 @@ const QUEUE = 'queue-secret-0123456789';
 const SUB = 'sub-secret-01234567890a';
 const SPY = 'spy-secret-0123456789ab';
 const PUB = 'pub-secret-0123456789ab';
-const token = (name: string, secret: string, rights: { call?: string[]; register?: string[]; trigger_types?: string[]; names?: string[] }) => ({
-  name,
-  token: secret,
-  admin: false,
-  call: rights.call ?? [],
-  register: rights.register ?? [],
-  trigger_types: rights.trigger_types ?? [],
-  ...(rights.names ? { names: rights.names } : {}),
-});
 
 describe('svc-queue: durable:subscriber bindings and deliveries follow the binder’s rights', { timeout: 60_000 }, () => {
   let eng: Awaited<ReturnType<typeof startEngine>>;
@@ -48,7 +40,7 @@ describe('svc-queue: durable:subscriber bindings and deliveries follow the binde
   before(async () => {
     eng = await startEngine({
       tokens: [
-        { name: 'admin', token: ADMIN, admin: true, call: [], register: [], trigger_types: [] },
+        adminToken(ADMIN),
         // svc-queue may run the `plain::*` jobs, and nothing of the subscribers (`sub::*`).
         token('queue', QUEUE, {
           call: ['engine::functions::info', 'queue::list', 'plain::*'],
@@ -74,8 +66,7 @@ describe('svc-queue: durable:subscriber bindings and deliveries follow the binde
   });
 
   test('durable:subscriber declares what a binder needs: queue::jobs', async () => {
-    const { trigger_types } = await admin.trigger<{ trigger_types: Array<{ id: string; binding_requires_call: string[] }> }>({ function_id: 'engine::triggers::list' });
-    assert.deepEqual(trigger_types.find((t) => t.id === 'durable:subscriber')?.binding_requires_call, ['queue::jobs']);
+    assert.deepEqual(await bindingRequires(admin, 'durable:subscriber'), ['queue::jobs']);
   });
 
   test('a token that may not read queued jobs cannot subscribe, and gets no copy', async () => {
