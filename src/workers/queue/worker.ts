@@ -12,9 +12,6 @@ import { FUNCTION_DESCRIPTIONS, queueFunctions } from './service.js';
 import type { ClaimedJob, QueueStore } from './store.js';
 import { Subscriptions } from './topics.js';
 
-/** What a binder of `durable:subscriber` must be allowed to call (docs/queues.md, "Rights"). */
-export const SUBSCRIBER_REQUIRES_CALL = ['queue::jobs'] as const;
-
 export interface QueueWorkerOptions {
   /** Engine address; default env SVC_URL, else ws://localhost:49134. */
   url?: string;
@@ -106,8 +103,9 @@ export async function startQueueWorker(opts: QueueWorkerOptions = {}): Promise<R
     {
       id: 'durable:subscriber',
       // A subscriber receives every message of its topic, which queue::jobs would show it (it lists
-      // the payloads of queued jobs, topics' copies included): binding one needs that right.
-      binding_requires_call: [...SUBSCRIBER_REQUIRES_CALL],
+      // the payloads of queued jobs, topics' copies included): binding one needs that right
+      // (docs/queues.md, "Rights").
+      binding_requires_call: ['queue::jobs'],
       description:
         'Subscribes the bound function to a durable topic. Config {topic, queue?}: every queue::publish to the topic becomes a job of the function in the queue (default "default"), with its retries and DLQ.',
     },
