@@ -70,7 +70,7 @@ describe('docker compose up: the whole stack', { skip, timeout: 1_200_000 }, () 
     }
     process.stdout.write(`# compose up -d --build: ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     const states = await running();
-    assert.equal(states.filter((s) => / running$/.test(s)).length, 9, `expected 9 running containers: ${states.join(', ')}`);
+    assert.equal(states.filter((s) => / running$/.test(s)).length, 10, `expected 10 running containers: ${states.join(', ')}`);
     assert.equal(states.filter((s) => /math-worker/.test(s)).length, 2, 'math-worker runs 2 replicas');
     const url = `http://127.0.0.1:${env.SVC_HTTP_PORT}/math/add-two-numbers`;
     const res = await until('the quickstart HTTP endpoint to answer 200', async () => {
