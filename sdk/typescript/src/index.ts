@@ -16,3 +16,4 @@ export { type ConnectionState, type ReconnectOptions, backoffDelay, parseEngineU
 export { sendCoalesced, exceedsBytes } from './transport.js';
 export { ChurnMap } from './churn-map.js';
 export * from './protocol.js';
+export { deeperThan, jsonDepthOver } from './nesting.js';
