@@ -26,6 +26,15 @@ export const engineErrors = {
     code: 'too_many_registrations',
     message: `Cannot register ${id}: this connection already holds ${limit} registrations (engine.limits.max_registrations_per_worker)`,
   }),
+  resultTooLarge: (id: string, size: number, limit: number): ErrorBody => ({
+    code: 'payload_too_large',
+    message: `The result of ${id} is ${size} bytes, over the engine's max_frame_bytes of ${limit}: ask for less (a smaller limit or a filter)`,
+  }),
+  /** The engine could not write a frame (JSON cannot encode what it holds): a bug or a value from outside any frame. */
+  unwritable: (id: string, what: string, err: unknown): ErrorBody => ({
+    code: 'internal_error',
+    message: `The engine could not write ${what} of ${id}: ${err instanceof Error ? err.message : String(err)}`,
+  }),
   enqueueUnavailable: (queue: string): ErrorBody => ({
     code: 'enqueue_error',
     message: `Cannot enqueue on queue "${queue}": no queue provider is registered (function engine::queue::enqueue)`,

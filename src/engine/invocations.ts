@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ChurnMap, type ErrorBody, type InvocationResultMsg, type InvokeFunctionMsg } from 'svc-sdk';
+import { ChurnMap, exceedsBytes, type ErrorBody, type InvocationResultMsg, type InvokeFunctionMsg } from 'svc-sdk';
 import { Deadlines, type DeadlineEntry } from './deadlines.js';
 import { EngineError, engineErrors } from './errors.js';
 import type { EngineOptions } from './options.js';
@@ -109,7 +109,33 @@ export class Invocations {
       if (o.error) this.warn(`fire-and-forget call of ${JSON.parse(fidJson) as string}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code });
       return;
     }
-    caller.sendText(resultText(callerIdJson, fidJson, o.result, o.error, o.traceparent, o.baggage));
+    caller.sendText(this.answerText(caller, callerIdJson, fidJson, o));
+  }
+
+  /**
+   * A builtin's answer: as any other, and over max_frame_bytes replaced by a `payload_too_large`
+   * error (listings have no other bound; a frame that large would close the caller's connection).
+   */
+  private answerBuiltin(caller: Session | null, callerIdJson: string | undefined, fidJson: string, o: CallOutcome): void {
+    if (caller === null || callerIdJson === undefined) return this.answer(caller, callerIdJson, fidJson, o);
+    let text = this.answerText(caller, callerIdJson, fidJson, o);
+    const size = exceedsBytes(text, this.opts.maxFrameBytes);
+    if (size !== false) text = resultText(callerIdJson, fidJson, undefined, engineErrors.resultTooLarge(JSON.parse(fidJson) as string, size, this.opts.maxFrameBytes), null, null);
+    caller.sendText(text);
+  }
+
+  /**
+   * The answer frame. Never throws: an answer that cannot be written (a value JSON cannot encode)
+   * becomes an `internal_error` answer, so that the caller is answered either way.
+   */
+  private answerText(caller: Session, callerIdJson: string, fidJson: string, o: CallOutcome): string {
+    try {
+      return resultText(callerIdJson, fidJson, o.result, o.error, o.traceparent, o.baggage);
+    } catch (err) {
+      const fid = JSON.parse(fidJson) as string;
+      this.warn(`cannot write the answer of ${fid} to ${caller.name}: ${(err as Error).message}`);
+      return resultText(callerIdJson, fidJson, undefined, engineErrors.unwritable(fid, 'the result', err), null, null);
+    }
   }
 
   /** A call the engine makes itself (CLI-less tooling, cluster forwarding). */
@@ -141,7 +167,8 @@ export class Invocations {
     const entry = this.registry.get(fid);
     if (!entry) return engineErrors.functionNotFound(fid);
     if (entry.builtin) {
-      this.runBuiltin(entry.builtin, data, caller, internal ?? ((o) => this.answer(caller, jsonOf(callerId), JSON.stringify(msg.function_id), o)));
+      const reply = internal ?? ((o: CallOutcome) => this.answerBuiltin(caller, jsonOf(callerId), JSON.stringify(msg.function_id), o));
+      this.runBuiltin(entry.builtin, data, caller, reply);
       return null;
     }
     if (this.all.size >= this.opts.maxInFlightTotal) {
@@ -175,8 +202,15 @@ export class Invocations {
     const dataTail = text !== undefined && callerId !== undefined && msg.action === undefined ? callDataTail(text, entry.idJson, callerId, msg.timeout_ms) : null;
     // Written before anything else is kept: at one call in flight the work ahead of the write
     // delays the call, the rest overlaps the callee's work (bench/RESULTS.md, session 5). Nothing
-    // can answer the call before this returns.
-    callee.sendText(invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.traces !== null));
+    // can answer the call before this returns. A frame that cannot be written (data JSON cannot
+    // encode, only possible for the engine's own calls) refuses the call: the caller is answered.
+    let frame: string;
+    try {
+      frame = invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.traces !== null);
+    } catch (err) {
+      return engineErrors.unwritable(fid, 'the call', err);
+    }
+    callee.sendText(frame);
     const now = performance.now();
     const inv: Invocation = {
       id,
@@ -205,6 +239,7 @@ export class Invocations {
     return null;
   }
 
+  /** A builtin's answer, whatever happens in it: `reply` never throws, and anything else is caught here. */
   private runBuiltin(handler: BuiltinHandler, data: unknown, caller: Session | null, reply: Reply): void {
     Promise.resolve()
       .then(() => handler(data, caller))
@@ -214,7 +249,8 @@ export class Invocations {
           reply({
             error: err instanceof EngineError ? err.body() : { code: 'invocation_failed', message: err instanceof Error ? err.message : String(err) },
           }),
-      );
+      )
+      .catch((err: unknown) => this.warn(`internal error answering a call of a builtin: ${(err as Error).stack ?? String(err)}`));
   }
 
   /**

@@ -45,22 +45,37 @@ export class Router {
     try {
       this.dispatch(s, decoded.msg, text);
     } catch (err) {
-      this.internalError(s, decoded.msg.type, err);
+      this.internalError(s, decoded.msg, err);
     }
   }
 
-  /** A bug of ours must not take the engine down with it: report it to the peer and the log. */
-  private internalError(s: Session, type: string, err: unknown): void {
-    this.d.warn(`internal error handling ${type} from ${s.name}: ${(err as Error).stack ?? String(err)}`);
-    s.sendError({ code: 'internal_error', message: `Engine failed to handle "${type}": ${(err as Error).message}` });
+  /**
+   * A bug of ours must not take the engine down with it: report it to the peer and the log, and
+   * answer the call the frame carried, so that its caller does not wait for its deadline.
+   */
+  private internalError(s: Session, m: Message, err: unknown): void {
+    this.d.warn(`internal error handling ${m.type} from ${s.name}: ${(err as Error).stack ?? String(err)}`);
+    const error = { code: 'internal_error', message: `Engine failed to handle "${m.type}": ${(err as Error).message}` };
+    if (s.node === undefined) s.sendError(error);
+    try {
+      if (m.type === 'invokefunction' && m.invocation_id != null && m.action?.type !== 'void') {
+        s.send({ type: 'invocationresult', invocation_id: m.invocation_id, function_id: m.function_id, error });
+      } else if (m.type === 'invocationresult') {
+        this.d.invocations.fail(s, m.invocation_id, error);
+      }
+    } catch (e) {
+      this.d.warn(`internal error answering ${m.type} from ${s.name}: ${(e as Error).message}`);
+    }
   }
 
   private refuse(s: Session, decoded: DecodeResult & { ok: false }): void {
     s.sendError(decoded.error, decoded.ref);
-    // A caller waiting on a malformed call must not hang: answer its invocation_id.
-    if (decoded.ref?.type === 'invokefunction' && decoded.ref.id) {
-      s.send({ type: 'invocationresult', invocation_id: decoded.ref.id, error: decoded.error });
-    }
+    const ref = decoded.ref;
+    if (!ref?.id) return;
+    // A caller waiting on a malformed call must not hang: answer its invocation_id. A result
+    // refused (too deep, say) fails its call for the caller, as an oversized one does.
+    if (ref.type === 'invokefunction') s.send({ type: 'invocationresult', invocation_id: ref.id, error: decoded.error });
+    else if (ref.type === 'invocationresult') this.d.invocations.fail(s, ref.id, decoded.error);
   }
 
   /**
@@ -71,7 +86,7 @@ export class Router {
     try {
       this.dispatch(s, m);
     } catch (err) {
-      this.d.warn(`internal error handling ${m.type} from ${s.name}: ${(err as Error).stack ?? String(err)}`);
+      this.internalError(s, m, err);
     }
   }
 

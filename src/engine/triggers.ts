@@ -180,14 +180,21 @@ export class Triggers {
   private handTo(b: Binding, provider: Session): void {
     b.provider = provider;
     b.status = 'pending';
-    provider.send({
-      type: 'registertrigger',
-      id: b.id,
-      trigger_type: b.trigger_type,
-      function_id: b.function_id,
-      config: b.config,
-      ...(b.metadata !== undefined ? { metadata: b.metadata } : {}),
-    });
+    try {
+      provider.send({
+        type: 'registertrigger',
+        id: b.id,
+        trigger_type: b.trigger_type,
+        function_id: b.function_id,
+        config: b.config,
+        ...(b.metadata !== undefined ? { metadata: b.metadata } : {}),
+      });
+    } catch (err) {
+      // Only a value from outside any frame can fail to encode; the owner learns, the table moves on.
+      this.bindings.delete(b.id);
+      b.owner.triggers.delete(b.id);
+      this.reply(b, { code: 'internal_error', message: `The engine could not hand trigger ${b.id} to ${provider.name}: ${(err as Error).message}` });
+    }
   }
 
   private remove(b: Binding): void {
