@@ -35,6 +35,10 @@ export const engineErrors = {
     code: 'internal_error',
     message: `The engine could not write ${what} of ${id}: ${err instanceof Error ? err.message : String(err)}`,
   }),
+  configTooLarge: (id: string, size: number, limits: { maxValue: number; maxPerWorker: number }): ErrorBody => ({
+    code: 'payload_too_large',
+    message: `Trigger ${id}: its config of ${size} characters is over engine.limits.max_stored_value_bytes (${limits.maxValue}) or what is left of this connection's engine.limits.max_stored_bytes_per_worker (${limits.maxPerWorker})`,
+  }),
   enqueueUnavailable: (queue: string): ErrorBody => ({
     code: 'enqueue_error',
     message: `Cannot enqueue on queue "${queue}": no queue provider is registered (function engine::queue::enqueue)`,

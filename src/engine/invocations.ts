@@ -27,6 +27,8 @@ export interface Invocation extends SpanSource, DeadlineEntry {
    */
   requestedIdJson: string;
   timeoutMs: number;
+  /** Length of the frame sent to the callee and of the caller's id: in the bytes in flight until the call ends. */
+  bytes: number;
 }
 
 export interface CallOutcome {
@@ -53,6 +55,8 @@ export class Invocations {
   /** Invocation, span and trace ids: the trace buffer's generator, so that its numbers render the same. */
   private readonly ids: IdGenerator;
   private idleWaiters: Array<() => void> = [];
+  /** The callee frames of the calls in flight together (engine.limits.max_in_flight_bytes). */
+  private bytesInFlight = 0;
   /** Set during shutdown: new top-level calls are refused. */
   draining = false;
 
@@ -168,12 +172,10 @@ export class Invocations {
     if (!entry) return engineErrors.functionNotFound(fid);
     if (entry.builtin) {
       const reply = internal ?? ((o: CallOutcome) => this.answerBuiltin(caller, jsonOf(callerId), JSON.stringify(msg.function_id), o));
-      this.runBuiltin(entry.builtin, data, caller, reply);
+      this.runBuiltin(entry.builtin, data, caller, reply, text === undefined ? 0 : text.length);
       return null;
     }
-    if (this.all.size >= this.opts.maxInFlightTotal) {
-      return engineErrors.overloaded(`The engine has ${this.all.size} calls in flight (engine.limits.max_in_flight_total); retry later`);
-    }
+    if (this.all.size >= this.opts.maxInFlightTotal || this.bytesInFlight >= this.opts.maxInFlightBytes) return this.overloaded();
     // A call another engine forwarded (caller is its cluster proxy) is served here or not at all.
     const callee = this.registry.pick(entry, caller?.node !== undefined);
     if (!callee) return engineErrors.functionNotFound(fid);
@@ -224,6 +226,8 @@ export class Invocations {
       requestedIdJson: fid === msg.function_id ? entry.idJson : JSON.stringify(msg.function_id),
       startedAt: now,
       timeoutMs,
+      // The caller's own id is held too, as long as the call: it may be as long as a frame.
+      bytes: frame.length + (callerId === undefined ? 0 : callerId.length),
       traceId,
       parentSpanId,
       deadlineAt: 0,
@@ -236,13 +240,21 @@ export class Invocations {
     if (caller && callerId !== undefined) caller.outgoing.set(callerId, inv);
     this.all.set(no, inv);
     callee.incoming.set(no, inv);
+    this.bytesInFlight += inv.bytes;
     return null;
   }
 
+  /** Why a call cannot start now: the engine holds as many calls, or as many bytes of them, as it may. */
+  private overloaded(): ErrorBody {
+    return this.all.size >= this.opts.maxInFlightTotal
+      ? engineErrors.overloaded(`The engine has ${this.all.size} calls in flight (engine.limits.max_in_flight_total); retry later`)
+      : engineErrors.overloaded(`The calls in flight carry ${this.bytesInFlight} bytes, the engine's limit (engine.limits.max_in_flight_bytes = ${this.opts.maxInFlightBytes}); retry later`);
+  }
+
   /** A builtin's answer, whatever happens in it: `reply` never throws, and anything else is caught here. */
-  private runBuiltin(handler: BuiltinHandler, data: unknown, caller: Session | null, reply: Reply): void {
+  private runBuiltin(handler: BuiltinHandler, data: unknown, caller: Session | null, reply: Reply, frameChars: number): void {
     Promise.resolve()
-      .then(() => handler(data, caller))
+      .then(() => handler(data, caller, frameChars))
       .then(
         (result) => reply({ result: result ?? null }),
         (err: unknown) =>
@@ -343,6 +355,7 @@ export class Invocations {
     this.deadlines.remove(inv);
     if (this.traces) this.traces.record(inv, status, error);
     this.all.delete(inv.no);
+    this.bytesInFlight -= inv.bytes;
     inv.callee.incoming.delete(inv.no);
     if (inv.caller && inv.callerInvocationId !== undefined) inv.caller.outgoing.delete(inv.callerInvocationId);
     if (this.all.size === 0 && this.idleWaiters.length > 0) {

@@ -1,4 +1,5 @@
 import { FEATURES, PROTOCOL_VERSION, decodeFrame, type DecodeResult, type ErrorBody, type Feature, type Message } from 'svc-sdk';
+import type { StoredValues } from './budgets.js';
 import { checkFunctionId, engineErrors } from './errors.js';
 import type { Invocations } from './invocations.js';
 import { ENGINE_VERSION, type EngineOptions } from './options.js';
@@ -16,6 +17,8 @@ export interface RouterDeps {
   /** Tear a session down now (its socket may still look open). */
   evict: (s: Session, why: string) => void;
   warn: (message: string) => void;
+  /** Byte budgets of what registrations store (budgets.ts). */
+  stored: StoredValues;
 }
 
 /**
@@ -110,7 +113,9 @@ export class Router {
         if (!s.functions.has(m.id) && s.registrations >= this.d.opts.maxRegistrationsPerWorker) {
           return s.sendError(engineErrors.tooManyRegistrations(this.d.opts.maxRegistrationsPerWorker, m.id), { type: m.type, id: m.id });
         }
-        if (!registry.add(s, m)) {
+        const kept = this.keep(s, `f:${m.id}`, m, { description: m.description, request_format: m.request_format, response_format: m.response_format, metadata: m.metadata }, text);
+        if (!registry.add(s, { ...m, ...kept })) {
+          this.d.stored.release(s, `f:${m.id}`);
           s.sendError(
             { code: 'invalid_function_id', message: `Function id ${m.id} is reserved by the engine and cannot be registered by a worker` },
             { type: m.type, id: m.id },
@@ -119,6 +124,7 @@ export class Router {
         return;
       }
       case 'unregisterfunction':
+        this.d.stored.release(s, `f:${m.id}`);
         registry.remove(s, m.id);
         return;
       case 'registertriggertype':
@@ -126,9 +132,10 @@ export class Router {
         if (!s.triggerTypes.has(m.id) && s.registrations >= this.d.opts.maxRegistrationsPerWorker) {
           return s.sendError(engineErrors.tooManyRegistrations(this.d.opts.maxRegistrationsPerWorker, m.id), { type: m.type, id: m.id });
         }
-        triggers.registerType(s, m);
+        triggers.registerType(s, { ...m, ...this.keep(s, `t:${m.id}`, m, { description: m.description, trigger_request_format: m.trigger_request_format, call_request_format: m.call_request_format }, text) });
         return;
       case 'unregistertriggertype':
+        this.d.stored.release(s, `t:${m.id}`);
         triggers.unregisterType(s, m.id);
         return;
       case 'registertrigger': {
@@ -140,14 +147,24 @@ export class Router {
         } else if (!s.triggers.has(m.id) && s.registrations >= this.d.opts.maxRegistrationsPerWorker) {
           refusal = engineErrors.tooManyRegistrations(this.d.opts.maxRegistrationsPerWorker, `trigger ${m.id}`);
         }
+        let kept: { config?: unknown; metadata?: unknown } = {};
+        if (!refusal) {
+          kept = this.keep(s, `b:${m.id}`, m, { config: m.config, metadata: m.metadata }, text);
+          // A provider acts on the config: a cut one would be refused there less clearly than here.
+          if (kept.config !== m.config) {
+            this.d.stored.release(s, `b:${m.id}`);
+            refusal = engineErrors.configTooLarge(m.id, JSON.stringify(m.config)?.length ?? 0, this.d.stored);
+          }
+        }
         if (refusal) {
           s.send({ type: 'triggerregistrationresult', id: m.id, trigger_type: m.trigger_type, function_id: m.function_id, error: refusal });
           return;
         }
-        triggers.register(s, m);
+        triggers.register(s, { ...m, ...kept });
         return;
       }
       case 'unregistertrigger':
+        this.d.stored.release(s, `b:${m.id}`);
         triggers.unregister(s, m.id);
         return;
       case 'triggerregistrationresult':
@@ -194,6 +211,16 @@ export class Router {
         // Engine → worker frames; a peer echoing them is harmless.
         return;
     }
+  }
+
+  /**
+   * The values of a registration to store, within the budgets (a marker in place of any over them,
+   * and a line in the engine's log saying so). `text`: the frame, whose length bounds their size.
+   */
+  private keep<T extends object>(s: Session, key: string, m: Message, fields: T, text: string | undefined): T {
+    const { fields: kept, over } = this.d.stored.bound(s, key, fields, text?.length);
+    if (over.length > 0) this.d.warn(`${s.name}: ${m.type} ${key.slice(2)}: ${over.join(', ')} over the budget of stored values, kept as a marker (engine.limits.max_stored_value_bytes, max_stored_bytes_per_worker)`);
+    return kept;
   }
 
   private tooLarge(s: Session, text: string, size: number): void {

@@ -110,4 +110,22 @@ describe('optimised call path across rare branches', () => {
     assert.ok(!(control.after & OPTIMIZED), `the unprimed copy deoptimises (else the probe is blind): ${JSON.stringify(control)}`);
     assert.ok(primed.after & OPTIMIZED, `decodeFrame deoptimised at its first long frame: ${JSON.stringify(primed)}`);
   });
+
+  test('TraceBuffer.record stays optimised when the span ring first wraps; an unprimed copy does not', () => {
+    // Capacity 4200: the ring wraps 100 calls before the probe reads the status.
+    const primed = probe(`import { TraceBuffer } from '${TRACES}';
+      const b = new TraceBuffer(4200);
+      const src = { no: 0, traceId: '', parentSpanId: '', functionId: 'f', caller: null, callee: { id: 'c', name: 'c' }, startedAt: 0 };
+      const target = TraceBuffer.prototype.record; const step = (i) => { src.no = i + 1; b.record(src, 'ok', undefined); };`);
+    const control = probe(`class Ring {
+        constructor(n) { this.n = n; this.next = 0; this.count = 0; this.errs = new Array(n).fill(null); this.chars = 0; }
+        slot() { const i = this.next; this.next = i + 1 === this.n ? 0 : i + 1; if (this.count < this.n) this.count++; else this.drop(i); return i; }
+        drop(i) { const e = this.errs[i]; if (e) this.chars -= e.length; this.errs[i] = null; }
+        record() { const i = this.slot(); this.errs[i] = null; }
+      }
+      const b = new Ring(4200); const target = Ring.prototype.record; const step = () => b.record();`);
+    assert.ok(primed.before & OPTIMIZED && control.before & OPTIMIZED, `both optimised first: ${JSON.stringify({ primed, control })}`);
+    assert.ok(!(control.after & OPTIMIZED), `the copy with a branch at the wrap deoptimises (else the probe is blind): ${JSON.stringify(control)}`);
+    assert.ok(primed.after & OPTIMIZED, `TraceBuffer.record deoptimised at the ring's first wrap: ${JSON.stringify(primed)}`);
+  });
 });
