@@ -281,7 +281,11 @@ const attacks: Record<string, Loop> = {
         await sleep(50);
       }
       await Promise.race([overloaded, pause(on, 30_000)]);
+      // When this busy process reads more slowly than the engine writes, the engine closes the
+      // callee as a slow consumer before the limit is reached: the other protection, working.
+      const stopped = caller.frames.some((f) => /slow consumer/.test((f.error as { message?: string } | undefined)?.message ?? ''));
       if (refused) count('in-flight bytes limit reached');
+      else if (stopped) count('held callees closed as slow consumers');
       else if (on()) surprise('the calls held in flight were never refused');
       await pause(on, 2000);
       callee.terminate();
