@@ -22,3 +22,4 @@ export { ChurnMap } from './churn-map.js';
 export { functionIdProblem, FUNCTION_ID_MAX_LENGTH } from './function-id.js';
 export { RUN_SECRET_ENV, RUN_SECRET_HEADER, LIVENESS_FD_ENV, STALE_WORKER_CLOSE } from './supervised.js';
 export * from './protocol.js';
+export { deeperThan, jsonDepthOver } from './nesting.js';
