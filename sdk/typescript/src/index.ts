@@ -14,7 +14,7 @@ export type {
 } from './worker-types.js';
 export { Logger, type LogLevel } from './logger.js';
 export { TriggerAction, publish } from './queue.js';
-export { InvocationError, toErrorBody } from './errors.js';
+export { InvocationError, SvcError, toErrorBody } from './errors.js';
 export { type ConnectionState, type ReconnectOptions, backoffDelay, parseEngineUrls } from './connection.js';
 export { sendCoalesced, exceedsBytes } from './transport.js';
 export { redactAddress, REDACTED } from './redact.js';
