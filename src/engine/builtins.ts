@@ -1,6 +1,7 @@
 import { traceIdOfTraceparent } from 'svc-sdk';
+import { boundValue, cutString, head, type StoredValues } from './budgets.js';
 import { EngineError } from './errors.js';
-import { LOG_LEVELS, levelIndex, type LogBuffer } from './logs.js';
+import { LINE_OVERHEAD, LOG_LEVELS, levelIndex, type LogBuffer } from './logs.js';
 import { ENGINE_VERSION } from './options.js';
 import type { Invocations } from './invocations.js';
 import type { Registry } from './registry.js';
@@ -16,14 +17,15 @@ export interface BuiltinDeps {
   sessions: () => Iterable<Session>;
   startedAt: number;
   onWorkerRegistered: (s: Session) => void;
+  /** Budgets of what a peer's registration stores (worker metadata here). */
+  stored: StoredValues;
+  /** An answer must fit in a frame: listings stay within half of it. */
+  maxFrameBytes: number;
 }
 
 function obj(data: unknown): Record<string, unknown> {
   return typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>) : {};
 }
-
-/** Longest stored log message, in UTF-16 units; longer ones are cut. */
-const MAX_MESSAGE = 64 * 1024;
 
 /** A log line's function or invocation id: a non-empty string, else absent. */
 function idOf(v: unknown): string | undefined {
@@ -50,15 +52,17 @@ export function installBuiltins(d: BuiltinDeps): void {
     if (!caller) return null;
     const m = obj(data);
     const { _caller_worker_id: _ignored, name, ...meta } = m;
-    caller.metadata = { ...caller.metadata, ...meta };
+    // Merged with what earlier calls gave, and bounded as a whole (budgets.ts): a worker calling
+    // this again and again cannot grow its metadata without limit.
+    caller.metadata = d.stored.bound(caller, 'metadata', { metadata: { ...caller.metadata, ...meta } }).fields.metadata as Record<string, unknown>;
     if (m.role === 'client' || m.role === 'worker') caller.role = m.role;
     // The name of a built-in or of the engine's own clients is refused to anyone else; the rest
     // of the registration stands (an error frame tells the worker, which SDKs report, and a
     // caller that awaits the answer gets the error).
     const refusal = typeof name === 'string' && name.length > 0 ? reservedNameRefusal(name, caller.identity, caller.access.token) : null;
     if (typeof name === 'string' && name.length > 0 && !refusal) {
-      caller.name = name.slice(0, 200);
-      caller.metadata.name = name;
+      caller.name = head(name, 200);
+      caller.metadata.name = caller.name;
     }
     d.onWorkerRegistered(caller);
     if (refusal) {
@@ -128,14 +132,43 @@ export function installBuiltins(d: BuiltinDeps): void {
 
   // Logger lines arrive at the call rate: nothing here allocates per line (LogBuffer.addLine
   // stores the strings and data the frame's parse made), and the time is read once per call.
-  const message = (v: unknown): string => (typeof v === 'string' ? (v.length > MAX_MESSAGE ? v.slice(0, MAX_MESSAGE) : v) : JSON.stringify(v ?? ''));
-  const addObject = (level: number, m: Record<string, unknown>, caller: Session | null, ms: number): void => {
-    d.logs.addLine(level, false, message(m.message), caller?.id, caller?.name, idOf(m.function_id), idOf(m.invocation_id), traceIdOf(m.traceparent), m.data, ms);
+  // Their size: a frame within max_stored_value_bytes cannot hold a message or data over it, and
+  // its lines share its length as their charge; only lines of a larger frame are measured (and cut
+  // with a marker when over, budgets.ts), at a cost like that of the frame's parse.
+  const maxValue = d.stored.maxValue;
+  const message = (v: unknown): string => cutString(typeof v === 'string' ? v : (JSON.stringify(v ?? '') ?? ''), maxValue, 'message');
+  /** Adds one line, measuring it unless `size` (its share of a small frame) is given. */
+  const addLine = (
+    level: number,
+    msg: unknown,
+    caller: Session | null,
+    functionId: unknown,
+    invocationId: unknown,
+    traceId: string | undefined,
+    data: unknown,
+    ms: number,
+    size: number,
+  ): void => {
+    let text: string;
+    if (size === 0) {
+      text = message(msg);
+      const bounded = boundValue(data, maxValue, 'data');
+      data = bounded.value;
+      size = text.length + bounded.size + LINE_OVERHEAD;
+    } else {
+      text = typeof msg === 'string' ? msg : (JSON.stringify(msg ?? '') ?? '');
+    }
+    d.logs.addLine(level, false, text, caller?.id, caller?.name, idOf(functionId), idOf(invocationId), traceId, data, ms, size);
+  };
+  /** A line's share of a frame small enough to hold no value over the budget; 0: measure each line. */
+  const share = (frameChars: number, lines: number): number => (frameChars !== 0 && frameChars <= maxValue ? Math.ceil(frameChars / Math.max(1, lines)) : 0);
+  const addObject = (level: number, m: Record<string, unknown>, caller: Session | null, ms: number, size: number): void => {
+    addLine(level, m.message, caller, m.function_id, m.invocation_id, traceIdOf(m.traceparent), m.data, ms, size);
   };
   for (const level of LOG_LEVELS) {
     const index = levelIndex(level)!;
-    r.addBuiltin(`engine::log::${level}`, `Store a ${level} log line from the calling worker`, (data, caller) => {
-      addObject(index, obj(data), caller, Date.now());
+    r.addBuiltin(`engine::log::${level}`, `Store a ${level} log line from the calling worker`, (data, caller, frameChars) => {
+      addObject(index, obj(data), caller, Date.now(), share(frameChars, 1));
       return null;
     });
   }
@@ -146,21 +179,20 @@ export function installBuiltins(d: BuiltinDeps): void {
   r.addBuiltin(
     'engine::log::batch',
     'Store several log lines: {lines: [{level, message, data?, function_id?, invocation_id?, traceparent?} | [level, message, data?, function_id?, invocation_id?, trace_id?]]}',
-    (data, caller) => {
+    (data, caller, frameChars) => {
       const lines = obj(data).lines;
       if (!Array.isArray(lines)) throw new EngineError('invalid_payload', 'engine::log::batch: "lines" must be an array');
       const ms = Date.now();
-      const workerId = caller?.id;
-      const workerName = caller?.name;
+      const size = share(frameChars, lines.length);
       for (let k = 0; k < lines.length; k++) {
         const line: unknown = lines[k];
         if (Array.isArray(line)) {
           const row = line as unknown[];
           const data = row[2];
-          d.logs.addLine(levelIndex(row[0]) ?? 1, false, message(row[1]), workerId, workerName, idOf(row[3]), idOf(row[4]), traceIdOf(row[5]), data === null ? undefined : data, ms);
+          addLine(levelIndex(row[0]) ?? 1, row[1], caller, row[3], row[4], traceIdOf(row[5]), data === null ? undefined : data, ms, size);
         } else {
           const m = obj(line);
-          addObject(levelIndex(m.level) ?? 1, m, caller, ms);
+          addObject(levelIndex(m.level) ?? 1, m, caller, ms, size);
         }
       }
       return null;
@@ -173,13 +205,16 @@ export function installBuiltins(d: BuiltinDeps): void {
       throw new EngineError('invalid_payload', `engine::logs::list: "level" must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(m.level)}`);
     }
     return {
-      logs: d.logs.list({
-        ...(typeof m.limit === 'number' ? { limit: m.limit } : {}),
-        ...(typeof m.worker === 'string' ? { worker: m.worker } : {}),
-        ...(typeof m.level === 'string' ? { level: m.level } : {}),
-        ...(typeof m.since_seq === 'number' ? { since_seq: m.since_seq } : {}),
-        ...(typeof m.text === 'string' ? { text: m.text } : {}),
-      }),
+      logs: d.logs.list(
+        {
+          ...(typeof m.limit === 'number' ? { limit: m.limit } : {}),
+          ...(typeof m.worker === 'string' ? { worker: m.worker } : {}),
+          ...(typeof m.level === 'string' ? { level: m.level } : {}),
+          ...(typeof m.since_seq === 'number' ? { since_seq: m.since_seq } : {}),
+          ...(typeof m.text === 'string' ? { text: m.text } : {}),
+        },
+        d.maxFrameBytes / 2,
+      ),
     };
   });
 

@@ -48,6 +48,19 @@ export const engineErrors = {
     code: 'too_many_registrations',
     message: `Cannot register ${id}: this connection already holds ${limit} registrations (engine.limits.max_registrations_per_worker)`,
   }),
+  builtinResultTooLarge: (id: string, size: number, limit: number): ErrorBody => ({
+    code: 'result_too_large',
+    message: `The result of ${id} is ${size} bytes, over the engine's max_frame_bytes of ${limit}: ask for less (a smaller limit or a filter)`,
+  }),
+  /** The engine could not write a frame (JSON cannot encode what it holds): a bug or a value from outside any frame. */
+  unwritable: (id: string, what: string, err: unknown): ErrorBody => ({
+    code: 'internal_error',
+    message: `The engine could not write ${what} of ${id}: ${err instanceof Error ? err.message : String(err)}`,
+  }),
+  configTooLarge: (id: string, size: number, limits: { maxValue: number; maxPerWorker: number }): ErrorBody => ({
+    code: 'payload_too_large',
+    message: `Trigger ${id}: its config of ${size} characters is over engine.limits.max_stored_value_bytes (${limits.maxValue}) or what is left of this connection's engine.limits.max_stored_bytes_per_worker (${limits.maxPerWorker})`,
+  }),
   enqueueUnavailable: (queue: string): ErrorBody => ({
     code: 'enqueue_error',
     message: `Cannot enqueue on queue "${queue}": no queue provider is registered (function engine::queue::enqueue); start one with \`svc worker add svc-queue\``,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ChurnMap, type ErrorBody, type InvocationResultMsg, type InvokeFunctionMsg } from 'svc-sdk';
+import { ChurnMap, exceedsBytes, type ErrorBody, type InvocationResultMsg, type InvokeFunctionMsg } from 'svc-sdk';
 import type { Access } from './auth.js';
 import { Deadlines, type DeadlineEntry } from './deadlines.js';
 import { EngineError, engineErrors } from './errors.js';
@@ -28,6 +28,8 @@ export interface Invocation extends SpanSource, DeadlineEntry {
    */
   requestedIdJson: string;
   timeoutMs: number;
+  /** Length of the frame sent to the callee and of the caller's id: in the bytes in flight until the call ends. */
+  bytes: number;
 }
 
 export interface CallOutcome {
@@ -54,6 +56,8 @@ export class Invocations {
   /** Invocation, span and trace ids: the trace buffer's generator, so that its numbers render the same. */
   private readonly ids: IdGenerator;
   private idleWaiters: Array<() => void> = [];
+  /** The callee frames of the calls in flight together (engine.limits.max_in_flight_bytes). */
+  private bytesInFlight = 0;
   /** Set during shutdown: new top-level calls are refused. */
   draining = false;
 
@@ -117,7 +121,33 @@ export class Invocations {
       if (o.error) this.warn(`fire-and-forget call of ${JSON.parse(fidJson) as string}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code });
       return;
     }
-    caller.sendText(resultText(callerIdJson, fidJson, o.result, o.error, o.traceparent, o.baggage));
+    caller.sendText(this.answerText(caller, callerIdJson, fidJson, o));
+  }
+
+  /**
+   * A builtin's answer: as any other, and over max_frame_bytes replaced by a `result_too_large`
+   * error (listings have no other bound; a frame that large would close the caller's connection).
+   */
+  private answerBuiltin(caller: Session | null, callerIdJson: string | undefined, fidJson: string, o: CallOutcome): void {
+    if (caller === null || callerIdJson === undefined) return this.answer(caller, callerIdJson, fidJson, o);
+    let text = this.answerText(caller, callerIdJson, fidJson, o);
+    const size = exceedsBytes(text, this.opts.maxFrameBytes);
+    if (size !== false) text = resultText(callerIdJson, fidJson, undefined, engineErrors.builtinResultTooLarge(JSON.parse(fidJson) as string, size, this.opts.maxFrameBytes), null, null);
+    caller.sendText(text);
+  }
+
+  /**
+   * The answer frame. Never throws: an answer that cannot be written (a value JSON cannot encode)
+   * becomes an `internal_error` answer, so that the caller is answered either way.
+   */
+  private answerText(caller: Session, callerIdJson: string, fidJson: string, o: CallOutcome): string {
+    try {
+      return resultText(callerIdJson, fidJson, o.result, o.error, o.traceparent, o.baggage);
+    } catch (err) {
+      const fid = JSON.parse(fidJson) as string;
+      this.warn(`cannot write the answer of ${fid} to ${caller.name}: ${(err as Error).message}`);
+      return resultText(callerIdJson, fidJson, undefined, engineErrors.unwritable(fid, 'the result', err), null, null);
+    }
   }
 
   /** A call the engine makes itself (CLI-less tooling, cluster forwarding). */
@@ -149,12 +179,11 @@ export class Invocations {
     const entry = this.registry.get(fid);
     if (!entry) return engineErrors.functionNotFound(fid);
     if (entry.builtin) {
-      this.runBuiltin(entry.builtin, data, caller, internal ?? ((o) => this.answer(caller, jsonOf(callerId), JSON.stringify(msg.function_id), o)));
+      const reply = internal ?? ((o: CallOutcome) => this.answerBuiltin(caller, jsonOf(callerId), JSON.stringify(msg.function_id), o));
+      this.runBuiltin(entry.builtin, data, caller, reply, text === undefined ? 0 : text.length);
       return null;
     }
-    if (this.all.size >= this.opts.maxInFlightTotal) {
-      return engineErrors.overloaded(`The engine has ${this.all.size} calls in flight (engine.limits.max_in_flight_total); retry later`);
-    }
+    if (this.all.size >= this.opts.maxInFlightTotal || this.bytesInFlight >= this.opts.maxInFlightBytes) return this.overloaded();
     // A call another engine forwarded (caller is its cluster proxy) is served here or not at all.
     const callee = this.registry.pick(entry, caller?.node !== undefined);
     if (!callee) return engineErrors.functionNotFound(fid);
@@ -183,8 +212,15 @@ export class Invocations {
     const dataTail = text !== undefined && callerId !== undefined && msg.action === undefined ? callDataTail(text, entry.idJson, callerId, msg.timeout_ms, msg.binding_id) : null;
     // Written before anything else is kept: at one call in flight the work ahead of the write
     // delays the call, the rest overlaps the callee's work (bench/RESULTS.md, session 5). Nothing
-    // can answer the call before this returns.
-    callee.sendCall(invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.traces !== null), timeoutMs);
+    // can answer the call before this returns. A frame that cannot be written (data JSON cannot
+    // encode, only possible for the engine's own calls) refuses the call: the caller is answered.
+    let frame: string;
+    try {
+      frame = invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.traces !== null);
+    } catch (err) {
+      return engineErrors.unwritable(fid, 'the call', err);
+    }
+    callee.sendCall(frame, timeoutMs);
     const now = performance.now();
     const inv: Invocation = {
       id,
@@ -198,6 +234,8 @@ export class Invocations {
       requestedIdJson: fid === msg.function_id ? entry.idJson : JSON.stringify(msg.function_id),
       startedAt: now,
       timeoutMs,
+      // The caller's own id is held too, as long as the call: it may be as long as a frame.
+      bytes: frame.length + (callerId === undefined ? 0 : callerId.length),
       traceId,
       parentSpanId,
       deadlineAt: 0,
@@ -210,19 +248,29 @@ export class Invocations {
     if (caller && callerId !== undefined) caller.outgoing.set(callerId, inv);
     this.all.set(no, inv);
     callee.incoming.set(no, inv);
+    this.bytesInFlight += inv.bytes;
     return null;
   }
 
-  private runBuiltin(handler: BuiltinHandler, data: unknown, caller: Session | null, reply: Reply): void {
+  /** Why a call cannot start now: the engine holds as many calls, or as many bytes of them, as it may. */
+  private overloaded(): ErrorBody {
+    return this.all.size >= this.opts.maxInFlightTotal
+      ? engineErrors.overloaded(`The engine has ${this.all.size} calls in flight (engine.limits.max_in_flight_total); retry later`)
+      : engineErrors.overloaded(`The calls in flight carry ${this.bytesInFlight} bytes, the engine's limit (engine.limits.max_in_flight_bytes = ${this.opts.maxInFlightBytes}); retry later`);
+  }
+
+  /** A builtin's answer, whatever happens in it: `reply` never throws, and anything else is caught here. */
+  private runBuiltin(handler: BuiltinHandler, data: unknown, caller: Session | null, reply: Reply, frameChars: number): void {
     Promise.resolve()
-      .then(() => handler(data, caller))
+      .then(() => handler(data, caller, frameChars))
       .then(
         (result) => reply({ result: result ?? null }),
         (err: unknown) =>
           reply({
             error: err instanceof EngineError ? err.body() : { code: 'invocation_failed', message: err instanceof Error ? err.message : String(err) },
           }),
-      );
+      )
+      .catch((err: unknown) => this.warn(`internal error answering a call of a builtin: ${(err as Error).stack ?? String(err)}`));
   }
 
   /**
@@ -315,6 +363,7 @@ export class Invocations {
     this.deadlines.remove(inv);
     if (this.traces) this.traces.record(inv, status, error);
     this.all.delete(inv.no);
+    this.bytesInFlight -= inv.bytes;
     inv.callee.incoming.delete(inv.no);
     if (inv.caller && inv.callerInvocationId !== undefined) inv.caller.outgoing.delete(inv.callerInvocationId);
     if (this.all.size === 0 && this.idleWaiters.length > 0) {

@@ -44,10 +44,14 @@ export interface LogQuery {
 
 /** Set in a slot's level byte for the engine's own lines. */
 const ENGINE_SOURCE = 4;
+/** What a line costs beyond its message and data (its ids, the slot): for lines measured one by one. */
+export const LINE_OVERHEAD = 64;
 
 /**
- * A bounded ring of log lines: memory stays flat however much workers log. Subscribers see each
- * line as it is added (`subscribe`; nobody subscribed costs nothing per line).
+ * A bounded ring of log lines: memory stays flat however much workers log. It holds at most
+ * `capacity` lines and at most `maxBytes` of them (each line's size is given when it is added; the
+ * oldest lines go first when the sum is over). Subscribers see each line as it is added
+ * (`subscribe`; nobody subscribed costs nothing per line).
  *
  * Stored column-wise: line `seq` lives in slot `(seq - 1) % capacity` of parallel arrays (level
  * and source in a byte, time as epoch ms, the rest as references to the strings and data the
@@ -71,15 +75,25 @@ export class LogBuffer {
   private readonly invocationIds: Array<string | undefined>;
   private readonly traceIds: Array<string | undefined>;
   private readonly data: unknown[];
+  /** What each held line was charged (0: its slot is empty or was given up for bytes). */
+  private readonly sizes: Float64Array;
+  /** The charges of the lines held, together. */
+  private bytes = 0;
+  /** The oldest seq still held after lines were given up for bytes. */
+  private first = 1;
   /** The columns of LogEntry's optional fields, by field name: `entry` leaves out what is absent. */
   private readonly optional: ReadonlyArray<readonly [keyof LogEntry, readonly unknown[]]>;
   private readonly listeners = new Set<(e: LogEntry) => void>();
 
-  constructor(capacity: number) {
+  constructor(
+    capacity: number,
+    readonly maxBytes = Infinity,
+  ) {
     this.capacity = Math.max(1, Math.floor(capacity));
     const n = this.capacity;
     this.levels = new Uint8Array(n);
     this.times = new Float64Array(n);
+    this.sizes = new Float64Array(n);
     // Filled by push, not `new Array(n)`: a large `new Array(n)` starts in slow (dictionary) mode.
     const column = <T>(v: T): T[] => {
       const a: T[] = [];
@@ -108,7 +122,12 @@ export class LogBuffer {
     return this.seq;
   }
 
-  /** Store one line; returns its seq. The engine's own events and single-line `engine::log::<level>` calls. */
+  /** The charges of the lines held, together. */
+  get heldBytes(): number {
+    return this.bytes;
+  }
+
+  /** Store one line, measured here; returns its seq. The engine's own events. */
   add(e: LogInput): number {
     return this.addLine(
       levelIndex(e.level) ?? 1,
@@ -121,12 +140,14 @@ export class LogBuffer {
       e.trace_id,
       e.data,
       Date.now(),
+      e.message.length + (e.data === undefined ? 0 : (JSON.stringify(e.data) ?? '').length) + LINE_OVERHEAD,
     );
   }
 
   /**
    * The allocation-free form of `add`, for `engine::log::batch`: fields as arguments, `level` a
-   * `levelIndex`, `ms` the time (one `Date.now()` per batch). Strings are stored as given.
+   * `levelIndex`, `ms` the time (one `Date.now()` per batch), `size` what the line is charged
+   * against maxBytes. Strings are stored as given.
    */
   addLine(
     level: number,
@@ -139,10 +160,14 @@ export class LogBuffer {
     traceId: string | undefined,
     data: unknown,
     ms: number,
+    size: number,
   ): number {
     const i = this.next;
     this.next = i + 1 === this.capacity ? 0 : i + 1;
     const seq = ++this.seq;
+    // The line overwritten in this slot (if any is still held) gives up its charge.
+    this.bytes += size - this.sizes[i]!;
+    this.sizes[i] = size;
     this.levels[i] = engine ? level | ENGINE_SOURCE : level;
     this.times[i] = ms;
     this.messages[i] = message;
@@ -152,11 +177,29 @@ export class LogBuffer {
     this.invocationIds[i] = invocationId;
     this.traceIds[i] = traceId;
     this.data[i] = data;
+    if (this.bytes > this.maxBytes) this.giveUpOldest();
     if (this.listeners.size !== 0) {
       const entry = this.entry(seq, i);
       for (const l of this.listeners) l(entry);
     }
     return seq;
+  }
+
+  /** Over maxBytes: the oldest lines go (their slots emptied), the newest line always stays. */
+  private giveUpOldest(): void {
+    let seq = Math.max(this.first, this.seq - this.capacity + 1);
+    while (this.bytes > this.maxBytes && seq < this.seq) {
+      const j = this.slotOf(seq);
+      this.bytes -= this.sizes[j]!;
+      this.sizes[j] = 0;
+      this.messages[j] = '';
+      this.data[j] = undefined;
+      this.functionIds[j] = undefined;
+      this.invocationIds[j] = undefined;
+      this.traceIds[j] = undefined;
+      seq++;
+    }
+    this.first = seq;
   }
 
   /** `fn` gets every line added from now on, as a fresh `LogEntry`. Returns the unsubscribe function. */
@@ -165,17 +208,25 @@ export class LogBuffer {
     return () => this.listeners.delete(fn);
   }
 
-  /** Oldest first, filtered, the newest `limit` matches (default 1000). */
-  list(q: LogQuery = {}): LogEntry[] {
+  /**
+   * Oldest first, filtered, the newest `limit` matches (default 1000) whose charges together stay
+   * within `maxBytes` (at least one line): an answer must fit in a frame.
+   */
+  list(q: LogQuery = {}, maxBytes = Infinity): LogEntry[] {
     const minLevel = q.level ? (levelIndex(q.level) ?? 0) : 0;
     const limit = q.limit ?? 1000;
-    const oldest = Math.max(1, this.seq - this.capacity + 1);
+    const oldest = Math.max(1, this.first, this.seq - this.capacity + 1);
     const from = q.since_seq !== undefined ? Math.max(oldest, Math.floor(q.since_seq) + 1) : oldest;
     // Newest first until `limit` matches, so `limit: 1` reads one slot, not the whole ring.
     const seqs: number[] = [];
     let slot = this.slotOf(this.seq);
+    let bytes = 0;
     for (let seq = this.seq; seq >= from && seqs.length < limit; seq--) {
-      if (this.matches(slot, minLevel, q)) seqs.push(seq);
+      if (this.matches(slot, minLevel, q)) {
+        bytes += this.sizes[slot]!;
+        if (bytes > maxBytes && seqs.length > 0) break;
+        seqs.push(seq);
+      }
       slot = slot === 0 ? this.capacity - 1 : slot - 1;
     }
     const out: LogEntry[] = new Array(seqs.length);
@@ -212,6 +263,18 @@ export class LogBuffer {
     return e;
   }
 }
+
+/**
+ * Run giveUpOldest once at load with type feedback: a busy engine whose lines fill max_log_bytes
+ * would otherwise first reach it in optimised code with no feedback for it and deoptimise the log
+ * path (as ChurnMap's renewal did; test/engine/jit-stability.test.ts). V8 records feedback only
+ * after a few runs.
+ */
+function primeLogBuffer(): void {
+  const b = new LogBuffer(4, 100);
+  for (let i = 0; i < 64; i++) b.addLine(1, false, 'prime', undefined, undefined, undefined, undefined, undefined, undefined, 0, 60);
+}
+primeLogBuffer();
 
 // Lines listed together mostly share their millisecond: one ISO string per millisecond.
 let lastMs = NaN;

@@ -43,6 +43,23 @@ export interface EngineOptions {
   handshakeTimeoutMs: number;
   /** Functions + triggers + trigger types one connection may register. */
   maxRegistrationsPerWorker: number;
+  /**
+   * Largest value the engine stores for a peer (a description, a format, metadata, a binding's
+   * config, a log line's message or data, a span's error message), as JSON characters; larger ones
+   * are stored as a marker saying what was cut (src/engine/budgets.ts).
+   */
+  maxStoredValueBytes: number;
+  /** All the registration data of one connection (descriptions, formats, metadata, configs). */
+  maxStoredBytesPerWorker: number;
+  /** The log ring's lines together; the oldest go first when over. */
+  maxLogBytes: number;
+  /** The span ring's error texts together; the oldest spans go first when over. */
+  maxTraceBytes: number;
+  /** A peer whose unsent bytes stay over this for slowConsumerMs (or reach four times it) is closed. */
+  maxSendBufferBytes: number;
+  slowConsumerMs: number;
+  /** Frames of the calls in flight together; new calls are refused with `overloaded` while over. */
+  maxInFlightBytes: number;
   /** Cluster mode (docs/cluster.md): several engines sharing one Redis. null: a single engine. */
   cluster: ClusterOptions | null;
 }
@@ -66,6 +83,13 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   maxInFlightTotal: 100_000,
   handshakeTimeoutMs: 10_000,
   maxRegistrationsPerWorker: 10_000,
+  maxStoredValueBytes: 64 * 1024,
+  maxStoredBytesPerWorker: 4 * 1024 * 1024,
+  maxLogBytes: 32 * 1024 * 1024,
+  maxTraceBytes: 16 * 1024 * 1024,
+  maxSendBufferBytes: 16 * 1024 * 1024,
+  slowConsumerMs: 5000,
+  maxInFlightBytes: 256 * 1024 * 1024,
   cluster: null,
 };
 

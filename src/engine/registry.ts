@@ -1,8 +1,12 @@
 import type { RegisterFunctionMsg } from 'svc-sdk';
 import type { Session } from './session.js';
 
-/** A function the engine answers itself (`engine::*`). `caller` is null for engine-internal calls. */
-export type BuiltinHandler = (data: unknown, caller: Session | null) => unknown;
+/**
+ * A function the engine answers itself (`engine::*`). `caller` is null for engine-internal calls.
+ * `frameChars`: the length of the frame that carried the call (0 when it came in no frame), an
+ * upper bound of the size of anything in `data`.
+ */
+export type BuiltinHandler = (data: unknown, caller: Session | null, frameChars: number) => unknown;
 
 export interface FunctionEntry {
   id: string;

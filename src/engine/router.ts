@@ -1,4 +1,5 @@
 import { FEATURES, PROTOCOL_VERSION, decodeFrame, type DecodeResult, type ErrorBody, type Feature, type Message } from 'svc-sdk';
+import type { StoredValues } from './budgets.js';
 import { checkFunctionId, engineErrors } from './errors.js';
 import type { Invocations } from './invocations.js';
 import { ENGINE_VERSION, type EngineOptions } from './options.js';
@@ -17,6 +18,8 @@ export interface RouterDeps {
   /** Tear a session down now (its socket may still look open). */
   evict: (s: Session, why: string) => void;
   warn: (message: string) => void;
+  /** Byte budgets of what registrations store (budgets.ts). */
+  stored: StoredValues;
 }
 
 /**
@@ -46,22 +49,37 @@ export class Router {
     try {
       this.dispatch(s, decoded.msg, text);
     } catch (err) {
-      this.internalError(s, decoded.msg.type, err);
+      this.internalError(s, decoded.msg, err);
     }
   }
 
-  /** A bug of ours must not take the engine down with it: report it to the peer and the log. */
-  private internalError(s: Session, type: string, err: unknown): void {
-    this.d.warn(`internal error handling ${type} from ${s.name}: ${(err as Error).stack ?? String(err)}`);
-    s.sendError({ code: 'internal_error', message: `Engine failed to handle "${type}": ${(err as Error).message}` });
+  /**
+   * A bug of ours must not take the engine down with it: report it to the peer and the log, and
+   * answer the call the frame carried, so that its caller does not wait for its deadline.
+   */
+  private internalError(s: Session, m: Message, err: unknown): void {
+    this.d.warn(`internal error handling ${m.type} from ${s.name}: ${(err as Error).stack ?? String(err)}`);
+    const error = { code: 'internal_error', message: `Engine failed to handle "${m.type}": ${(err as Error).message}` };
+    if (s.node === undefined) s.sendError(error);
+    try {
+      if (m.type === 'invokefunction' && m.invocation_id != null && m.action?.type !== 'void') {
+        s.send({ type: 'invocationresult', invocation_id: m.invocation_id, function_id: m.function_id, error });
+      } else if (m.type === 'invocationresult') {
+        this.d.invocations.fail(s, m.invocation_id, error);
+      }
+    } catch (e) {
+      this.d.warn(`internal error answering ${m.type} from ${s.name}: ${(e as Error).message}`);
+    }
   }
 
   private refuse(s: Session, decoded: DecodeResult & { ok: false }): void {
     s.sendError(decoded.error, decoded.ref);
-    // A caller waiting on a malformed call must not hang: answer its invocation_id.
-    if (decoded.ref?.type === 'invokefunction' && decoded.ref.id) {
-      s.send({ type: 'invocationresult', invocation_id: decoded.ref.id, error: decoded.error });
-    }
+    const ref = decoded.ref;
+    if (!ref?.id) return;
+    // A caller waiting on a malformed call must not hang: answer its invocation_id. A result
+    // refused (too deep, say) fails its call for the caller, as an oversized one does.
+    if (ref.type === 'invokefunction') s.send({ type: 'invocationresult', invocation_id: ref.id, error: decoded.error });
+    else if (ref.type === 'invocationresult') this.d.invocations.fail(s, ref.id, decoded.error);
   }
 
   /**
@@ -72,7 +90,7 @@ export class Router {
     try {
       this.dispatch(s, m);
     } catch (err) {
-      this.d.warn(`internal error handling ${m.type} from ${s.name}: ${(err as Error).stack ?? String(err)}`);
+      this.internalError(s, m, err);
     }
   }
 
@@ -105,7 +123,9 @@ export class Router {
         if (!s.functions.has(m.id) && s.registrations >= this.d.opts.maxRegistrationsPerWorker) {
           return s.sendError(engineErrors.tooManyRegistrations(this.d.opts.maxRegistrationsPerWorker, m.id), { type: m.type, id: m.id });
         }
-        if (!registry.add(s, m)) {
+        const kept = this.keep(s, `f:${m.id}`, m, { description: m.description, request_format: m.request_format, response_format: m.response_format, metadata: m.metadata }, text);
+        if (!registry.add(s, { ...m, ...kept })) {
+          this.d.stored.release(s, `f:${m.id}`);
           s.sendError(
             { code: 'invalid_function_id', message: `Function id ${m.id} is reserved by the engine and cannot be registered by a worker` },
             { type: m.type, id: m.id },
@@ -114,6 +134,7 @@ export class Router {
         return;
       }
       case 'unregisterfunction':
+        this.d.stored.release(s, `f:${m.id}`);
         registry.remove(s, m.id);
         return;
       case 'registertriggertype':
@@ -121,9 +142,10 @@ export class Router {
         if (!s.triggerTypes.has(m.id) && s.registrations >= this.d.opts.maxRegistrationsPerWorker) {
           return s.sendError(engineErrors.tooManyRegistrations(this.d.opts.maxRegistrationsPerWorker, m.id), { type: m.type, id: m.id });
         }
-        triggers.registerType(s, m);
+        triggers.registerType(s, { ...m, ...this.keep(s, `t:${m.id}`, m, { description: m.description, trigger_request_format: m.trigger_request_format, call_request_format: m.call_request_format }, text) });
         return;
       case 'unregistertriggertype':
+        this.d.stored.release(s, `t:${m.id}`);
         triggers.unregisterType(s, m.id);
         return;
       case 'registertrigger': {
@@ -138,14 +160,24 @@ export class Router {
         } else if (!s.triggers.has(m.id) && s.registrations >= this.d.opts.maxRegistrationsPerWorker) {
           refusal = engineErrors.tooManyRegistrations(this.d.opts.maxRegistrationsPerWorker, `trigger ${m.id}`);
         }
+        let kept: { config?: unknown; metadata?: unknown } = {};
+        if (!refusal) {
+          kept = this.keep(s, `b:${m.id}`, m, { config: m.config, metadata: m.metadata }, text);
+          // A provider acts on the config: a cut one would be refused there less clearly than here.
+          if (kept.config !== m.config) {
+            this.d.stored.release(s, `b:${m.id}`);
+            refusal = engineErrors.configTooLarge(m.id, JSON.stringify(m.config)?.length ?? 0, this.d.stored);
+          }
+        }
         if (refusal) {
           s.send({ type: 'triggerregistrationresult', id: m.id, trigger_type: m.trigger_type, function_id: m.function_id, error: refusal });
           return;
         }
-        triggers.register(s, m, access);
+        triggers.register(s, { ...m, ...kept }, access);
         return;
       }
       case 'unregistertrigger':
+        this.d.stored.release(s, `b:${m.id}`);
         triggers.unregister(s, m.id);
         return;
       case 'triggerregistrationresult':
@@ -192,6 +224,16 @@ export class Router {
         // Engine → worker frames; a peer echoing them is harmless.
         return;
     }
+  }
+
+  /**
+   * The values of a registration to store, within the budgets (a marker in place of any over them,
+   * and a line in the engine's log saying so). `text`: the frame, whose length bounds their size.
+   */
+  private keep<T extends object>(s: Session, key: string, m: Message, fields: T, text: string | undefined): T {
+    const { fields: kept, over } = this.d.stored.bound(s, key, fields, text?.length);
+    if (over.length > 0) this.d.warn(`${s.name}: ${m.type} ${key.slice(2)}: ${over.join(', ')} over the budget of stored values, kept as a marker (engine.limits.max_stored_value_bytes, max_stored_bytes_per_worker)`);
+    return kept;
   }
 
   private tooLarge(s: Session, text: string, size: number): void {

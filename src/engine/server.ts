@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { STALE_WORKER_CLOSE } from 'svc-sdk';
 import { Access, isLoopbackHost, presentedToken, TokenTable } from './auth.js';
+import { cutString, StoredValues } from './budgets.js';
 import { installBuiltins } from './builtins.js';
 import { Cluster, ClusterError } from './cluster/cluster.js';
 import { EngineRun, presentedRunSecret, type RunIdentity } from './engine-run.js';
@@ -35,6 +36,10 @@ export class Engine {
   readonly cluster: Cluster | null = null;
   private readonly router: Router;
   private readonly sessions = new Map<string, Session>();
+  /** iii SDKs' `/otel` telemetry sockets: counted as connections and pinged; true: answered since the last ping. */
+  private readonly telemetry = new Map<WebSocket, boolean>();
+  /** Budgets of what registrations store (budgets.ts). */
+  readonly stored: StoredValues;
   private wss: WebSocketServer | null = null;
   private http: Server | null = null;
   /** Tokens in force; the supervisor adds its own at start. */
@@ -42,16 +47,18 @@ export class Engine {
   /** This run's id and the run secrets it issued to the instances it started and to its own clients. */
   readonly run = new EngineRun();
   private liveness: NodeJS.Timeout | null = null;
+  private sendBufferWatch: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
   readonly startedAt = Date.now();
 
   constructor(options: Partial<EngineOptions> = {}) {
     this.opts = { ...DEFAULT_ENGINE_OPTIONS, ...options };
-    this.logs = new LogBuffer(this.opts.logBufferSize);
+    this.logs = new LogBuffer(this.opts.logBufferSize, this.opts.maxLogBytes);
+    this.stored = new StoredValues(this.opts.maxStoredValueBytes, this.opts.maxStoredBytesPerWorker);
     this.tokens = new TokenTable([...this.opts.tokens]);
     const warn = (message: string, data?: Record<string, unknown>): void => this.event('warn', message, data);
     this.triggers = new Triggers(warn);
-    this.traces = this.opts.tracing ? new TraceBuffer(this.opts.traceBufferSize) : null;
+    this.traces = this.opts.tracing ? new TraceBuffer(this.opts.traceBufferSize, undefined, this.opts.maxTraceBytes, this.opts.maxStoredValueBytes) : null;
     this.invocations = new Invocations(this.registry, this.opts, warn, this.traces);
     this.router = new Router({
       opts: this.opts,
@@ -61,6 +68,7 @@ export class Engine {
       findSession: (id) => this.sessions.get(id),
       evict: (s, why) => this.cleanup(s, why, true),
       warn,
+      stored: this.stored,
     });
     installBuiltins({
       registry: this.registry,
@@ -69,6 +77,8 @@ export class Engine {
       logs: this.logs,
       sessions: () => this.sessions.values(),
       startedAt: this.startedAt,
+      stored: this.stored,
+      maxFrameBytes: this.opts.maxFrameBytes,
       onWorkerRegistered: (s) => {
         if (s.role !== 'client') this.event('info', `worker ${s.name} registered (${String(s.metadata.runtime ?? 'unknown')}, pid ${String(s.metadata.pid ?? '?')})`, { worker_id: s.id });
       },
@@ -145,6 +155,9 @@ export class Engine {
     });
     this.liveness = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
     this.liveness.unref();
+    // Not checked per frame: the call path stays as it was, and a buffer grows at most a tick's worth.
+    this.sendBufferWatch = setInterval(() => this.checkSendBuffers(), Math.max(20, Math.min(250, this.opts.slowConsumerMs / 4)));
+    this.sendBufferWatch.unref();
     if (this.cluster) {
       try {
         await this.cluster.start(this.address().url);
@@ -173,14 +186,29 @@ export class Engine {
     return this.sessions.values();
   }
 
-  /** iii SDKs stream OTLP telemetry on a second socket; accepted and drained, never a worker. */
+  /** Open connections: sessions and `/otel` sockets (both count against max_connections). */
+  get connectionCount(): number {
+    return this.sessions.size + this.telemetry.size;
+  }
+
+  /**
+   * iii SDKs stream OTLP telemetry on a second socket; accepted and drained, never a worker. It is
+   * a connection like any other: counted against max_connections and dropped when it stops
+   * answering pings.
+   */
   private acceptTelemetry(ws: WebSocket): void {
     if (this.stopping) {
       ws.close(1001, 'engine shutting down');
       return;
     }
-    ws.on('message', () => {});
+    this.telemetry.set(ws, true);
+    const alive = (): void => {
+      if (this.telemetry.has(ws)) this.telemetry.set(ws, true);
+    };
+    ws.on('message', alive);
+    ws.on('pong', alive);
     ws.on('error', () => {});
+    ws.on('close', () => this.telemetry.delete(ws));
   }
 
   /**
@@ -191,8 +219,8 @@ export class Engine {
    * sees anything of the registry (no `workerregistered`). Close code 4401 tells SDKs it is final.
    */
   private authenticate(ws: WebSocket, req: IncomingMessage): { access: Access; identity: RunIdentity | null } | null {
-    if (this.sessions.size >= this.opts.maxConnections) {
-      refuse(ws, 'overloaded', `The engine has ${this.sessions.size} connections (engine.limits.max_connections); retry later`, 1013);
+    if (this.connectionCount >= this.opts.maxConnections) {
+      refuse(ws, 'overloaded', `The engine has ${this.connectionCount} connections (engine.limits.max_connections); retry later`, 1013);
       return null;
     }
     const runSecret = presentedRunSecret(req);
@@ -271,10 +299,49 @@ export class Engine {
       s.alive = false;
       s.ping();
     }
+    for (const [ws, alive] of this.telemetry) {
+      if (!alive) {
+        this.telemetry.delete(ws);
+        ws.terminate();
+        continue;
+      }
+      this.telemetry.set(ws, false);
+      try {
+        ws.ping();
+      } catch {
+        /* closing already */
+      }
+    }
+  }
+
+  /**
+   * Slow consumers (as NATS names them): a peer that does not read what the engine writes to it
+   * makes the engine hold it. One whose unsent bytes stay over max_send_buffer_bytes for
+   * slow_consumer_ms, or reach four times that, is closed; its calls end as on any disconnect.
+   */
+  private checkSendBuffers(): void {
+    const limit = this.opts.maxSendBufferBytes;
+    const now = Date.now();
+    for (const s of this.sessions.values()) {
+      const bytes = s.buffered;
+      if (bytes <= limit) {
+        s.slowSince = 0;
+        continue;
+      }
+      if (s.slowSince === 0) s.slowSince = now;
+      const ms = now - s.slowSince;
+      if (ms < this.opts.slowConsumerMs && bytes <= 4 * limit) continue;
+      const why = `slow consumer: ${bytes} bytes not read for ${ms} ms (engine.limits.max_send_buffer_bytes = ${limit}, slow_consumer_ms = ${this.opts.slowConsumerMs})`;
+      this.event('warn', `closing ${s.name}: ${why}`, { worker_id: s.id });
+      s.close(1008, 'slow consumer');
+      this.cleanup(s, why, true);
+    }
   }
 
   /** The engine's own log line: stored with worker logs and printed. */
   event(level: LogEntry['level'], message: string, data?: Record<string, unknown>): void {
+    // A line may quote what a peer sent (an id, a name): within the budget of any stored value.
+    message = cutString(message, this.opts.maxStoredValueBytes, 'message');
     this.logs.add({ level, message, source: 'engine', ...(data ? { data } : {}) });
     if (this.opts.printEvents) {
       // The message often holds a client's text (a worker's name, an error it sent): one line, inert.
@@ -292,6 +359,7 @@ export class Engine {
     this.stopping = (async () => {
       this.invocations.draining = true;
       if (this.liveness) clearInterval(this.liveness);
+      if (this.sendBufferWatch) clearInterval(this.sendBufferWatch);
       // The other engines stop routing here while what is in flight finishes.
       await this.cluster?.withdraw();
       if (this.invocations.size > 0) {
@@ -306,6 +374,7 @@ export class Engine {
       for (const s of [...this.sessions.values()]) {
         s.close(1001, 'engine shutting down');
       }
+      for (const ws of this.telemetry.keys()) ws.close(1001, 'engine shutting down');
       const wss = this.wss;
       const http = this.http;
       if (wss) {

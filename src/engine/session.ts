@@ -45,6 +45,11 @@ export class Session {
   readonly incoming = new ChurnMap<number, Invocation>();
   /** Calls this peer made and awaits, by the peer's own invocation id. */
   readonly outgoing = new ChurnMap<string, Invocation>();
+  /** What this peer's registrations store, per key, in characters (budgets.ts StoredValues). */
+  readonly stored = new Map<string, number>();
+  storedBytes = 0;
+  /** Since when (ms) its send buffer has been over the slow-consumer limit; 0: it is not. */
+  slowSince = 0;
 
   constructor(
     private readonly ws: WebSocket,
@@ -61,6 +66,11 @@ export class Session {
 
   get registrations(): number {
     return this.functions.size + this.triggers.size + this.triggerTypes.size;
+  }
+
+  /** Bytes written to this peer and not yet handed to the kernel (ws's bufferedAmount). */
+  get buffered(): number {
+    return this.ws.bufferedAmount;
   }
 
   get open(): boolean {

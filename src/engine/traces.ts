@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { cutString, head } from './budgets.js';
 
 /**
  * Traces: every routed invocation is one span; spans that share a W3C trace id form one trace.
@@ -179,7 +180,9 @@ const TIME_ORIGIN = performance.timeOrigin;
  * promotion and old-space marking (bench/RESULTS.md, session 2). Span objects are made only when
  * someone asks: `engine::traces::list`/`get` scan the ring (about a millisecond for 20 000 spans).
  * When the ring wraps, the oldest spans go first, so an old trace can lose its earliest spans
- * before its latest.
+ * before its latest. The one part of a span of any size, its error, is kept as a copy of its code
+ * and message, each cut to `maxValue` characters, and all kept errors together stay within
+ * `maxBytes`: beyond it the oldest spans go early.
  */
 export class TraceBuffer {
   readonly capacity: number;
@@ -201,10 +204,15 @@ export class TraceBuffer {
   private readonly durations: Float64Array;
   private readonly statuses: Uint8Array;
   private readonly errors: ({ code: string; message: string } | null)[];
+  /** Characters of each slot's kept error (0: none), and of all of them (maxBytes bounds it). */
+  private readonly errorSizes: Float64Array;
+  private errorChars = 0;
 
   constructor(
     capacity: number,
     readonly ids = new IdGenerator(),
+    readonly maxBytes = Infinity,
+    readonly maxValue = Infinity,
   ) {
     const n = Math.max(1, capacity);
     this.capacity = n;
@@ -213,6 +221,7 @@ export class TraceBuffer {
     this.starts = new Float64Array(n);
     this.durations = new Float64Array(n);
     this.statuses = new Uint8Array(n);
+    this.errorSizes = new Float64Array(n);
     const strings = (): string[] => new Array<string>(n).fill('');
     this.traceIds = strings();
     this.spanIds = strings();
@@ -228,6 +237,11 @@ export class TraceBuffer {
 
   get spanCount(): number {
     return this.count;
+  }
+
+  /** Characters of the span errors held. */
+  get heldBytes(): number {
+    return this.errorChars;
   }
 
   /** The span of a call that ended now. */
@@ -262,7 +276,33 @@ export class TraceBuffer {
     const i = this.next;
     this.next = i + 1 === this.capacity ? 0 : i + 1;
     if (this.count < this.capacity) this.count++;
+    // The span overwritten here (if any) gives up its error's share. No branch: the ring's first
+    // wrap, at the capacity-th call of every engine, must not reach code V8 has no feedback for.
+    this.errorChars -= this.errorSizes[i]!;
+    this.errorSizes[i] = 0;
     return i;
+  }
+
+  /** The error span `i` keeps: its code and message only (not a stack or other fields), cut to maxValue. */
+  private keep(i: number, error: { code: string; message: string }): { code: string; message: string } {
+    const kept = { code: head(String(error.code), 256), message: cutString(String(error.message), this.maxValue, 'error message') };
+    const size = kept.code.length + kept.message.length;
+    this.errorSizes[i] = size;
+    this.errorChars += size;
+    if (this.errorChars > this.maxBytes) this.dropOldest();
+    return kept;
+  }
+
+  /** Over maxBytes: the oldest spans go, not the one being recorded. */
+  private dropOldest(): void {
+    const n = this.capacity;
+    while (this.errorChars > this.maxBytes && this.count > 1) {
+      const oldest = (this.next - this.count + n) % n;
+      this.errorChars -= this.errorSizes[oldest]!;
+      this.errorSizes[oldest] = 0;
+      this.errors[oldest] = null;
+      this.count--;
+    }
   }
 
   private fill(
@@ -283,7 +323,7 @@ export class TraceBuffer {
     this.starts[i] = start;
     this.durations[i] = duration;
     this.statuses[i] = STATUS_INDEX[status];
-    this.errors[i] = error;
+    this.errors[i] = error === null ? null : this.keep(i, error);
   }
 
   private traceIdAt(i: number): string {

@@ -256,7 +256,14 @@ export class Triggers {
       // Another engine's provider calls for the binding there: that engine needs the binder's rights.
       ...(provider.node !== undefined ? { binder: b.access.rights } : {}),
     };
-    provider.send(msg);
+    try {
+      provider.send(msg);
+    } catch (err) {
+      // Only a value from outside any frame can fail to encode; the owner learns, the table moves on.
+      this.bindings.delete(b.id);
+      b.owner.triggers.delete(b.id);
+      this.reply(b, { code: 'internal_error', message: `The engine could not hand trigger ${b.id} to ${provider.name}: ${(err as Error).message}` });
+    }
   }
 
   /** Remove a binding the binder may not hold, and tell its owner why. */

@@ -14,6 +14,13 @@ const LIMIT_KEYS: Record<string, keyof EngineOptions> = {
   max_in_flight_total: 'maxInFlightTotal',
   handshake_timeout_ms: 'handshakeTimeoutMs',
   max_registrations_per_worker: 'maxRegistrationsPerWorker',
+  max_stored_value_bytes: 'maxStoredValueBytes',
+  max_stored_bytes_per_worker: 'maxStoredBytesPerWorker',
+  max_log_bytes: 'maxLogBytes',
+  max_trace_bytes: 'maxTraceBytes',
+  max_send_buffer_bytes: 'maxSendBufferBytes',
+  slow_consumer_ms: 'slowConsumerMs',
+  max_in_flight_bytes: 'maxInFlightBytes',
 };
 
 const TOKEN_KEYS = ['name', 'token', 'admin', 'call', 'register', 'trigger_types', 'names'];

@@ -21,7 +21,7 @@ import { eventually, sleep, WorkerPool } from '../helpers/util.js';
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : (Date.now() ^ (Math.random() * 0x7fffffff)) | 0;
 console.log(`fuzz seed ${SEED} (replay with FUZZ_SEED=${SEED})`);
 
-const DECODE_CODES = new Set(['malformed_frame', 'unknown_message_type', 'invalid_frame']);
+const DECODE_CODES = new Set(['malformed_frame', 'unknown_message_type', 'invalid_frame', 'frame_too_deep']);
 const MAX_MESSAGE = 512;
 
 // ---- generators ---------------------------------------------------------------------------------

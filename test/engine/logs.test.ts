@@ -84,9 +84,9 @@ describe('engine::log::batch and the SDK Logger', () => {
     eng = await startEngine();
     const entry = eng.engine.registry.get('engine::log::batch')!;
     const inner = entry.builtin!;
-    entry.builtin = (data, caller) => {
+    entry.builtin = (data, caller, frameChars) => {
       batches.push((data as { lines: unknown[] }).lines.length);
-      return inner(data, caller);
+      return inner(data, caller, frameChars);
     };
     client = pool.make('log-client', { role: 'client' });
     await client.ready();

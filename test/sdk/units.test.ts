@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffDelay, decodeFrame, toErrorBody, MESSAGE_TYPES, Worker, InvocationError } from 'svc-sdk';
+import fc from 'fast-check';
+import { backoffDelay, decodeFrame, jsonDepthOver, toErrorBody, MAX_FRAME_DEPTH, MESSAGE_TYPES, Worker, InvocationError } from 'svc-sdk';
 import { buildPayload, typeValue } from '../../src/cli/payload.js';
 
 describe('protocol decoding', () => {
@@ -33,6 +34,57 @@ describe('protocol decoding', () => {
   test('an action must be void or enqueue with a queue', () => {
     assert.equal(decodeFrame('{"type":"invokefunction","function_id":"a","action":{"type":"enqueue"}}').ok, false);
     assert.equal(decodeFrame('{"type":"invokefunction","function_id":"a","action":{"type":"enqueue","queue":"q"}}').ok, true);
+  });
+});
+
+describe('nesting depth (frame_too_deep)', () => {
+  /** The depth of a parsed value, counted by walking it: what jsonDepthOver must find in its text. */
+  const depthOf = (v: unknown): number =>
+    typeof v === 'object' && v !== null ? 1 + Math.max(0, ...(Array.isArray(v) ? v : Object.values(v)).map(depthOf)) : 0;
+  const nested = (n: number): string => '['.repeat(n) + ']'.repeat(n);
+
+  test('a frame MAX_FRAME_DEPTH deep is accepted, one level deeper is refused naming both depths, with its ref', () => {
+    assert.equal(MAX_FRAME_DEPTH, 128);
+    // The frame's object and `data` are two levels.
+    const at = `{"type":"invokefunction","function_id":"a::b","invocation_id":"i1","data":${nested(MAX_FRAME_DEPTH - 1)}}`;
+    assert.equal(decodeFrame(at).ok, true);
+    const over = decodeFrame(`{"type":"invokefunction","function_id":"a::b","invocation_id":"i1","data":${nested(MAX_FRAME_DEPTH)}}`);
+    assert.equal(over.ok, false);
+    if (!over.ok) {
+      assert.deepEqual(over.error, { code: 'frame_too_deep', message: 'Frame nests arrays and objects 129 deep; the limit is 128 (its own object counted)' });
+      assert.deepEqual(over.ref, { type: 'invokefunction', id: 'i1' });
+    }
+    // A limit of one's own (the SDKs receive with twice the engine's).
+    assert.equal(decodeFrame(`{"type":"ping","x":${nested(200)}}`, 256).ok, true);
+    assert.equal(decodeFrame(`{"type":"ping","x":${nested(300)}}`, 256).ok, false);
+  });
+
+  test('brackets inside strings, escaped quotes and backslashes do not count', () => {
+    const tricky = JSON.stringify({ type: 'ping', s: '['.repeat(500), t: '\\"[[[', u: '\\', v: '"{{{{' + '\\'.repeat(3) });
+    assert.equal(decodeFrame(tricky).ok, true);
+    assert.equal(jsonDepthOver(tricky, 0), 1);
+  });
+
+  test('jsonDepthOver finds the depth of any JSON text, strings of brackets and escapes included', () => {
+    const str = fc.string({ unit: fc.constantFrom('[', ']', '{', '}', '"', '\\', 'a', 'é', '\n') });
+    const value = fc.letrec<{ v: unknown }>((tie) => ({
+      v: fc.oneof({ depthSize: 'small', maxDepth: 12 }, str, fc.integer(), fc.constant(null), fc.array(tie('v'), { maxLength: 3 }), fc.dictionary(str, tie('v'), { maxKeys: 3 })),
+    })).v;
+    fc.assert(
+      fc.property(value, (v) => {
+        const text = JSON.stringify(v);
+        const depth = depthOf(v);
+        assert.equal(jsonDepthOver(text, 0), depth);
+        assert.equal(jsonDepthOver(text, depth), 0);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  test('every text frame decodes without throwing, however deep (V8 parses without recursion)', () => {
+    const r = decodeFrame(`{"type":"ping","x":${nested(1_000_000)}}`);
+    assert.equal(r.ok, false);
+    if (!r.ok) assert.match(r.error.message, /1000001 deep/);
   });
 });
 

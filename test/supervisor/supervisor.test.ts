@@ -76,6 +76,19 @@ describe('config.yaml', () => {
     assert.throws(() => loadConfig(f), (e: unknown) => e instanceof ConfigError && /enigne: unknown top-level key/.test(e.message));
   });
 
+  test('engine.limits: the byte budgets reach the engine; their defaults are what docs/configuration.md says', () => {
+    const f = join(root, 'c-limits.yaml');
+    writeFileSync(f, 'engine:\n  limits:\n    max_log_bytes: 1000000\n    max_in_flight_bytes: 2000000\n    slow_consumer_ms: 700\n');
+    const e = loadConfig(f).engine;
+    assert.deepEqual([e.maxLogBytes, e.maxInFlightBytes, e.slowConsumerMs], [1000000, 2000000, 700]);
+    assert.deepEqual(
+      [e.maxStoredValueBytes, e.maxStoredBytesPerWorker, e.maxTraceBytes, e.maxSendBufferBytes],
+      [65536, 4194304, 16777216, 16777216],
+    );
+    writeFileSync(f, 'engine:\n  limits:\n    max_log_bytes: -1\n');
+    assert.throws(() => loadConfig(f), /engine\.limits\.max_log_bytes: must be a positive integer, got -1/);
+  });
+
   test('worker add appends once, keeps comments, and remove takes it out again', () => {
     const f = join(root, 'c2.yaml');
     writeFileSync(f, DEFAULT_CONFIG_YAML.replace('workers: []', '# my note about workers\nworkers: []'));

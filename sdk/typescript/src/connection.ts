@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
-import { decodeFrame, type Message } from './protocol.js';
+import { decodeFrame, MAX_FRAME_DEPTH, type Message } from './protocol.js';
 import { STALE_WORKER_CLOSE } from './supervised.js';
 import { sendCoalesced } from './transport.js';
 
@@ -121,7 +121,10 @@ export class Connection extends EventEmitter {
       this.alive = true;
       // Binary frames are tolerated (iii peers may send telemetry); only text carries protocol.
       if (isBinary) return;
-      const decoded = decodeFrame(data.toString());
+      // The engine accepts frames MAX_FRAME_DEPTH deep, and its listings nest what it stored a few
+      // levels deeper (a worker's metadata inside {result:{workers:[{metadata}]}}): an answer of
+      // the engine must never be refused here, while the cap still bounds what our code walks.
+      const decoded = decodeFrame(data.toString(), 2 * MAX_FRAME_DEPTH);
       if (decoded.ok) this.emit('message', decoded.msg as Message);
       else this.emit('protocol-error', decoded.error);
     });

@@ -1,15 +1,33 @@
 import type { ErrorBody } from './protocol.js';
 
-/** A call failed: carries the stable `code` from the engine or the callee, and the function id. */
-export class InvocationError extends Error {
+/**
+ * The one base of svc's errors, in the engine, the CLI, the built-in workers and the SDK: a stable
+ * lowercase `code` to branch on (docs/errors.md lists every one) and a message that names the
+ * offending input. Subclasses exist only where a caller needs to tell a kind apart.
+ */
+export class SvcError extends Error {
   readonly code: string;
+
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'SvcError';
+    this.code = code;
+  }
+
+  /** The wire form of this error. */
+  body(): ErrorBody {
+    return { code: this.code, message: this.message };
+  }
+}
+
+/** A call failed: carries the stable `code` from the engine or the callee, and the function id. */
+export class InvocationError extends SvcError {
   readonly functionId: string | undefined;
   readonly stacktrace: string | undefined;
 
   constructor(code: string, message: string, functionId?: string, stacktrace?: string) {
-    super(message);
+    super(code, message);
     this.name = 'InvocationError';
-    this.code = code;
     this.functionId = functionId;
     this.stacktrace = stacktrace;
   }

@@ -8,6 +8,7 @@
  * This module is the single place a frame is validated: `decodeFrame` turns text into a typed
  * message or a precise error, and everything downstream trusts the types.
  */
+import { deeperThan, jsonDepthOver, openingsAtLeast } from './nesting.js';
 
 export const PROTOCOL_VERSION = 1;
 export const DEFAULT_ENGINE_PORT = 49134;
@@ -15,6 +16,14 @@ export const DEFAULT_ENGINE_URL = `ws://localhost:${DEFAULT_ENGINE_PORT}`;
 /** Largest frame the engine accepts by default; SDKs refuse to send larger ones. */
 export const DEFAULT_MAX_FRAME_BYTES = 8 * 1024 * 1024;
 export const DEFAULT_INVOCATION_TIMEOUT_MS = 30_000;
+/**
+ * Deepest nesting of arrays and objects a frame may have, its own object counted: `{"data":[1]}`
+ * is 2 deep. serde_json's default recursion limit, which iii's engine parses frames with, refuses
+ * the 128th level, so every frame an iii peer can exchange with iii is accepted here. It bounds the
+ * recursion of everything that walks a frame's values: JSON.stringify in the engine (which throws
+ * at a few thousand levels), Python's json module in Python workers (at about 1,000).
+ */
+export const MAX_FRAME_DEPTH = 128;
 
 /** Features a peer can ask for in `hello`. The engine answers with the subset it grants. */
 export type Feature =
@@ -394,10 +403,15 @@ function nullOrString(v: unknown): boolean {
   return v == null || typeof v === 'string';
 }
 
-/** Parse and validate one text frame. Never throws. */
-export function decodeFrame(text: string): DecodeResult {
+/**
+ * Parse and validate one text frame. Never throws. `maxDepth`: the deepest nesting of arrays and
+ * objects accepted (MAX_FRAME_DEPTH); a deeper frame is refused with `frame_too_deep`, with a `ref`
+ * naming its type and id so that a call in it can still be answered.
+ */
+export function decodeFrame(text: string, maxDepth = MAX_FRAME_DEPTH): DecodeResult {
   let value: unknown;
   try {
+    // V8's JSON.parse does not recurse: any depth parses, and is checked below.
     value = JSON.parse(text);
   } catch (e) {
     return {
@@ -405,8 +419,39 @@ export function decodeFrame(text: string): DecodeResult {
       error: { code: 'malformed_frame', message: `Frame is not valid JSON: ${(e as Error).message}` },
     };
   }
+  // Nesting deeper than maxDepth takes more than maxDepth opening brackets, and twice as many
+  // characters: most frames are too short, or have too few brackets, to need the walk.
+  if (text.length > 2 * maxDepth && openingsAtLeast(text, maxDepth + 1) && deeperThan(value, maxDepth)) {
+    return tooDeep(value, jsonDepthOver(text, maxDepth), maxDepth);
+  }
   const call = asCallFrame(value);
   return call !== null ? { ok: true, msg: call } : validateMessage(value);
+}
+
+/**
+ * Run decodeFrame's depth scan and its refusal once at load, with type feedback, before any call
+ * path is hot: the first frame long enough for the scan would otherwise reach optimised code with no
+ * feedback for it and deoptimise the engine's call path (as ChurnMap's renewal did, bench/RESULTS.md
+ * session 5; test/engine/jit-stability.test.ts). V8 records feedback only after a few runs.
+ */
+function primeDecodeFrame(): void {
+  const head = '{"type":"invokefunction","function_id":"prime::x","invocation_id":"p","data":';
+  const frames = [
+    // Long, few brackets: counted only.
+    `${head}{"s":"${'x'.repeat(2 * MAX_FRAME_DEPTH)}","q":"\\"[{","a":[1,{"b":null}]}}`,
+    // Many brackets, shallow: walked.
+    `${head}[${'{"a":[1]},'.repeat(MAX_FRAME_DEPTH)}{}]}`,
+    // Too deep: refused, its depth named.
+    `${head}${'['.repeat(MAX_FRAME_DEPTH)}${']'.repeat(MAX_FRAME_DEPTH)}}`,
+  ];
+  for (let i = 0; i < 64; i++) for (const f of frames) decodeFrame(f);
+}
+
+function tooDeep(value: unknown, depth: number, limit: number): DecodeResult {
+  const error = { code: 'frame_too_deep', message: `Frame nests arrays and objects ${depth} deep; the limit is ${limit} (its own object counted)` };
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, error };
+  const obj = value as Record<string, unknown>;
+  return typeof obj.type === 'string' ? { ok: false, error, ref: { type: obj.type.slice(0, 64), id: refId(obj) } } : { ok: false, error };
 }
 
 function refId(obj: Record<string, unknown>): string | undefined {
@@ -434,6 +479,7 @@ export const ErrorCode = {
   InvalidFrame: 'invalid_frame',
   UnknownMessageType: 'unknown_message_type',
   FrameTooLarge: 'frame_too_large',
+  FrameTooDeep: 'frame_too_deep',
   PayloadTooLarge: 'payload_too_large',
   ResultTooLarge: 'result_too_large',
   InvalidFunctionId: 'invalid_function_id',
@@ -444,3 +490,5 @@ export const ErrorCode = {
   DuplicateFunction: 'duplicate_function',
 } as const;
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+primeDecodeFrame();

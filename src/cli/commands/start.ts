@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { fail } from '../client.js';
 import { Command, Flags } from '@oclif/core';
 import { newSecret } from '../../engine/auth.js';
+import { FATAL_EXIT_CODE, guardProcess } from '../../engine/process-guard.js';
 import { Engine, EngineStartError } from '../../engine/server.js';
 import { ConfigError, loadConfig } from '../../supervisor/config.js';
 import { installSupervisorFunctions } from '../../supervisor/control.js';
@@ -127,6 +128,15 @@ export default class Start extends Command {
       this.log(`starting ${entries.length} worker(s) from ${flags.config}: ${entries.map((e) => e.name).join(', ')}`);
       void Promise.all(entries.map((e) => supervisor.start(e)));
     }
+    // After this, an error that escapes every handler is logged instead of ending the engine.
+    let stopFor: ((why: string) => void) | undefined;
+    guardProcess({
+      log: (message) => engine.event('error', message),
+      fatal: (why) => {
+        process.exitCode = FATAL_EXIT_CODE;
+        stopFor?.(`fatal error (${why})`);
+      },
+    });
     await new Promise<void>((done) => {
       const stop = (signal: string): void => {
         process.off('SIGINT', onInt);
@@ -144,6 +154,7 @@ export default class Start extends Command {
       };
       const onInt = (): void => stop('SIGINT');
       const onTerm = (): void => stop('SIGTERM');
+      stopFor = stop;
       process.on('SIGINT', onInt);
       process.on('SIGTERM', onTerm);
     });

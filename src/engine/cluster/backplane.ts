@@ -193,8 +193,18 @@ export class Backplane {
   private flush(): void {
     this.flushScheduled = false;
     const cmd = this.cmd;
-    for (const [node, frames] of this.outbox) {
-      const text = JSON.stringify({ from: this.node, inc: this.inc, frames } satisfies Envelope);
+    for (const [node, queued] of this.outbox) {
+      let frames = queued;
+      let text: string;
+      try {
+        text = JSON.stringify({ from: this.node, inc: this.inc, frames } satisfies Envelope);
+      } catch (e) {
+        // A frame JSON cannot encode (none can come from a peer: the engine parsed them) must not
+        // lose the others, nor end the process from this callback: it is dropped and reported.
+        frames = frames.filter(encodable);
+        this.h.error(`dropped ${queued.length - frames.length} frame(s) for engine ${node} that cannot be encoded: ${(e as Error).message}`);
+        text = JSON.stringify({ from: this.node, inc: this.inc, frames } satisfies Envelope);
+      }
       if (!cmd) {
         this.h.undeliverable(node, frames);
         continue;
@@ -234,6 +244,15 @@ export class Backplane {
     this.cmd = null;
     await Promise.allSettled(clients.map((c) => c.close()));
     await Promise.allSettled(clients.map((c) => c.destroy()));
+  }
+}
+
+function encodable(v: unknown): boolean {
+  try {
+    JSON.stringify(v);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -17,7 +17,7 @@ export function installClusterBuiltins(registry: Registry, cluster: Cluster): vo
   const wrap = (id: string, description: string, f: (local: (data: unknown) => Promise<unknown>, data: unknown) => unknown): void => {
     const original = registry.get(id)?.builtin;
     if (!original) throw new Error(`builtin ${id} missing`);
-    registry.addBuiltin(id, description, (data, caller) => f(async (d) => original(d, caller), data));
+    registry.addBuiltin(id, description, (data, caller, frameChars) => f(async (d) => original(d, caller, frameChars), data));
   };
   const self = cluster.nodeId;
 

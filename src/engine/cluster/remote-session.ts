@@ -55,6 +55,10 @@ export class RemoteSession extends Session {
     this.send(JSON.parse(text) as Message);
   }
 
+  override get buffered(): number {
+    return 0;
+  }
+
   override ping(): void {}
   override close(): void {}
   override terminate(): void {}
