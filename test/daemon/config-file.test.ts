@@ -73,11 +73,11 @@ describe('defaults in one place', () => {
 });
 
 describe("the compose stack's engine configs", () => {
-  const env = { SVC_ADMIN_TOKEN: 'a'.repeat(24), SVC_WORKER_TOKEN: 'w'.repeat(24), SVC_QUEUE_TOKEN: 'q'.repeat(24), SVC_NODE_ID: 'engine-1' };
+  const env = { SVC_ADMIN_TOKEN: 'a'.repeat(24), SVC_WORKER_TOKEN: 'w'.repeat(24), SVC_QUEUE_TOKEN: 'q'.repeat(24), SVC_CRON_TOKEN: 'c'.repeat(24), SVC_NODE_ID: 'engine-1' };
   for (const file of ['compose-config/engine.yaml', 'compose-config/cluster-engine.yaml']) {
     test(`${file} parses, setting only what differs from the defaults`, () => {
       const cfg = parseConfig(file, read(file), env);
-      assert.deepEqual(cfg.engine.tokens.map((t) => t.name), ['admin', 'workers', 'queue']);
+      assert.deepEqual(cfg.engine.tokens.map((t) => t.name), ['admin', 'workers', 'queue', 'cron']);
       assert.equal(cfg.engine.invocationTimeoutMs, DEFAULT_ENGINE_OPTIONS.invocationTimeoutMs);
       assert.deepEqual(workerEntriesOf(cfg), []);
     });

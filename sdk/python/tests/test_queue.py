@@ -36,7 +36,8 @@ def serving(engine_url: str, make_worker: WorkerFactory) -> None:
 
 @pytest.fixture
 def queue_engine(tmp_path: Path) -> Iterator[Engine]:
-    eng = Engine(tmp_path)
+    (tmp_path / "queue").mkdir()
+    eng = Engine(tmp_path / "queue")
     eng.extra_config = QUEUE_CONFIG
     eng.start()
     yield eng

@@ -12,8 +12,8 @@ from .errors import ErrorCode, InvalidFunctionIdError, InvocationError, SvcError
 from .logger import Logger
 from .options import InitOptions, ReconnectOptions, default_url
 from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES, TriggerConfig, TriggerRequest, TriggerTypeInfo
-from .redact import redact_address
 from .queue import EnqueueResult, PublishResult, TriggerAction, publish, publish_async
+from .redact import redact_address
 from .triggers import Trigger, TriggerInstance, TriggerTypeHandler
 from .worker import FunctionRef, TriggerTypeRef, Worker, register_worker
 
@@ -44,8 +44,8 @@ __all__ = [
     "__version__",
     "current_invocation",
     "default_url",
-    "redact_address",
     "publish",
     "publish_async",
+    "redact_address",
     "register_worker",
 ]
