@@ -30,8 +30,8 @@ export interface DaemonOptions {
 }
 
 export interface Daemon {
-  /** ws://host:port the engine listens on (the port it got when asked for 0). */
-  readonly url: string;
+  /** Where the engine listens: the port it got when asked for 0; `url` is what workers connect to. */
+  readonly address: { host: string; port: number; url: string };
   readonly configFile: string;
   readonly engine: Engine;
   readonly supervisor: Supervisor;
@@ -79,9 +79,9 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   }
   const options = { ...cfg.engine, ...(o.port !== undefined ? { port: o.port } : {}), ...(o.host !== undefined ? { host: o.host } : {}) };
   const engine = new Engine(options);
-  let url: string;
+  let address: Daemon['address'];
   try {
-    url = (await engine.start()).url;
+    address = await engine.start();
   } catch (e) {
     if (e instanceof EngineStartError) throw e;
     const err = e as NodeJS.ErrnoException;
@@ -109,7 +109,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
     pid: process.pid,
     pid_started: processStartToken(process.pid),
     run: engine.run.id,
-    url,
+    url: address.url,
     config: file,
     started_at: new Date().toISOString(),
     ...(supervisorToken ? { token: supervisorToken } : {}),
@@ -130,7 +130,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   };
   const supervisor = new Supervisor({
     configFile: file,
-    engineUrl: url,
+    engineUrl: address.url,
     runtimes: { docker },
     log: (level, message) => engine.event(level, message),
     tokenFor: (e) => (e.token ? tokenByName.get(e.token) : supervisorToken),
@@ -140,7 +140,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   // engine::supervisor::add|restart act on the entry as config.yaml says now: the CLI edits the file.
   installSupervisorFunctions(engine, supervisor, file, () => workerEntriesOf(loadConfig(file, { create: false })));
   record();
-  log(`svc engine ready on ${url}`);
+  log(`svc engine ready on ${address.url}`);
   if (entries.length > 0) {
     log(`starting ${entries.length} worker(s) from ${shownFile}: ${entries.map((e) => e.name).join(', ')}`);
     void Promise.all(entries.map((e) => supervisor.start(e)));
@@ -157,5 +157,5 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
     })();
     return stopping;
   };
-  return { url, configFile: file, engine, supervisor, stop };
+  return { address, configFile: file, engine, supervisor, stop };
 }

@@ -40,11 +40,11 @@ describe('startDaemon', { timeout: 60_000 }, () => {
     const daemon = await startDaemon({ configFile: file, configName: 'config.yaml', port: 0, log: (l) => lines.push(l) });
     running.push(daemon);
     assert.ok(existsSync(file));
-    assert.match(daemon.url, /^ws:\/\/127\.0\.0\.1:\d+$/);
+    assert.match(daemon.address.url, /^ws:\/\/127\.0\.0\.1:\d+$/);
     assert.equal(lines[0], 'Created config.yaml with default settings.');
-    assert.ok(lines.includes(`svc engine ready on ${daemon.url}`), lines.join('\n'));
-    assert.equal(readEngineState(file)?.url, daemon.url);
-    const client = new Worker(daemon.url, { role: 'client', echoLogs: false, workerName: 'probe' });
+    assert.ok(lines.includes(`svc engine ready on ${daemon.address.url}`), lines.join('\n'));
+    assert.equal(readEngineState(file)?.url, daemon.address.url);
+    const client = new Worker(daemon.address.url, { role: 'client', echoLogs: false, workerName: 'probe' });
     client.start();
     try {
       assert.deepEqual(await client.trigger({ function_id: 'engine::supervisor::list' }), { workers: [] });
@@ -82,10 +82,10 @@ describe('startDaemon', { timeout: 60_000 }, () => {
     await assert.rejects(startDaemon({ configFile: file, configName: 'config.yaml' }), (e: unknown) => {
       assert.ok(e instanceof DaemonStartError);
       assert.equal(e.code, 'engine_already_running');
-      assert.match(e.message, new RegExp(`^an engine of config\\.yaml is already running \\(pid ${process.pid}, ${daemon.url}\\)`));
+      assert.match(e.message, new RegExp(`^an engine of config\\.yaml is already running \\(pid ${process.pid}, ${daemon.address.url}\\)`));
       return true;
     });
-    const port = Number(new URL(daemon.url).port);
+    const port = daemon.address.port;
     await assert.rejects(startDaemon({ configFile: project('other', QUIET), port }), (e: unknown) => {
       assert.ok(e instanceof DaemonStartError);
       assert.equal(e.code, 'listen_failed');
