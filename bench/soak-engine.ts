@@ -12,7 +12,7 @@
  * SVC_BENCH_ENGINE_OPTIONS='{"maxLogBytes":1048576}' overrides engine options (default: the defaults).
  */
 import { createInterface } from 'node:readline';
-import { FATAL_EXIT_CODE, guardProcess } from '../src/engine/process-guard.js';
+import { FATAL_EXIT_CODE, guardProcess } from '../src/daemon/process-guard.js';
 import { Engine } from '../src/engine/server.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;

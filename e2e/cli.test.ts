@@ -91,7 +91,7 @@ describe('svc --config: the engine command', { timeout: 60_000 }, () => {
 
   // config.yaml's top level holds `engine:` and `workers:`; a misspelt section (here `enigne:`) is
   // today silently ignored, so the user's settings are dropped without a word. Reported to the lead
-  // (src/supervisor/config.ts parseConfig). The valid `engine:` block keeps a wrongly accepted
+  // (src/daemon/config-file.ts parseConfig). The valid `engine:` block keeps a wrongly accepted
   // start on port 0; it is killed below.
   test('unknown top-level key: error names the file and the key', async () => {
     writeFileSync(join(tmp.dir, 'top.yaml'), `${PORT0}enigne:\n  port: 1234\n`);

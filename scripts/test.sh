@@ -40,7 +40,9 @@ SETUP=1 stage "npm ci" npm ci --no-audit --no-fund
 SETUP=1 stage "build" npm run build
 # The console (React + Vite) is served from console/dist; e2e/console drives it in Chromium.
 SETUP=1 stage "build console" npm run build:console
-stage "engine, sdk, supervisor tests" node_tests dist/test/engine dist/test/sdk dist/test/supervisor/supervisor.test.js dist/test/supervisor/process-runtime.test.js dist/test/supervisor/orphans.test.js
+# Issue 18's acceptance: no import cycle in src/ and sdk/, no source file there over 500 lines.
+stage "structure (import cycles, file sizes)" node_tests dist/test/structure
+stage "engine, sdk, supervisor tests" node_tests dist/test/engine dist/test/sdk dist/test/daemon dist/test/supervisor/supervisor.test.js dist/test/supervisor/process-runtime.test.js dist/test/supervisor/orphans.test.js
 stage "built-in worker tests" node_tests dist/test/workers
 stage "cluster tests (engines sharing redis)" node_tests dist/test/cluster
 stage "iii compatibility tests" node_tests dist/test/compat

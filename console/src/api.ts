@@ -1,4 +1,4 @@
-/** The console server's JSON API (src/console/server.ts). */
+/** The console server's JSON API (src/console-server/server.ts). */
 
 export interface ErrorBody {
   code: string;

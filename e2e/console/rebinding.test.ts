@@ -11,7 +11,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { startConsoleServer, type ConsoleServer } from '../../src/console/server.js';
+import { startConsoleServer, type ConsoleServer } from '../../src/console-server/server.js';
 import { startStateWorker, type RunningStateWorker } from '../../src/workers/state/worker.js';
 import { launchChromium, servePage } from '../../test/helpers/chromium.js';
 import { startEngine } from '../../test/helpers/engine.js';

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { DEFAULT_ENGINE_URL, InvocationError, redactAddress, Worker } from 'svc-sdk';
 import { printable } from '../engine/printable.js';
-import { readEngineState, type EngineState } from '../supervisor/engine-state.js';
+import { readEngineState, type EngineState } from '../daemon/engine-state.js';
 
 /** The engine running for ./config.yaml, if any (it writes .svc/engine.json beside the file). */
 let local: EngineState | null | undefined;

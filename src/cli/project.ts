@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { printable } from '../engine/printable.js';
-import { readEngineState, type EngineState } from '../supervisor/engine-state.js';
+import { readEngineState, type EngineState } from '../daemon/engine-state.js';
 
 /** `--config` as every project command takes it. */
 export const configFlag = Flags.string({ char: 'c', summary: 'Path of config.yaml.', default: 'config.yaml' });

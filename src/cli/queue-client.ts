@@ -8,7 +8,7 @@ export const jsonFlag = Flags.boolean({ summary: 'Print JSON.', default: false }
 /** Call a svc-queue function; on error print it and exit 1 (svc-queue not running is said plainly). */
 export async function callQueue<T>(address: string | undefined, function_id: string, payload: Record<string, unknown>): Promise<T> {
   try {
-    return await withClient(engineAddress(address), (w) => w.trigger<T>({ function_id, payload, timeoutMs: 30_000 }));
+    return await withClient(engineAddress(address), (w) => w.trigger<T>({ function_id, payload }));
   } catch (e) {
     if ((e as { code?: string }).code === 'function_not_found') fail(`svc-queue is not running (no worker provides ${function_id}); start it with \`svc worker add svc-queue\``);
     process.stderr.write(formatError(e) + '\n');

@@ -9,18 +9,18 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, delimiter, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { SvcError } from 'svc-sdk';
 
 export const DEFAULT_TEMPLATE = 'quickstart';
 
 /** Stable codes of the errors below (docs/errors.md); the commands exit 2 on all of them. */
 export type ScaffoldErrorCode = 'unknown_template' | 'directory_not_empty' | 'not_a_directory';
 
-export class ScaffoldError extends Error {
-  constructor(
-    readonly code: ScaffoldErrorCode,
-    message: string,
-  ) {
-    super(message);
+export class ScaffoldError extends SvcError {
+  declare readonly code: ScaffoldErrorCode;
+
+  constructor(code: ScaffoldErrorCode, message: string) {
+    super(code, message);
     this.name = 'ScaffoldError';
   }
 }

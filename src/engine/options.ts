@@ -2,7 +2,7 @@ import type { TokenSpec } from './auth.js';
 import type { ClusterOptions } from './cluster/cluster.js';
 import { DEFAULT_ENGINE_PORT, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES } from 'svc-sdk';
 
-/** Everything the engine can be told; config.yaml's `engine:` block maps onto this (src/supervisor/config.ts). */
+/** Everything the engine can be told; config.yaml's `engine:` block maps onto this (src/engine/config/engine-config.ts). */
 export interface EngineOptions {
   host: string;
   /** 0 picks a free port (tests). */

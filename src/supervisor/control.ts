@@ -1,18 +1,8 @@
 import { EngineError } from '../engine/errors.js';
 import type { Engine } from '../engine/server.js';
 import type { Session } from '../engine/session.js';
-import { loadConfig } from './config.js';
 import type { Supervisor } from './supervisor.js';
-import { parseWorkerEntries, type WorkerEntry } from './worker-entries.js';
-
-/** Read the current entry for `name` from config.yaml (the CLI edits the file, the engine acts on it). */
-export function entryFromConfig(configFile: string, name: string): WorkerEntry {
-  const cfg = loadConfig(configFile, { create: false });
-  const entries = parseWorkerEntries(configFile, cfg.workers);
-  const e = entries.find((x) => x.name === name);
-  if (!e) throw new EngineError('worker_not_found', `Worker ${name} is not listed in ${configFile}`);
-  return e;
-}
+import type { WorkerEntry } from './worker-entries.js';
 
 function nameOf(data: unknown, fn: string): string {
   const n = (data as { name?: unknown } | null)?.name;
@@ -41,33 +31,38 @@ export function connectionsOf(engine: Engine, name: string): Session[] {
 
 /**
  * `engine::supervisor::*`: how `svc worker add|list|remove|restart` reach the engine that runs the
- * workers. Management functions: issue #9 restricts them to admin tokens.
+ * workers. Management functions: issue #9 restricts them to admin tokens. `readEntries` reads
+ * config.yaml's workers as the file says now (the CLI edits the file, the engine acts on it).
  */
-export function installSupervisorFunctions(engine: Engine, sup: Supervisor, configFile: string): void {
-  const r = engine.registry;
-  r.addBuiltin('engine::supervisor::list', 'Supervised workers: status, pids, restarts, and the connections and functions of their instances', () => ({
+export function installSupervisorFunctions(engine: Engine, sup: Supervisor, configFile: string, readEntries: () => WorkerEntry[]): void {
+  const entryFromConfig = (name: string): WorkerEntry => {
+    const entry = readEntries().find((e) => e.name === name);
+    if (!entry) throw new EngineError('worker_not_found', `Worker ${name} is not listed in ${configFile}`);
+    return entry;
+  };
+  const registry = engine.registry;
+  registry.addBuiltin('engine::supervisor::list', 'Supervised workers: status, pids, restarts, and the connections and functions of their instances', () => ({
     workers: sup.list().map((w) => {
       const conns = connectionsOf(engine, String(w.name));
       return { ...w, connections: conns.length, functions: [...new Set(conns.flatMap((c) => [...c.functions]))].sort() };
     }),
   }));
-  r.addBuiltin('engine::supervisor::add', 'Start supervising a worker listed in config.yaml ({name, force?})', async (data) => {
+  registry.addBuiltin('engine::supervisor::add', 'Start supervising a worker listed in config.yaml ({name, force?})', async (data) => {
     const name = nameOf(data, 'engine::supervisor::add');
     const force = (data as { force?: unknown }).force === true;
-    const entry = entryFromConfig(configFile, name);
-    const m = force ? await sup.restart(entry, { force }) : await sup.start(entry);
-    const d = sup.describe(m);
-    if (d.status === 'failed') throw new EngineError('worker_start_failed', `Worker ${name} failed to start: ${String(d.last_error)}`);
-    return d;
+    const entry = entryFromConfig(name);
+    const worker = sup.describe(force ? await sup.restart(entry, { force }) : await sup.start(entry));
+    if (worker.status === 'failed') throw new EngineError('worker_start_failed', `Worker ${name} failed to start: ${String(worker.last_error)}`);
+    return worker;
   });
-  r.addBuiltin('engine::supervisor::restart', 'Restart a supervised worker ({name, force?})', async (data) => {
+  registry.addBuiltin('engine::supervisor::restart', 'Restart a supervised worker ({name, force?})', async (data) => {
     const name = nameOf(data, 'engine::supervisor::restart');
-    const entry = entryFromConfig(configFile, name);
-    const d = sup.describe(await sup.restart(entry, { force: (data as { force?: unknown }).force === true }));
-    if (d.status === 'failed') throw new EngineError('worker_start_failed', `Worker ${name} failed to start: ${String(d.last_error)}`);
-    return d;
+    const entry = entryFromConfig(name);
+    const worker = sup.describe(await sup.restart(entry, { force: (data as { force?: unknown }).force === true }));
+    if (worker.status === 'failed') throw new EngineError('worker_start_failed', `Worker ${name} failed to start: ${String(worker.last_error)}`);
+    return worker;
   });
-  r.addBuiltin('engine::supervisor::remove', 'Stop supervising a worker and stop it ({name})', async (data) => {
+  registry.addBuiltin('engine::supervisor::remove', 'Stop supervising a worker and stop it ({name})', async (data) => {
     const name = nameOf(data, 'engine::supervisor::remove');
     return { removed: await sup.remove(name) };
   });

@@ -6,6 +6,7 @@ import type Docker from 'dockerode';
 import tar from 'tar-fs';
 import { SVC_ROOT } from './launch.js';
 import type { Manifest, RuntimeKind } from './manifest.js';
+import { SvcError } from 'svc-sdk';
 
 /**
  * One image per worker, built from `images/<runtime.kind>/Dockerfile` and the worker's directory,
@@ -13,8 +14,11 @@ import type { Manifest, RuntimeKind } from './manifest.js';
  * changed one gets a new tag, and `--force` rebuilds the same tag without Docker's layer cache.
  */
 
-export class ImageBuildError extends Error {
-  readonly code = 'image_build_failed';
+export class ImageBuildError extends SvcError {
+  constructor(message: string) {
+    super('image_build_failed', message);
+    this.name = 'ImageBuildError';
+  }
 }
 
 /** What never goes into a worker's build context: host-built environments and our own state. */

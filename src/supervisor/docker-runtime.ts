@@ -7,11 +7,15 @@ import { LIVENESS_FD_ENV, RUN_SECRET_ENV } from 'svc-sdk';
 import { ensureWorkerImage } from './docker-image.js';
 import { guardedCommand } from './liveness-guard.js';
 import type { ExitInfo, Instance, LaunchSpec, Runtime } from './runtime.js';
+import { SvcError } from 'svc-sdk';
 
 export const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
 
-export class DockerUnavailableError extends Error {
-  readonly code = 'docker_unavailable';
+export class DockerUnavailableError extends SvcError {
+  constructor(message: string) {
+    super('docker_unavailable', message);
+    this.name = 'DockerUnavailableError';
+  }
 }
 
 /** `svc.project` label value: one engine's containers, told apart from another project's. */

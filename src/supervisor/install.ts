@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { Manifest } from './manifest.js';
+import { SvcError } from 'svc-sdk';
 
 /**
  * Installing a worker's dependencies: Python workers into their own virtual environment
@@ -10,8 +11,11 @@ import type { Manifest } from './manifest.js';
  * dependency files hash to what the last successful install recorded.
  */
 
-export class InstallError extends Error {
-  readonly code = 'install_failed';
+export class InstallError extends SvcError {
+  constructor(message: string) {
+    super('install_failed', message);
+    this.name = 'InstallError';
+  }
 }
 
 const DEP_FILES: Record<Manifest['runtime']['kind'], string[]> = {

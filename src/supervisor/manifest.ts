@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { SvcError } from 'svc-sdk';
 
 /**
  * svc.worker.yaml: how to install and start a worker directory. Every error names the file, the
@@ -37,8 +38,11 @@ export const KINDS: Record<RuntimeKind, { managers: string[]; install: (m: strin
 export const MANIFEST_FILE = 'svc.worker.yaml';
 export const WORKER_NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
-export class ManifestError extends Error {
-  readonly code = 'invalid_manifest';
+export class ManifestError extends SvcError {
+  constructor(message: string) {
+    super('invalid_manifest', message);
+    this.name = 'ManifestError';
+  }
 }
 
 export function loadManifest(dir: string): Manifest {

@@ -1,5 +1,4 @@
 import { RUN_SECRET_ENV } from 'svc-sdk';
-import type { RecordedInstance } from './engine-state.js';
 import { ensureInstalled } from './install.js';
 import { launchSpecOf, logFileOf } from './launch.js';
 import { ProcessRuntime } from './process-runtime.js';
@@ -7,6 +6,19 @@ import type { Instance, Runtime } from './runtime.js';
 import type { RuntimeName, WorkerEntry } from './worker-entries.js';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+
+/** One instance the engine started, as the daemon records it in .svc/engine.json for the next engine of the project to clear. */
+export interface RecordedInstance {
+  worker: string;
+  replica: number;
+  runtime: 'process' | 'docker';
+  /** Process runtime: the instance's pid, also its process group (it leads its own group). */
+  pid?: number;
+  /** Process runtime: processStartToken(pid) when it started; a recycled pid does not match it. */
+  started?: string;
+  /** Docker runtime: the container id. */
+  container?: string;
+}
 
 export type WorkerStatus = 'starting' | 'running' | 'restarting' | 'crash-loop' | 'stopped' | 'failed';
 
@@ -43,7 +55,8 @@ interface Replica {
   instance: Instance | null;
   timer: NodeJS.Timeout | null;
   startedAt: number;
-  consecutive: number;
+  /** Exits in a row, each within crashWindowMs of its start: sets the restart backoff. */
+  quickExits: number;
 }
 
 interface Managed {
@@ -66,11 +79,11 @@ export class Supervisor {
   /** The run secret each running instance was given, revoked when it exits. */
   private readonly secrets = new Map<Instance, string>();
   private readonly runtimes: Partial<Record<RuntimeName, Runtime>>;
-  private readonly o: Required<Omit<SupervisorOptions, 'runtimes' | 'runSecrets'>> & Pick<SupervisorOptions, 'runSecrets'>;
+  private readonly options: Required<Omit<SupervisorOptions, 'runtimes' | 'runSecrets'>> & Pick<SupervisorOptions, 'runSecrets'>;
 
   constructor(opts: SupervisorOptions) {
     this.runtimes = { process: new ProcessRuntime(), ...opts.runtimes };
-    this.o = {
+    this.options = {
       restartDelayMs: 500,
       maxRestartDelayMs: 30_000,
       crashLoopExits: 5,
@@ -95,20 +108,20 @@ export class Supervisor {
     delete m.lastError;
     this.workers.set(entry.name, m);
     try {
-      const first = launchSpecOf(entry, this.o.configFile, this.o.engineUrl);
+      const first = launchSpecOf(entry, this.options.configFile, this.options.engineUrl);
       if (first.manifest && entry.runtime === 'process') {
-        const logFile = logFileOf(this.o.configFile, entry.name);
+        const logFile = logFileOf(this.options.configFile, entry.name);
         mkdirSync(dirname(logFile), { recursive: true });
         const r = await ensureInstalled(first.manifest, { ...(opts.force ? { force: true } : {}), onLine: (l) => appendFileSync(logFile, `[install] ${l}\n`) });
-        if (r.status === 'installed') this.o.log('info', `installed dependencies of ${entry.name} in ${r.seconds.toFixed(1)}s`);
+        if (r.status === 'installed') this.options.log('info', `installed dependencies of ${entry.name} in ${r.seconds.toFixed(1)}s`);
       }
-      m.replicas = Array.from({ length: entry.replicas }, () => ({ instance: null, timer: null, startedAt: 0, consecutive: 0 }));
+      m.replicas = Array.from({ length: entry.replicas }, () => ({ instance: null, timer: null, startedAt: 0, quickExits: 0 }));
       await Promise.all(m.replicas.map((_, i) => this.launch(m, i, opts.force === true)));
       m.status = 'running';
     } catch (e) {
       m.status = 'failed';
       m.lastError = (e as Error).message;
-      this.o.log('error', `cannot start ${entry.name}: ${m.lastError}`);
+      this.options.log('error', `cannot start ${entry.name}: ${m.lastError}`);
     }
     return m;
   }
@@ -120,55 +133,55 @@ export class Supervisor {
   }
 
   private async launch(m: Managed, i: number, force = false): Promise<void> {
-    const spec = launchSpecOf(m.entry, this.o.configFile, this.o.engineUrl, i);
-    const token = this.o.tokenFor(m.entry);
+    const spec = launchSpecOf(m.entry, this.options.configFile, this.options.engineUrl, i);
+    const token = this.options.tokenFor(m.entry);
     if (token) spec.env.SVC_TOKEN = token;
     // Only for the engine's own address: an entry whose env: points SVC_URL elsewhere (the
     // engines of a cluster) must be able to attach there.
-    const secret = spec.env.SVC_URL === this.o.engineUrl ? this.o.runSecrets?.issue({ kind: 'instance', worker: m.entry.name, replica: i }) : undefined;
+    const secret = spec.env.SVC_URL === this.options.engineUrl ? this.options.runSecrets?.issue({ kind: 'instance', worker: m.entry.name, replica: i }) : undefined;
     if (secret) spec.env[RUN_SECRET_ENV] = secret;
     let inst: Instance;
     try {
       inst = await this.runtimeFor(m.entry).launch({ ...spec, ...(force ? { force } : {}) });
     } catch (e) {
-      if (secret) this.o.runSecrets?.revoke(secret);
+      if (secret) this.options.runSecrets?.revoke(secret);
       throw e;
     }
     if (secret) this.secrets.set(inst, secret);
     const rep = m.replicas[i]!;
     rep.instance = inst;
     rep.startedAt = Date.now();
-    this.o.onInstancesChanged();
-    this.o.log('info', `started ${m.entry.name}${m.entry.replicas > 1 ? ` [${i}]` : ''} (${m.entry.runtime}, ${inst.pid ? `pid ${inst.pid}` : `id ${inst.id.slice(0, 12)}`})`);
+    this.options.onInstancesChanged();
+    this.options.log('info', `started ${m.entry.name}${m.entry.replicas > 1 ? ` [${i}]` : ''} (${m.entry.runtime}, ${inst.pid ? `pid ${inst.pid}` : `id ${inst.id.slice(0, 12)}`})`);
     void inst.exited.then((info) => this.onExit(m, i, inst, info.code, info.signal));
   }
 
   private onExit(m: Managed, i: number, inst: Instance, code: number | null, signal: string | null): void {
     const secret = this.secrets.get(inst);
-    if (secret) this.o.runSecrets?.revoke(secret);
+    if (secret) this.options.runSecrets?.revoke(secret);
     this.secrets.delete(inst);
-    this.o.onInstancesChanged();
+    this.options.onInstancesChanged();
     const rep = m.replicas[i];
     if (!rep || rep.instance !== inst) return;
     rep.instance = null;
     if (m.stopping) return;
     const now = Date.now();
-    m.exits = m.exits.filter((t) => now - t < this.o.crashWindowMs);
+    m.exits = m.exits.filter((t) => now - t < this.options.crashWindowMs);
     m.exits.push(now);
     const how = signal ? `signal ${signal}` : `exit code ${code}`;
-    if (m.exits.length >= this.o.crashLoopExits) {
+    if (m.exits.length >= this.options.crashLoopExits) {
       m.status = 'crash-loop';
-      m.lastError = `exited ${m.exits.length} times within ${Math.round(this.o.crashWindowMs / 1000)}s (last: ${how})`;
-      this.o.log('error', `${m.entry.name} is crash-looping: ${m.lastError}; not restarting. See \`svc worker logs ${m.entry.name}\`, fix it, then \`svc worker restart ${m.entry.name}\``);
+      m.lastError = `exited ${m.exits.length} times within ${Math.round(this.options.crashWindowMs / 1000)}s (last: ${how})`;
+      this.options.log('error', `${m.entry.name} is crash-looping: ${m.lastError}; not restarting. See \`svc worker logs ${m.entry.name}\`, fix it, then \`svc worker restart ${m.entry.name}\``);
       this.stopReplicas(m);
       return;
     }
     // A run that lasted long enough was healthy: start the backoff over.
-    rep.consecutive = now - rep.startedAt > this.o.crashWindowMs ? 0 : rep.consecutive + 1;
-    const delay = Math.min(this.o.maxRestartDelayMs, this.o.restartDelayMs * 2 ** Math.max(0, rep.consecutive - 1));
+    rep.quickExits = now - rep.startedAt > this.options.crashWindowMs ? 0 : rep.quickExits + 1;
+    const delay = Math.min(this.options.maxRestartDelayMs, this.options.restartDelayMs * 2 ** Math.max(0, rep.quickExits - 1));
     m.status = 'restarting';
     m.restarts++;
-    this.o.log('warn', `${m.entry.name} exited (${how}); restarting in ${delay} ms (restart #${m.restarts})`);
+    this.options.log('warn', `${m.entry.name} exited (${how}); restarting in ${delay} ms (restart #${m.restarts})`);
     rep.timer = setTimeout(() => {
       rep.timer = null;
       if (m.stopping) return;
@@ -178,7 +191,7 @@ export class Supervisor {
         })
         .catch((e: Error) => {
           m.lastError = e.message;
-          this.o.log('error', `restart of ${m.entry.name} failed: ${e.message}`);
+          this.options.log('error', `restart of ${m.entry.name} failed: ${e.message}`);
           this.onExit(m, i, inst, null, 'start failed');
         });
     }, delay);
@@ -191,7 +204,7 @@ export class Supervisor {
       rep.timer = null;
       const inst = rep.instance;
       rep.instance = null;
-      if (inst) all.push(inst.stop(this.o.stopGraceMs));
+      if (inst) all.push(inst.stop(this.options.stopGraceMs));
     }
     return Promise.all(all).then(() => undefined);
   }
@@ -202,7 +215,7 @@ export class Supervisor {
     m.stopping = true;
     await this.stopReplicas(m);
     m.status = 'stopped';
-    this.o.log('info', `stopped ${name}`);
+    this.options.log('info', `stopped ${name}`);
     return true;
   }
 
@@ -255,7 +268,7 @@ export class Supervisor {
       instances: m.replicas.map((r) => r.instance?.id ?? null),
       restarts: m.restarts,
       last_error: m.lastError ?? null,
-      log_file: logFileOf(this.o.configFile, m.entry.name),
+      log_file: logFileOf(this.options.configFile, m.entry.name),
     };
   }
 

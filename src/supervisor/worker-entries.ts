@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { isMap, isSeq, parseDocument, YAMLSeq } from 'yaml';
-import { ConfigError } from './config.js';
+import { ConfigFileError } from '../engine/config/config-error.js';
 import { WORKER_NAME } from './manifest.js';
 
 /** The built-in workers `svc worker add` knows by name. */
@@ -31,7 +31,7 @@ export function parseWorkerEntries(file: string, raw: unknown[]): WorkerEntry[] 
   return raw.map((item, i) => {
     const at = `workers[${i}]`;
     const fail = (field: string, problem: string): never => {
-      throw new ConfigError(file, `${at}${field ? '.' + field : ''}: ${problem}`);
+      throw new ConfigFileError(file, `${at}${field ? '.' + field : ''}: ${problem}`);
     };
     if (typeof item !== 'object' || item === null || Array.isArray(item)) fail('', 'must be a mapping with name and builtin or path');
     const e = item as Record<string, unknown>;
@@ -85,13 +85,13 @@ export function upsertWorkerEntry(
 ): 'added' | 'updated' | 'unchanged' {
   const text = readFileSync(file, 'utf8');
   const doc = parseDocument(text);
-  if (doc.errors.length > 0) throw new ConfigError(file, `invalid YAML: ${doc.errors[0]!.message.split('\n')[0]}`);
+  if (doc.errors.length > 0) throw new ConfigFileError(file, `invalid YAML: ${doc.errors[0]!.message.split('\n')[0]}`);
   let workers = doc.get('workers', true);
   if (workers === undefined || workers === null || (!isSeq(workers) && (workers as { value?: unknown }).value === null)) {
     workers = new YAMLSeq();
     doc.set('workers', workers);
   }
-  if (!isSeq(workers)) throw new ConfigError(file, '"workers" must be a list');
+  if (!isSeq(workers)) throw new ConfigFileError(file, '"workers" must be a list');
   const seq = workers as YAMLSeq;
   // An empty flow list `workers: []` would stay in flow style; entries read better as a block.
   seq.flow = false;

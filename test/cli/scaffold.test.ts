@@ -13,7 +13,7 @@ import { parse } from 'yaml';
 import { InvocationError, Worker } from 'svc-sdk';
 import { EngineProcess, ROOT, runSvc, tempDir, until } from '../../e2e/helpers/cli.js';
 import { loadManifest } from '../../src/supervisor/manifest.js';
-import { parseConfig } from '../../src/supervisor/config.js';
+import { parseConfig } from '../../src/daemon/config-file.js';
 
 /** oclif wraps `this.error` at 80 columns with " ›   " prefixes; join it back into one line. */
 const ROOT_DIR = ROOT.replace(/\/$/, '');

@@ -3,7 +3,8 @@ import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Engine, EngineStartError } from '../../src/engine/server.js';
-import { ConfigError, parseConfig } from '../../src/supervisor/config.js';
+import { parseConfig } from '../../src/daemon/config-file.js';
+import { ConfigFileError } from '../../src/engine/config/config-error.js';
 import { startRedis, type RedisServer } from '../workers/state/redis-server.js';
 import { startClusterEngine, type ClusterEngine } from './helpers.js';
 
@@ -36,7 +37,7 @@ describe('engine.cluster in config.yaml', () => {
       ['engine:\n  cluster:\n    redis_url: redis://r:1\n    leese_ms: 1000\n', /engine\.cluster\.leese_ms: unknown key/],
       ['engine:\n  cluster:\n    redis_url: redis://r:1\n    node_id: ${SVC_TEST_UNSET_VARIABLE}\n', /engine\.cluster\.node_id: environment variable SVC_TEST_UNSET_VARIABLE is not set/],
     ];
-    for (const [yaml, re] of bad) assert.throws(() => parse(yaml), (e: Error) => e instanceof ConfigError && re.test(e.message), yaml);
+    for (const [yaml, re] of bad) assert.throws(() => parse(yaml), (e: Error) => e instanceof ConfigFileError && re.test(e.message), yaml);
   });
 });
 

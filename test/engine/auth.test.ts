@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import { InvocationError } from 'svc-sdk';
 import { EngineStartError } from '../../src/engine/server.js';
 import { matches } from '../../src/engine/auth.js';
-import { parseAuth } from '../../src/supervisor/auth-config.js';
+import { parseAuth } from '../../src/engine/config/auth-config.js';
 import { startEngine } from '../helpers/engine.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { eventually, sleep, WorkerPool } from '../helpers/util.js';

@@ -5,7 +5,7 @@
  * result is over the frame limit, an engine-made call whose data cannot be written. Before, the
  * first was an unhandled rejection (which ends a Node process, this test's included), the second
  * was sent whatever its size, the third threw a bare RangeError. The process-level guard of the
- * daemon (src/engine/process-guard.ts) is checked in a child process of its own.
+ * daemon (src/daemon/process-guard.ts) is checked in a child process of its own.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -72,7 +72,7 @@ describe('reply paths answer the call whatever happens in them', () => {
 });
 
 describe('the daemon outlives an error that escapes every handler (process-guard)', () => {
-  const GUARD = new URL('../../src/engine/process-guard.js', import.meta.url).href;
+  const GUARD = new URL('../../src/daemon/process-guard.js', import.meta.url).href;
   /** Runs `body` in a child with the guard installed; its log lines and a FATAL line on stdout. */
   function run(body: string): { out: string; status: number } {
     const script = `

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { InvocationError, registerWorker, type Worker } from 'svc-sdk';
-import { startConsoleServer, type ConsoleServer } from '../../src/console/server.js';
+import { startConsoleServer, type ConsoleServer } from '../../src/console-server/server.js';
 import { startHttpWorker, type HttpWorkerHandle } from '../../src/workers/http/worker.js';
 import { startEngine } from '../helpers/engine.js';
 import { eventually, sleep } from '../helpers/util.js';

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { Browser } from 'playwright-core';
-import { parseConfig } from '../../src/supervisor/config.js';
+import { parseConfig } from '../../src/daemon/config-file.js';
 import { launchChromium, servePage } from '../helpers/chromium.js';
 import { startEngine } from '../helpers/engine.js';
 import { WorkerPool } from '../helpers/util.js';

@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { InvocationError, type Worker } from 'svc-sdk';
-import { parseAuth } from '../../src/supervisor/auth-config.js';
+import { parseAuth } from '../../src/engine/config/auth-config.js';
 import { connectionsOf } from '../../src/supervisor/control.js';
 import { reservedNameRefusal } from '../../src/engine/worker-names.js';
 import { startEngine } from '../helpers/engine.js';

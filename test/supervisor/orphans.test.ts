@@ -13,10 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EngineProcess, runSvc } from '../../e2e/helpers/cli.js';
-import { readEngineState, readRecordedEngineState, writeEngineState, type EngineState } from '../../src/supervisor/engine-state.js';
+import { readEngineState, readRecordedEngineState, writeEngineState, type EngineState } from '../../src/daemon/engine-state.js';
 import { GUARD_SELF_EXIT_S } from '../../src/supervisor/liveness-guard.js';
 import { processStartToken } from '../../src/supervisor/process-identity.js';
-import { stopStaleProcesses } from '../../src/supervisor/stale-instances.js';
+import { stopStaleProcesses } from '../../src/daemon/stale-instances.js';
 import { standInEngine } from '../helpers/stand-in-engine.js';
 import { freePort, sleep } from '../helpers/util.js';
 

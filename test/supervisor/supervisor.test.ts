@@ -4,7 +4,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadManifest, ManifestError } from '../../src/supervisor/manifest.js';
-import { ConfigError, DEFAULT_CONFIG_YAML, loadConfig } from '../../src/supervisor/config.js';
+import { DEFAULT_CONFIG_YAML, loadConfig } from '../../src/daemon/config-file.js';
+import { ConfigFileError } from '../../src/engine/config/config-error.js';
 import { parseWorkerEntries, removeWorkerEntry, upsertWorkerEntry } from '../../src/supervisor/worker-entries.js';
 import { dependencyHash, ensureInstalled, isInstalled } from '../../src/supervisor/install.js';
 import { Supervisor } from '../../src/supervisor/supervisor.js';
@@ -73,7 +74,7 @@ describe('config.yaml', () => {
     writeFileSync(f, 'engine:\n  limits:\n    constructor: 5\n');
     assert.throws(() => loadConfig(f), /engine\.limits\.constructor: unknown key/);
     writeFileSync(f, 'enigne:\n  port: 1\n');
-    assert.throws(() => loadConfig(f), (e: unknown) => e instanceof ConfigError && /enigne: unknown top-level key/.test(e.message));
+    assert.throws(() => loadConfig(f), (e: unknown) => e instanceof ConfigFileError && /enigne: unknown top-level key/.test(e.message));
   });
 
   test('engine.limits: the byte budgets reach the engine; their defaults are what docs/configuration.md says', () => {

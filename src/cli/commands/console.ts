@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { startConsoleServer } from '../../console/server.js';
+import { startConsoleServer } from '../../console-server/server.js';
 import { redactAddress } from 'svc-sdk';
 import { engineAddress, fail, localClientSecret } from '../client.js';
 

@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Cron } from 'croner';
+import { DEFAULT_INVOCATION_TIMEOUT_MS } from 'svc-sdk';
 import { CronError, shown } from './errors.js';
 
 export type Overlap = 'skip' | 'allow';
@@ -34,7 +35,7 @@ export interface Schedule {
   cron: Cron;
 }
 
-export const DEFAULT_TIMEOUT_MS = 30_000;
+export const DEFAULT_TIMEOUT_MS = DEFAULT_INVOCATION_TIMEOUT_MS;
 /** The engine's default max_invocation_timeout_ms; a larger deadline would be refused per call. */
 export const MAX_TIMEOUT_MS = 3_600_000;
 const CONFIG_KEYS = ['expression', 'timezone', 'overlap', 'catch_up', 'queue', 'payload', 'timeout_ms'];

@@ -20,6 +20,7 @@ export interface CronWorkerOptions {
   workerName?: string;
   /** Resolve only once the functions are callable through the engine (default true). */
   waitReady?: boolean;
+  /** Deadline of that first call; default: the engine's invocation_timeout_ms. */
   readyTimeoutMs?: number;
   /** Print Logger lines locally too (default true: they go to `svc worker logs`). */
   echoLogs?: boolean;
@@ -100,7 +101,7 @@ export async function startCronWorker(opts: CronWorkerOptions = {}): Promise<Run
   if (opts.waitReady !== false) {
     try {
       // A call to ourselves through the engine: once it answers, our registrations were processed.
-      await worker.trigger({ function_id: 'cron::list', payload: {}, timeoutMs: opts.readyTimeoutMs ?? 30_000 });
+      await worker.trigger({ function_id: 'cron::list', payload: {}, timeoutMs: opts.readyTimeoutMs });
     } catch (e) {
       await shutdown().catch(() => {});
       throw e;

@@ -3,6 +3,7 @@
  * as JSON in env SVC_WORKER_CONFIG. Every key is optional; unknown keys are refused so a typo is an
  * error, not a silently ignored setting. Named queues live under `queues:`; `default` always exists.
  */
+import { DEFAULT_INVOCATION_TIMEOUT_MS } from 'svc-sdk';
 import { readConfig, STORE_KEYS, type StoreSettings } from '../shared/config.js';
 import { QueueError } from './store.js';
 
@@ -47,7 +48,7 @@ const QUEUE_KEYS = {
   backoff_max_ms: [60_000, 0, 86_400_000],
   backoff_jitter: [0.2, 0, 1],
   concurrency: [10, 1, 10_000],
-  timeout_ms: [30_000, 1, 3_600_000],
+  timeout_ms: [DEFAULT_INVOCATION_TIMEOUT_MS, 1, 3_600_000],
   delay_ms: [0, 0, 7 * 86_400_000],
   max_jobs: [10_000_000, 1, 1e12],
   max_bytes: [1024 ** 3, 1024, 1024 ** 4],

@@ -20,6 +20,7 @@ export interface QueueWorkerOptions {
   workerName?: string;
   /** Resolve only once the functions are callable through the engine (default true). */
   waitReady?: boolean;
+  /** Deadline of that first call; default: the engine's invocation_timeout_ms. */
   readyTimeoutMs?: number;
 }
 
@@ -130,7 +131,7 @@ export async function startQueueWorker(opts: QueueWorkerOptions = {}): Promise<R
   if (opts.waitReady !== false) {
     try {
       // A call to ourselves through the engine: once it answers, our registrations were processed.
-      await worker.trigger({ function_id: 'queue::list', payload: {}, timeoutMs: opts.readyTimeoutMs ?? 30_000 });
+      await worker.trigger({ function_id: 'queue::list', payload: {}, timeoutMs: opts.readyTimeoutMs });
     } catch (e) {
       await shutdown().catch(() => {});
       throw e;

@@ -20,6 +20,7 @@ export interface StateWorkerOptions {
   runSecret?: string;
   /** Resolve only once the functions are callable through the engine (default true). */
   waitReady?: boolean;
+  /** Deadline of that first call; default: the engine's invocation_timeout_ms. */
   readyTimeoutMs?: number;
 }
 
@@ -135,7 +136,7 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
   if (opts.waitReady !== false) {
     try {
       // A call to ourselves through the engine: once it answers, our registrations were processed.
-      await worker.trigger({ function_id: 'state::list_groups', payload: {}, timeoutMs: opts.readyTimeoutMs ?? 30_000 });
+      await worker.trigger({ function_id: 'state::list_groups', payload: {}, timeoutMs: opts.readyTimeoutMs });
     } catch (e) {
       await shutdown().catch(() => {});
       throw e;

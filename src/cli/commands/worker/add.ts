@@ -1,7 +1,8 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Args, Command, Flags } from '@oclif/core';
-import { ConfigError, loadConfig } from '../../../supervisor/config.js';
+import { loadConfig } from '../../../daemon/config-file.js';
+import { ConfigFileError } from '../../../engine/config/config-error.js';
 import { ensureWorkerImage, ImageBuildError } from '../../../supervisor/docker-image.js';
 import { DockerRuntime, DockerUnavailableError } from '../../../supervisor/docker-runtime.js';
 import { ensureInstalled, InstallError } from '../../../supervisor/install.js';
@@ -55,7 +56,7 @@ with the engine the next time it starts.`;
       const cfg = loadConfig(configFile);
       if (cfg.created) this.log(`Created ${flags.config} with default settings.`);
     } catch (e) {
-      if (e instanceof ConfigError) fail(e.message, 2);
+      if (e instanceof ConfigFileError) fail(e.message, 2);
       throw e;
     }
     const runtime = flags.runtime as RuntimeName;

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { Command, Flags } from '@oclif/core';
-import { loadConfig } from '../../../supervisor/config.js';
+import { loadConfig } from '../../../daemon/config-file.js';
 import { BUILTIN_WORKERS, parseWorkerEntries } from '../../../supervisor/worker-entries.js';
 import { printableJson } from '../../../engine/printable.js';
 import { formatError, withClient } from '../../client.js';

@@ -17,15 +17,18 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
+import { SvcError } from 'svc-sdk';
 
 export const CSRF_HEADER = 'X-CSRF-Token';
 
-export class ConsoleGuardError extends Error {
-  constructor(
-    readonly code: 'host_not_allowed' | 'origin_not_allowed' | 'csrf_token_missing' | 'csrf_token_invalid',
-    message: string,
-  ) {
-    super(message);
+type ConsoleGuardCode = 'host_not_allowed' | 'origin_not_allowed' | 'csrf_token_missing' | 'csrf_token_invalid';
+
+export class ConsoleGuardError extends SvcError {
+  declare readonly code: ConsoleGuardCode;
+
+  constructor(code: ConsoleGuardCode, message: string) {
+    super(code, message);
+    this.name = 'ConsoleGuardError';
   }
 }
 

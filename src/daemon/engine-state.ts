@@ -1,20 +1,8 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { projectStateDir } from './launch.js';
-import { isSameProcess } from './process-identity.js';
-
-/** One instance the engine started, as recorded for the next engine of the project to clear. */
-export interface RecordedInstance {
-  worker: string;
-  replica: number;
-  runtime: 'process' | 'docker';
-  /** Process runtime: the instance's pid, also its process group (it leads its own group). */
-  pid?: number;
-  /** Process runtime: processStartToken(pid) when it started; a recycled pid does not match it. */
-  started?: string;
-  /** Docker runtime: the container id. */
-  container?: string;
-}
+import { projectStateDir } from '../supervisor/launch.js';
+import { isSameProcess } from '../supervisor/process-identity.js';
+import type { RecordedInstance } from '../supervisor/supervisor.js';
 
 /**
  * Written by a running engine beside its config.yaml (.svc/engine.json, owner-only), so `svc

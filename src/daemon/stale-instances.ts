@@ -1,5 +1,6 @@
-import type { EngineState, RecordedInstance } from './engine-state.js';
-import { processStartToken } from './process-identity.js';
+import { processStartToken } from '../supervisor/process-identity.js';
+import type { RecordedInstance } from '../supervisor/supervisor.js';
+import type { EngineState } from './engine-state.js';
 
 /** How long stale processes get to exit on SIGTERM before they are killed. */
 const STALE_TERM_GRACE_MS = 2000;

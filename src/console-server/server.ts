@@ -20,7 +20,7 @@ import express, { type Request, type Response } from 'express';
 import { InvocationError, redactAddress, Worker } from 'svc-sdk';
 import { ConsoleGuard } from './guard.js';
 
-/** console/dist of this checkout (this file runs from dist/src/console/). */
+/** console/dist of this checkout (this file runs from dist/src/console-server/). */
 export const DEFAULT_CONSOLE_DIST = fileURLToPath(new URL('../../../console/dist/', import.meta.url));
 
 export interface ConsoleServerOptions {
