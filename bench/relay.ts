@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { sendCoalesced } from 'svc-sdk';
+import { sendCoalesced } from 'svc-sdk/internal';
 
 const mode = process.argv[2];
 if (mode !== 'plain' && mode !== 'coalescing') {
