@@ -36,7 +36,11 @@ def serving(engine_url: str, make_worker: WorkerFactory) -> None:
 
 @pytest.fixture
 def queue_engine(tmp_path: Path) -> Iterator[Engine]:
-    eng = Engine(tmp_path)
+    # A directory of its own: make_worker's `engine` fixture runs an engine in tmp_path, and an
+    # engine refuses to start in a project directory whose engine is running.
+    workdir = tmp_path / "queue-engine"
+    workdir.mkdir()
+    eng = Engine(workdir)
     eng.extra_config = QUEUE_CONFIG
     eng.start()
     yield eng

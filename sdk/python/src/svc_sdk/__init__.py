@@ -8,12 +8,19 @@ worker.register_function("math::add", lambda data: {"c": data["a"] + data["b"]})
 
 from ._version import __version__
 from .context import InvocationContext, current_invocation
-from .errors import ErrorCode, InvalidFunctionIdError, InvocationError, SvcError, TriggerRegistrationError
+from .errors import (
+    ErrorCode,
+    InvalidArgumentError,
+    InvalidFunctionIdError,
+    InvocationError,
+    SvcError,
+    TriggerRegistrationError,
+)
 from .logger import Logger
 from .options import InitOptions, ReconnectOptions, default_url
 from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES, TriggerConfig, TriggerRequest, TriggerTypeInfo
-from .redact import redact_address
 from .queue import EnqueueResult, PublishResult, TriggerAction, publish, publish_async
+from .redact import redact_address
 from .triggers import Trigger, TriggerInstance, TriggerTypeHandler
 from .worker import FunctionRef, TriggerTypeRef, Worker, register_worker
 
@@ -24,6 +31,7 @@ __all__ = [
     "ErrorCode",
     "FunctionRef",
     "InitOptions",
+    "InvalidArgumentError",
     "InvalidFunctionIdError",
     "InvocationContext",
     "InvocationError",
@@ -44,8 +52,8 @@ __all__ = [
     "__version__",
     "current_invocation",
     "default_url",
-    "redact_address",
     "publish",
     "publish_async",
+    "redact_address",
     "register_worker",
 ]
