@@ -1,6 +1,6 @@
 /**
  * Baseline for bench/run.ts: the least a router can do. It speaks just enough of the svc protocol
- * (sdk/typescript/src/protocol.ts) for the same caller and callee processes to run unchanged:
+ * (svc-sdk/protocol, sdk/typescript/src/protocol/) for the same caller and callee processes to run unchanged:
  * `workerregistered` on connect, `registerfunction` remembered, `invokefunction` forwarded as the
  * original text to the registering socket, `invocationresult` forwarded back by invocation_id.
  * Everything else (hello, engine::workers::register, logs) is ignored. No validation, no deadlines,
