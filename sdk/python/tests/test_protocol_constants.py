@@ -7,15 +7,13 @@ relies on (INVOKE_KEY_ORDER, RESULT_KEY_ORDER), checked on the wire against a sc
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 
 from svc_sdk import (
     DEFAULT_ENGINE_URL,
@@ -30,6 +28,7 @@ from svc_sdk import (
 )
 
 from .conftest import REPO, fast_options, node, wait_for
+from .peer import ScriptedPeer
 
 TS_DUMP = """
 const p = await import('svc-sdk/protocol');
@@ -118,35 +117,14 @@ def test_backoff_defaults_match(ts: dict[str, Any]) -> None:
     assert InitOptions().keepalive_interval_ms == 20_000  # the TypeScript SDK's pingIntervalMs default
 
 
-class CapturingPeer:
+class CapturingPeer(ScriptedPeer):
     """Answers the handshake, records every text frame as sent, answers calls, and calls the worker."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.frames: list[str] = []
-        self.url = ""
-        self._ready = threading.Event()
-        self._loop = asyncio.new_event_loop()
-        self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(self._main(),), daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-        assert self._ready.wait(5)
-
-    def stop(self) -> None:
-        if self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(5)
-
-    async def _main(self) -> None:
-        self._stop = asyncio.Event()
-        async with serve(self._handle, "127.0.0.1", 0) as server:
-            port = next(iter(server.sockets)).getsockname()[1]
-            self.url = f"ws://127.0.0.1:{port}"
-            self._ready.set()
-            await self._stop.wait()
-
-    async def _handle(self, ws: ServerConnection) -> None:
+    async def handle(self, ws: ServerConnection) -> None:
         await ws.send(json.dumps({"type": "workerregistered", "worker_id": "w1"}))
         async for text in ws:
             assert isinstance(text, str)
