@@ -1,13 +1,15 @@
 /**
  * docker-compose.yml as a user runs it: `up -d` brings the stack (engine, Redis, svc-state,
  * svc-http, svc-queue, svc-cron, math-worker x2, caller-worker, console), the quickstart HTTP call answers, an
- * enqueue through svc-queue (Redis store) runs, `down`
- * leaves nothing running. Ports are moved off the defaults so a developer's own engine is safe.
+ * enqueue through svc-queue (Redis store) runs, the built-ins hold their own names, a cron binding
+ * fires through svc-cron (whose token may call none of the functions it fires), `down` leaves
+ * nothing running. Ports are moved off the defaults so a developer's own engine is safe.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
+import { registerWorker } from 'svc-sdk';
 import { dockerSkipReason } from '../../test/helpers/docker.js';
 import { closedPort, ROOT, runSvc, until } from '../helpers/cli.js';
 
@@ -68,7 +70,7 @@ describe('docker compose up: the whole stack', { skip, timeout: 1_200_000 }, () 
     }
     process.stdout.write(`# compose up -d --build: ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     const states = await running();
-    assert.equal(states.filter((s) => / running$/.test(s)).length, 9, `expected 9 running containers: ${states.join(', ')}`);
+    assert.equal(states.filter((s) => / running$/.test(s)).length, 10, `expected 10 running containers: ${states.join(', ')}`);
     assert.equal(states.filter((s) => /math-worker/.test(s)).length, 2, 'math-worker runs 2 replicas');
     const url = `http://127.0.0.1:${env.SVC_HTTP_PORT}/math/add-two-numbers`;
     const res = await until('the quickstart HTTP endpoint to answer 200', async () => {
@@ -102,6 +104,24 @@ describe('docker compose up: the whole stack', { skip, timeout: 1_200_000 }, () 
       const q = r.code === 0 ? (JSON.parse(r.stdout) as { queues: Array<{ queue: string; completed: number }> }).queues.find((x) => x.queue === 'default') : undefined;
       return (q?.completed ?? 0) >= 1;
     }, 30_000);
+
+    // The built-ins run outside the supervisor here, each under its own name (granted to its token).
+    await until('the built-ins under their own names', async () => {
+      const r = await runSvc(['trigger', 'engine::workers::list'], { env: admin });
+      if (r.code !== 0) return undefined;
+      const names = (JSON.parse(r.stdout) as { workers: Array<{ name: string }> }).workers.map((w) => w.name);
+      return ['svc-state', 'svc-http', 'svc-queue', 'svc-cron'].every((n) => names.includes(n));
+    }, 30_000);
+    // svc-cron's token may call none of the functions it fires: a fire runs with its binder's rights.
+    const ticker = registerWorker(admin.SVC_URL, { workerName: 'compose-ticker', token: 'svc-compose-worker-token-change-me', echoLogs: false });
+    try {
+      let fires = 0;
+      ticker.registerFunction('compose::tick', () => void fires++);
+      await ticker.registerTrigger({ type: 'cron', function_id: 'compose::tick', config: { expression: '* * * * * *' } });
+      await until('a cron fire', () => fires > 0, 15_000);
+    } finally {
+      await ticker.shutdown();
+    }
 
     run(['down', '-v'], 120_000);
     assert.deepEqual(await running(), [], 'containers left after compose down');

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { InvocationError, type Worker } from 'svc-sdk';
 import { startStateWorker, type RunningStateWorker } from '../../src/workers/state/worker.js';
 import { startHttpWorker, type HttpWorkerHandle } from '../../src/workers/http/worker.js';
+import { adminToken, bindingRequires, token } from '../helpers/tokens.js';
 import { startEngine } from '../helpers/engine.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { eventually, sleep, WorkerPool } from '../helpers/util.js';
@@ -21,14 +22,6 @@ const SPY = 'spy-secret-0123456789ab';
 const WATCH = 'watch-secret-0123456789';
 const MATH = 'math-secret-0123456789a';
 const HTTP = 'http-secret-0123456789a';
-const token = (name: string, secret: string, rights: { call?: string[]; register?: string[]; trigger_types?: string[] }) => ({
-  name,
-  token: secret,
-  admin: false,
-  call: rights.call ?? [],
-  register: rights.register ?? [],
-  trigger_types: rights.trigger_types ?? [],
-});
 
 describe('trigger bindings run with the binder’s rights', { timeout: 60_000 }, () => {
   let eng: Awaited<ReturnType<typeof startEngine>>;
@@ -43,7 +36,7 @@ describe('trigger bindings run with the binder’s rights', { timeout: 60_000 },
   before(async () => {
     eng = await startEngine({
       tokens: [
-        { name: 'admin', token: ADMIN, admin: true, call: [], register: [], trigger_types: [] },
+        adminToken(ADMIN),
         token('spy', SPY, { register: ['spy::*'] }),
         token('watch', WATCH, { call: ['state::get', 'watch::*'], register: ['watch::*'] }),
         token('math', MATH, { register: ['math::*'] }),
@@ -70,9 +63,8 @@ describe('trigger bindings run with the binder’s rights', { timeout: 60_000 },
   });
 
   test('the state type declares what a binder needs: state::get', async () => {
-    const { trigger_types } = await admin.trigger<{ trigger_types: Array<{ id: string; binding_requires_call: string[] }> }>({ function_id: 'engine::triggers::list' });
-    assert.deepEqual(trigger_types.find((t) => t.id === 'state')?.binding_requires_call, ['state::get']);
-    assert.deepEqual(trigger_types.find((t) => t.id === 'http')?.binding_requires_call, []);
+    assert.deepEqual(await bindingRequires(admin, 'state'), ['state::get']);
+    assert.deepEqual(await bindingRequires(admin, 'http'), []);
   });
 
   test('a token that may not read state cannot bind a state trigger, and sees no write', async () => {

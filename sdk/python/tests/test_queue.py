@@ -36,11 +36,8 @@ def serving(engine_url: str, make_worker: WorkerFactory) -> None:
 
 @pytest.fixture
 def queue_engine(tmp_path: Path) -> Iterator[Engine]:
-    # A directory of its own: make_worker's `engine` fixture runs an engine in tmp_path, and an
-    # engine refuses to start in a project directory whose engine is running.
-    workdir = tmp_path / "queue-engine"
-    workdir.mkdir()
-    eng = Engine(workdir)
+    (tmp_path / "queue").mkdir()
+    eng = Engine(tmp_path / "queue")
     eng.extra_config = QUEUE_CONFIG
     eng.start()
     yield eng

@@ -1,8 +1,9 @@
 /**
  * One fire of a schedule: its record, the call of the bound function (or its enqueue on svc-queue),
  * and the outcome written back to the store. Every call svc-cron makes for a binding goes through
- * `callForBinding`, so whatever a call made for a binding must carry (e.g. the binding it is made
- * for, when calls run with the binder's rights) is added in one place.
+ * `callForBinding`, which names the binding (`bindingId`): the engine runs the call with the
+ * binder's rights, never svc-cron's (docs/security.md, "Trigger bindings"). The binding must be one
+ * this process holds now: the engine accepts the id only from the binding's provider.
  */
 import { randomUUID } from 'node:crypto';
 import type { CallRequest, Logger, Worker } from 'svc-sdk';
@@ -41,12 +42,13 @@ export interface BindingRef {
   function_id: string;
 }
 
-export function callForBinding(worker: Worker, binding: BindingRef, req: Omit<CallRequest, 'function_id'>): Promise<unknown> {
-  return worker.trigger({ ...req, function_id: binding.function_id });
+export function callForBinding(worker: Worker, binding: BindingRef, req: Omit<CallRequest, 'function_id' | 'bindingId'>): Promise<unknown> {
+  return worker.trigger({ ...req, function_id: binding.function_id, bindingId: binding.trigger_id });
 }
 
 export interface Fire {
   schedule: Schedule;
+  /** The binding the fire is made for: one this process holds. */
   trigger_id: string;
   scheduled_time: number;
   manual: boolean;

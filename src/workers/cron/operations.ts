@@ -1,7 +1,10 @@
 /**
  * `cron::list`, `cron::pause`, `cron::resume`, `cron::run_now`. Any replica of svc-cron answers
  * them, whether or not it holds the schedule's bindings: everything they need is in the store (the
- * bindings every live svc-cron holds, each schedule's definition and record).
+ * bindings every live svc-cron holds, each schedule's definition and record). A run is the one
+ * exception: it is a call made for a binding, which only the process holding it may make, so a
+ * replica holding none of the schedule's bindings passes `cron::run_now` on to one that does, through
+ * that process's own `cron::run_now::<holder id>`.
  */
 import type { CallRequest, InvocationContext } from 'svc-sdk';
 import { CronError, shown } from './errors.js';
@@ -63,7 +66,15 @@ function optionalString(fn: string, o: Obj, field: string): string | undefined {
   return v;
 }
 
-export function cronOperations(store: CronStore, firer: Firer) {
+/** What cron::run_now needs of the svc-cron process it runs in. */
+export interface RunPlace {
+  /** Whether this process holds binding `triggerId` now. */
+  holds(triggerId: string): boolean;
+  /** Have the svc-cron process `holderId`, which holds binding `req.trigger_id`, run it. */
+  forward(holderId: string, req: { trigger_id: string }, parent: CallRequest['parent'], timeoutMs: number): Promise<RunNowResult>;
+}
+
+export function cronOperations(store: CronStore, firer: Firer, place: RunPlace) {
   const isRunning = (s: ScheduleState, now: number) => s.run !== null && s.run.until > now;
 
   /** The schedule a payload names ({schedule_id} or {trigger_id}), its state and live bindings. */
@@ -87,7 +98,41 @@ export function cronOperations(store: CronStore, firer: Firer) {
     return { schedule_id: after.schedule_id, function_id: after.def?.function_id ?? null, paused: after.paused };
   };
 
-  return {
+  /**
+   * A manual fire, made for a binding of the schedule this process holds; else (`passOn`) by the
+   * process holding one. The caller needs only the right to call cron::run_now: the fire is the
+   * schedule's own (its function, its payload), run with its binder's rights.
+   */
+  const runNow = async (fn: string, data: unknown, ctx: Pick<InvocationContext, 'traceparent' | 'baggage'>, passOn: boolean): Promise<RunNowResult> => {
+    const { state, held } = await resolve(fn, data);
+    const asked = optionalString(fn, payloadOf(fn, data), 'trigger_id');
+    const candidates = held.filter((b) => asked === undefined || b.trigger_id === asked).sort((a, b) => a.trigger_id.localeCompare(b.trigger_id));
+    const parent: CallRequest['parent'] = { traceparent: ctx.traceparent, baggage: ctx.baggage };
+    const mine = candidates.find((b) => b.holder_id === firer.holderId && place.holds(b.trigger_id));
+    if (!mine) {
+      const other = passOn ? candidates.find((b) => b.holder_id !== firer.holderId) : undefined;
+      if (other) return place.forward(other.holder_id, { trigger_id: other.trigger_id }, parent, state.def!.timeout_ms);
+      throw new CronError(
+        'schedule_not_found',
+        passOn ? `${fn}: schedule ${state.schedule_id} has no live cron trigger (its worker is not running)` : `${fn}: this svc-cron process holds no live cron trigger of schedule ${state.schedule_id} any more`,
+      );
+    }
+    const tid = mine.trigger_id;
+    const fire = { schedule: scheduleOf(state.schedule_id, state.def!), trigger_id: tid, scheduled_time: Date.now(), manual: true };
+    const { record, result } = await firer.run(fire, firer.startRequest(fire), undefined, parent);
+    return {
+      schedule_id: state.schedule_id,
+      trigger_id: tid,
+      run_id: record.run_id,
+      outcome: record.outcome,
+      ...(record.outcome === 'ok' ? { result } : {}),
+      ...(record.error ? { error: record.error } : {}),
+      ...(record.duration_ms !== undefined ? { duration_ms: record.duration_ms } : {}),
+      ...(record.note ? { note: record.note } : {}),
+    };
+  };
+
+  const ops = {
     'cron::list': async (data: unknown): Promise<{ schedules: ScheduleView[] }> => {
       const fnFilter = optionalString('cron::list', payloadOf('cron::list', data), 'function_id');
       const now = Date.now();
@@ -131,25 +176,19 @@ export function cronOperations(store: CronStore, firer: Firer) {
     'cron::pause': (data: unknown) => setPaused('cron::pause', data, true),
     'cron::resume': (data: unknown) => setPaused('cron::resume', data, false),
 
-    'cron::run_now': async (data: unknown, ctx: Pick<InvocationContext, 'traceparent' | 'baggage'>): Promise<RunNowResult> => {
-      const { state, held } = await resolve('cron::run_now', data);
-      const tid = optionalString('cron::run_now', payloadOf('cron::run_now', data), 'trigger_id') ?? held.map((b) => b.trigger_id).sort()[0];
-      if (tid === undefined) throw new CronError('schedule_not_found', `cron::run_now: schedule ${state.schedule_id} has no live cron trigger (its worker is not running)`);
-      const fire = { schedule: scheduleOf(state.schedule_id, state.def!), trigger_id: tid, scheduled_time: Date.now(), manual: true };
-      const parent: CallRequest['parent'] = { traceparent: ctx.traceparent, baggage: ctx.baggage };
-      const { record, result } = await firer.run(fire, firer.startRequest(fire), undefined, parent);
-      return {
-        schedule_id: state.schedule_id,
-        trigger_id: tid,
-        run_id: record.run_id,
-        outcome: record.outcome,
-        ...(record.outcome === 'ok' ? { result } : {}),
-        ...(record.error ? { error: record.error } : {}),
-        ...(record.duration_ms !== undefined ? { duration_ms: record.duration_ms } : {}),
-        ...(record.note ? { note: record.note } : {}),
-      };
-    },
+    'cron::run_now': (data: unknown, ctx: Pick<InvocationContext, 'traceparent' | 'baggage'>): Promise<RunNowResult> => runNow('cron::run_now', data, ctx, true),
   };
+  /** Registered as runHereId(this process's holder id): runs only a binding this process holds, never passes it on. */
+  const runHere = (data: unknown, ctx: Pick<InvocationContext, 'traceparent' | 'baggage'>): Promise<RunNowResult> => runNow('cron::run_now', data, ctx, false);
+  return { ops, runHere };
 }
 
 export type CronOperations = ReturnType<typeof cronOperations>;
+
+/** The function through which svc-cron process `holderId` runs, for cron::run_now, a schedule whose binding it holds. */
+export function runHereId(holderId: string): string {
+  return `cron::run_now::${holderId}`;
+}
+
+export const RUN_HERE_DESCRIPTION =
+  'cron::run_now, in this svc-cron process: the one holding the binding {trigger_id}. cron::run_now passes a run on here when the process it reached holds no binding of the schedule.';

@@ -4,7 +4,8 @@
  * server. Keys under `<prefix>` (default `svc:cron`): `:s:<id>` (hash, one per schedule),
  * `:holders` (hash, svc-cron process → "<expires_at> <worker>"), `:b:<holder>` (its bindings, JSON).
  */
-import { createClient, type RedisClientType } from 'redis';
+import { redactAddress } from 'svc-sdk';
+import { connectRedis, RedisScript, type RedisClient } from '../shared/redis.js';
 import { CronError } from './errors.js';
 import { ADVANCE_SCRIPT, FINISH_SCRIPT, PAUSE_SCRIPT, REAP_SCRIPT, REGISTER_SCRIPT, START_SCRIPT } from './redis-scripts.js';
 import type { ScheduleDef } from './schedule.js';
@@ -21,32 +22,25 @@ import {
   type StartRequest,
 } from './store.js';
 
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-type Client = RedisClientType<{}, {}, {}, 3, {}>;
 type Reply = string | number | null | Reply[];
 
 const SCRIPTS = { register: REGISTER_SCRIPT, advance: ADVANCE_SCRIPT, start: START_SCRIPT, finish: FINISH_SCRIPT, pause: PAUSE_SCRIPT, reap: REAP_SCRIPT };
 type ScriptName = keyof typeof SCRIPTS;
 
-export async function openRedisCronStore(url: string, prefix = 'svc:cron'): Promise<CronStore> {
-  // Fail at once while Redis is unreachable instead of queueing: a claim must not land late.
-  const client = createClient({ url, disableOfflineQueue: true }) as Client;
-  let lastError = '';
-  client.on('error', (e: Error) => {
-    lastError = e.message; // node-redis reconnects by itself; operations meanwhile fail
+/** `connectTimeoutMs`: how long opening may take before it fails with store_unavailable (shared/redis.ts). */
+export async function openRedisCronStore(url: string, prefix = 'svc:cron', opts: { connectTimeoutMs?: number } = {}): Promise<CronStore> {
+  // Commands fail at once while Redis is unreachable instead of queueing: a claim must not land late.
+  const client = await connectRedis(url, {
+    what: 'redis store',
+    unavailable: (m) => new CronError('store_unavailable', m),
+    ...(opts.connectTimeoutMs !== undefined ? { timeoutMs: opts.connectTimeoutMs } : {}),
   });
-  try {
-    await client.connect();
-  } catch (e) {
-    client.destroy();
-    throw new CronError('store_unavailable', `redis store: cannot connect to ${url}: ${(e as Error).message || lastError}`);
-  }
   const store = new RedisCronStore(client, url, prefix);
   try {
     await store.loadScripts();
   } catch (e) {
     client.destroy();
-    throw new CronError('store_unavailable', `redis store at ${url}: cannot load scripts: ${(e as Error).message}`);
+    throw new CronError('store_unavailable', `redis store at ${redactAddress(url)}: cannot load scripts: ${(e as Error).message}`);
   }
   return store;
 }
@@ -92,19 +86,23 @@ function stateOf(id: string, reply: Reply | Record<string, string>): ScheduleSta
 }
 
 class RedisCronStore implements CronStore {
-  private readonly sha = new Map<ScriptName, string>();
+  private readonly scripts: Record<ScriptName, RedisScript>;
   private readonly holdersKey: string;
+  /** The store's address as errors show it (its password as ***). */
+  private readonly url: string;
 
   constructor(
-    private readonly client: Client,
-    private readonly url: string,
+    private readonly client: RedisClient,
+    url: string,
     private readonly prefix: string,
   ) {
+    this.url = redactAddress(url);
     this.holdersKey = `${prefix}:holders`;
+    this.scripts = Object.fromEntries(Object.entries(SCRIPTS).map(([name, text]) => [name, new RedisScript(client, text)])) as Record<ScriptName, RedisScript>;
   }
 
   async loadScripts(): Promise<void> {
-    for (const [name, text] of Object.entries(SCRIPTS)) this.sha.set(name as ScriptName, await this.client.scriptLoad(text));
+    for (const s of Object.values(this.scripts)) await s.load();
   }
 
   private key(id: string): string {
@@ -125,16 +123,8 @@ class RedisCronStore implements CronStore {
     }
   }
 
-  /** EVALSHA, loading the script again once if Redis lost it (restart, SCRIPT FLUSH). */
-  private async script(name: ScriptName, keys: string[], args: string[]): Promise<Reply> {
-    const call = () => this.client.sendCommand(['EVALSHA', this.sha.get(name)!, String(keys.length), ...keys, ...args]) as Promise<Reply>;
-    try {
-      return await call();
-    } catch (e) {
-      if (!String((e as Error).message).startsWith('NOSCRIPT')) throw e;
-      await this.loadScripts();
-      return await call();
-    }
+  private script(name: ScriptName, keys: string[], args: string[]): Promise<Reply> {
+    return this.scripts[name].run<Reply>(keys, args);
   }
 
   private missing(id: string): never {

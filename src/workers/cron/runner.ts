@@ -12,7 +12,7 @@
  * process was about to claim, if no one did.
  */
 import type { Logger } from 'svc-sdk';
-import type { Firer } from './fire.js';
+import type { Fire, Firer } from './fire.js';
 import { timesBetween, type Schedule } from './schedule.js';
 import type { CronStore } from './store.js';
 
@@ -44,8 +44,8 @@ export class ScheduleRunner {
     private readonly firer: Firer,
     private readonly log: Logger,
     private readonly limits: RunnerLimits,
-    /** The binding whose id the fires carry (the schedule's first binding in this process). */
-    private readonly triggerId: () => string,
+    /** The binding the fires are made for: a live one this process holds (its first), if any. */
+    private readonly triggerId: () => string | undefined,
   ) {}
 
   async start(): Promise<void> {
@@ -116,6 +116,9 @@ export class ScheduleRunner {
       // Claimed already, so they run even if this runner stops meanwhile.
       this.catchUp = this.catchUp.then(async () => {
         const f = this.fireOf(t);
+        // Its bindings all left meanwhile: no one may be called for it (at most once, as a fire
+        // whose svc-cron dies after the claim).
+        if (!f) return this.log.warn(`schedule ${this.schedule.id} (${def.function_id}): missed fire of ${new Date(t).toISOString()} not run: this svc-cron holds no binding of it any more`);
         await this.track(this.firer.run(f, this.firer.startRequest(f)));
       });
     }
@@ -123,14 +126,16 @@ export class ScheduleRunner {
 
   private async fire(t: number): Promise<void> {
     const f = this.fireOf(t);
+    if (!f) return; // no binding left here: the time is left to whoever holds one
     const req = this.firer.startRequest(f);
     const r = await this.store.advance(this.schedule.id, { times: [t], policy: 'all', start: req });
     if (r.run.length === 0) return; // claimed by another svc-cron
     void this.track(this.firer.run(f, req, r.started));
   }
 
-  private fireOf(t: number) {
-    return { schedule: this.schedule, trigger_id: this.triggerId(), scheduled_time: t, manual: false };
+  private fireOf(t: number): Fire | undefined {
+    const triggerId = this.triggerId();
+    return triggerId === undefined ? undefined : { schedule: this.schedule, trigger_id: triggerId, scheduled_time: t, manual: false };
   }
 
   private track<T>(p: Promise<T>): Promise<T> {

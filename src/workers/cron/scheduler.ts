@@ -73,7 +73,7 @@ export class Scheduler {
     let held = this.schedules.get(schedule.id);
     if (!held) {
       const bindings = new Map<string, number>();
-      const runner = new ScheduleRunner(schedule, this.store, this.firer, this.log, this.config, () => bindings.keys().next().value ?? b.id);
+      const runner = new ScheduleRunner(schedule, this.store, this.firer, this.log, this.config, () => bindings.keys().next().value);
       held = { runner, bindings };
       this.schedules.set(schedule.id, held);
       held.bindings.set(b.id, bytes);
@@ -84,6 +84,11 @@ export class Scheduler {
     this.scheduleOf.set(b.id, schedule.id);
     this.totalBytes += bytes;
     this.changed();
+  }
+
+  /** Whether this process holds binding `triggerId` now (the engine handed it here and did not take it back). */
+  holds(triggerId: string): boolean {
+    return this.scheduleOf.has(triggerId);
   }
 
   remove(triggerId: string): void {

@@ -6,8 +6,9 @@
 import { registerWorker, Logger, type ReconnectOptions, type TriggerBinding, type Worker } from 'svc-sdk';
 import { parseCronConfig, type CronConfig } from './config.js';
 import { openEmbeddedCronStore } from './embedded-store.js';
-import { cronOperations, OPERATION_DESCRIPTIONS } from './operations.js';
+import { cronOperations, OPERATION_DESCRIPTIONS, RUN_HERE_DESCRIPTION, runHereId, type RunNowResult } from './operations.js';
 import { openRedisCronStore } from './redis-store.js';
+import { MAX_TIMEOUT_MS } from './schedule.js';
 import { Scheduler } from './scheduler.js';
 import type { CronStore } from './store.js';
 
@@ -43,6 +44,9 @@ export function openCronStore(config: CronConfig): Promise<CronStore> {
   return config.store === 'redis' ? openRedisCronStore(config.redisUrl, config.redisKeyPrefix) : openEmbeddedCronStore(config.dataDir);
 }
 
+/** A run passed on to the process holding its binding gets its own deadline plus this. */
+const FORWARD_SLACK_MS = 5_000;
+
 export const TRIGGER_DESCRIPTION =
   'Runs the bound function on a schedule. Config {expression (5 fields, 6 with seconds first, 7 with a year, or @hourly/@daily/…), timezone? (IANA, default UTC), overlap? (skip|allow), catch_up? (none|last|all), queue?, payload?, timeout_ms?}; ' +
   'payload {trigger_id, schedule_id, scheduled_time, actual_time, manual, payload}. Each scheduled time fires once however many svc-cron replicas or engines run.';
@@ -64,12 +68,21 @@ export async function startCronWorker(opts: CronWorkerOptions = {}): Promise<Run
     throw e;
   }
 
-  const ops = cronOperations(store, scheduler.firer);
+  const { ops, runHere } = cronOperations(store, scheduler.firer, {
+    holds: (triggerId) => scheduler.holds(triggerId),
+    // With svc-cron's own rights: the caller of cron::run_now was allowed that, and the run itself
+    // is made for the binding by the process holding it.
+    forward: (holderId, req, parent, timeoutMs) =>
+      worker.trigger<RunNowResult>({ function_id: runHereId(holderId), payload: req, timeoutMs: Math.min(timeoutMs + FORWARD_SLACK_MS, MAX_TIMEOUT_MS), ...(parent ? { parent } : {}) }),
+  });
   for (const id of Object.keys(ops) as (keyof typeof ops)[]) {
     worker.registerFunction(id, ops[id], { description: OPERATION_DESCRIPTIONS[id] });
   }
+  worker.registerFunction(runHereId(scheduler.holderId), runHere, { description: RUN_HERE_DESCRIPTION });
   await worker.registerTriggerType(
-    { id: 'cron', description: TRIGGER_DESCRIPTION },
+    // A schedule observes nothing but time and the payload its binder wrote: binding one needs no
+    // right beyond the bound function (docs/cron.md, "Rights").
+    { id: 'cron', description: TRIGGER_DESCRIPTION, binding_requires_call: [] },
     {
       registerTrigger: (b: TriggerBinding) => scheduler.add(b),
       unregisterTrigger: (b: TriggerBinding) => scheduler.remove(b.id),

@@ -3,7 +3,7 @@
  * as JSON in env SVC_WORKER_CONFIG. Every key is optional; unknown keys are refused so a typo is an
  * error, not a silently ignored setting. Named queues live under `queues:`; `default` always exists.
  */
-import { resolve } from 'node:path';
+import { readConfig, STORE_KEYS, type StoreSettings } from '../shared/config.js';
 import { QueueError } from './store.js';
 
 export interface QueueSettings {
@@ -27,13 +27,8 @@ export interface QueueSettings {
   maxBytes: number;
 }
 
-export interface QueueWorkerConfig {
-  store: 'embedded' | 'redis';
-  /** Absolute directory of the embedded store (default ./data/queue under the working directory). */
-  dataDir: string;
-  redisUrl: string;
-  /** Prefix of the Redis keys (default svc:queue), so several projects can share one Redis. */
-  redisKeyPrefix: string;
+/** Store settings (shared/config.ts; data_dir default ./data/queue, redis_key_prefix svc:queue), and: */
+export interface QueueWorkerConfig extends StoreSettings {
   /** Largest payload of one job or topic message, in UTF-8 bytes of its JSON. */
   maxPayloadBytes: number;
   /** How long a durable:subscriber subscription keeps receiving copies after its last binding left. */
@@ -43,7 +38,7 @@ export interface QueueWorkerConfig {
 
 export const DEFAULT_QUEUE = 'default';
 export const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_:-]{0,127}$/;
-const KEYS = ['store', 'data_dir', 'redis_url', 'redis_key_prefix', 'max_payload_bytes', 'subscriber_retention_ms', 'queues'];
+const KEYS = [...STORE_KEYS, 'max_payload_bytes', 'subscriber_retention_ms', 'queues'];
 
 /** Queue keys: name in config.yaml, default, lowest, highest. */
 const QUEUE_KEYS = {
@@ -101,19 +96,7 @@ export function parseQueueSettings(name: string, raw: unknown, where: string): Q
 
 export function parseQueueConfig(raw: unknown, cwd = process.cwd()): QueueWorkerConfig {
   const bad = (msg: string) => new QueueError('invalid_config', `svc-queue config: ${msg}`);
-  if (raw === undefined || raw === null) raw = {};
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw bad(`must be an object, got ${JSON.stringify(raw)}`);
-  const c = raw as Record<string, unknown>;
-  for (const k of Object.keys(c)) {
-    if (!KEYS.includes(k)) throw bad(`unknown key ${JSON.stringify(k)}; known keys: ${KEYS.join(', ')}`);
-  }
-  const store = c.store ?? 'embedded';
-  if (store !== 'embedded' && store !== 'redis') throw bad(`"store" must be "embedded" or "redis", got ${JSON.stringify(store)}`);
-  const str = (k: string, def: string): string => {
-    const v = c[k] ?? def;
-    if (typeof v !== 'string' || v === '') throw bad(`"${k}" must be a non-empty string, got ${JSON.stringify(v)}`);
-    return v;
-  };
+  const { c, store } = readConfig(raw, { keys: KEYS, cwd, defaults: { dataDir: './data/queue', keyPrefix: 'svc:queue' }, bad, show: (v) => JSON.stringify(v) });
   const int = (k: string, def: number, min: number, max: number): number => {
     const v = c[k] ?? def;
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max) throw bad(`"${k}" must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`);
@@ -130,10 +113,7 @@ export function parseQueueConfig(raw: unknown, cwd = process.cwd()): QueueWorker
   }
   if (!queues.has(DEFAULT_QUEUE)) queues.set(DEFAULT_QUEUE, parseQueueSettings(DEFAULT_QUEUE, {}, `queues.${DEFAULT_QUEUE}`));
   return {
-    store,
-    dataDir: resolve(cwd, str('data_dir', './data/queue')),
-    redisUrl: str('redis_url', 'redis://127.0.0.1:6379'),
-    redisKeyPrefix: str('redis_key_prefix', 'svc:queue'),
+    ...store,
     maxPayloadBytes: int('max_payload_bytes', 1024 * 1024, 16, 64 * 1024 * 1024),
     subscriberRetentionMs: int('subscriber_retention_ms', 300_000, 0, 30 * 86_400_000),
     queues,

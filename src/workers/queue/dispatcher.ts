@@ -2,17 +2,18 @@
  * The heart of svc-queue: gathers what happens in one event-loop turn (enqueues, publications,
  * results of deliveries, claims) into one store step (one fsync'd LMDB transaction, or one Redis
  * script run), then delivers the jobs the step claimed. Group commit as in svc-state
- * (src/workers/state/batcher.ts): a burst of enqueues pays for one commit.
+ * (src/workers/shared/batcher.ts): a burst of enqueues pays for one commit.
  *
  * Claims are asked for whenever a queue may have runnable work: after an enqueue to it, after one
  * of its runs ended (a slot is free), on a timer for due delayed jobs and expired leases, and when a
  * missing function is back. The store keeps to each queue's concurrency; nothing is claimed while
  * the engine connection is down. A function the engine reports absent is left out of claims and
- * probed with backoff until it is registered again (policy.ts says which errors mean that).
+ * probed with backoff until it is registered again (policy.ts says which errors mean that); one
+ * whose topic copy has no live binding here is left out until a binding of it arrives, or a moment.
  */
-import { TurnBatcher } from '../state/batcher.js';
+import { TurnBatcher } from '../shared/batcher.js';
 import type { QueueSettings, QueueWorkerConfig } from './config.js';
-import { failureOf, leaseMs, verdictOf } from './policy.js';
+import { UndeliverableCopyError, failureOf, leaseMs, verdictOf } from './policy.js';
 import { QueueError, type ClaimedJob, type Failure, type NewJob, type Publication, type QueueLimits, type QueueStore, type StepInput, type StepOutput } from './store.js';
 
 export interface DispatcherOptions {
@@ -49,6 +50,12 @@ const PROBE_FIRST_MS = 250;
 const PROBE_MAX_MS = 5000;
 /** A function whose providers were all full is left out of claims this long. */
 const BUSY_PAUSE_MS = 200;
+/**
+ * A function with a topic's copy that has no live binding here is left out of claims this long, or
+ * until a binding of it arrives: another replica may hold the binding, and the function's other jobs
+ * must not wait for ever behind a copy this process may not deliver.
+ */
+const UNBOUND_PAUSE_MS = 1000;
 /** Ops per step at most (enqueues, results, ...); the rest go in the next. */
 const MAX_STEP_OPS = 4096;
 /** How long results wait for an enqueue to share its commit (stores that fsync each step). */
@@ -114,7 +121,12 @@ export class Dispatcher {
     this.batcher.push({ t: 'claim', queue });
   }
 
-  /** Functions left out of claims now (no provider, or all providers full). */
+  /** A durable:subscriber binding of `functionId` arrived: its copies that waited for one may go. */
+  bindingArrived(functionId: string): void {
+    this.back(functionId);
+  }
+
+  /** Functions left out of claims now (no provider, all providers full, or copies waiting for a binding). */
   absentFunctions(): string[] {
     return [...this.absent.keys()];
   }
@@ -304,20 +316,22 @@ export class Dispatcher {
         this.running.delete(job.id);
         const err = e as { code?: unknown; message?: unknown };
         const error = { code: typeof err?.code === 'string' ? err.code : 'invocation_failed', message: typeof err?.message === 'string' ? err.message : String(e) };
-        const verdict = verdictOf(error.code, error.message, job.functionId);
-        if (verdict !== 'failed') this.markAbsent(job.functionId, verdict === 'absent');
-        this.batcher.push({ t: 'fail', queue: job.queue, f: failureOf(job, s, error, startedAt, this.now()) });
+        const verdict = e instanceof UndeliverableCopyError ? e.verdict : verdictOf(error.code, error.message, job.functionId);
+        if (verdict === 'absent' || verdict === 'busy') this.markAbsent(job.functionId, verdict === 'absent', BUSY_PAUSE_MS);
+        else if (verdict === 'unbound') this.markAbsent(job.functionId, false, UNBOUND_PAUSE_MS);
+        this.batcher.push({ t: 'fail', queue: job.queue, f: failureOf(job, s, error, startedAt, this.now(), verdict) });
       },
     );
   }
 
   // ---- functions without a provider ----------------------------------------------------------------
 
-  private markAbsent(functionId: string, probe: boolean): void {
+  /** Leave `functionId` out of claims: until a probe finds it (`probe`), else for `pauseMs`. */
+  private markAbsent(functionId: string, probe: boolean, pauseMs: number): void {
     const now = this.now();
     const known = this.absent.get(functionId);
     if (known && (known.probe || !probe)) return;
-    this.absent.set(functionId, { until: probe ? Infinity : now + BUSY_PAUSE_MS, probe, nextProbe: now + PROBE_FIRST_MS, backoffMs: PROBE_FIRST_MS, probing: false });
+    this.absent.set(functionId, { until: probe ? Infinity : now + pauseMs, probe, nextProbe: now + PROBE_FIRST_MS, backoffMs: PROBE_FIRST_MS, probing: false });
     if (probe) this.opts.warn(`svc-queue: ${functionId} has no provider; its jobs wait (not counted as attempts) until it is registered`);
     if (!this.probeTimer) {
       this.probeTimer = setInterval(() => this.checkAbsent(), Math.min(PROBE_FIRST_MS, BUSY_PAUSE_MS) / 2);

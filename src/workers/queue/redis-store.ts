@@ -4,7 +4,8 @@
  * event-loop turn, dispatcher.ts) is one EVALSHA. The script's claims keep to each queue's
  * concurrency across all replicas, since they count the running jobs in Redis itself.
  */
-import { createClient, type RedisClientType } from 'redis';
+import { redactAddress } from 'svc-sdk';
+import { connectRedis, RedisScript, type RedisClient } from '../shared/redis.js';
 import { QUEUE_SCRIPT } from './redis-scripts.js';
 import {
   QueueError,
@@ -26,27 +27,26 @@ export interface RedisQueueStoreOptions {
   url: string;
   /** Prefix of every Redis key this store uses (default `svc:queue`). */
   keyPrefix?: string;
+  /** How long opening may take before it fails with store_unavailable (shared/redis.ts). */
+  connectTimeoutMs?: number;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-type Client = RedisClientType<{}, {}, {}, 3, {}>;
 /** No per-command timer (see the state store's redis-store.ts): calls are bounded by the engine's deadlines. */
 const COMMAND_OPTIONS = { timeout: 0 };
 
 export async function openRedisQueueStore(opts: RedisQueueStoreOptions): Promise<QueueStore> {
-  const client = createClient({ url: opts.url, disableOfflineQueue: true });
-  let lastError = '';
-  client.on('error', (e: Error) => {
-    lastError = e.message; // reconnects on its own; steps meanwhile fail with store_unavailable
+  const client = await connectRedis(opts.url, {
+    what: 'redis queue store',
+    unavailable: (m) => new QueueError('store_unavailable', m),
+    ...(opts.connectTimeoutMs !== undefined ? { timeoutMs: opts.connectTimeoutMs } : {}),
   });
+  const store = new RedisQueueStore(client, opts);
   try {
-    await client.connect();
+    await store.loadScript();
   } catch (e) {
-    await client.destroy?.();
-    throw new QueueError('store_unavailable', `redis queue store: cannot connect to ${opts.url}: ${(e as Error).message || lastError}`);
+    client.destroy();
+    throw new QueueError('store_unavailable', `redis queue store at ${redactAddress(opts.url)}: cannot load its script: ${(e as Error).message}`);
   }
-  const store = new RedisQueueStore(client as unknown as Client, opts);
-  await store.loadScript();
   return store;
 }
 
@@ -106,38 +106,31 @@ function viewOf(flat: string[]): JobView {
 
 class RedisQueueStore implements QueueStore {
   private readonly prefix: string;
-  private sha = '';
+  private readonly script: RedisScript;
   /** Commands sent and not answered yet, so close() can wait for them. */
   private pending = 0;
   private idle: (() => void) | undefined;
 
   constructor(
-    private readonly client: Client,
+    private readonly client: RedisClient,
     private readonly opts: RedisQueueStoreOptions,
   ) {
     this.prefix = opts.keyPrefix ?? 'svc:queue';
+    this.script = new RedisScript(client, QUEUE_SCRIPT);
   }
 
-  async loadScript(): Promise<void> {
-    this.sha = await this.client.scriptLoad(QUEUE_SCRIPT);
+  loadScript(): Promise<void> {
+    return this.script.load();
   }
 
-  /** One script run; loads the script again once if Redis lost it (restart, SCRIPT FLUSH). */
+  /** One script run. */
   private async run(op: string, input: unknown): Promise<unknown> {
-    const json = JSON.stringify(input);
-    const call = () => this.client.sendCommand(['EVALSHA', this.sha, '0', op, this.prefix, json], COMMAND_OPTIONS);
     this.pending++;
     try {
-      try {
-        return await call();
-      } catch (e) {
-        if (!String((e as Error).message).startsWith('NOSCRIPT')) throw e;
-        await this.loadScript();
-        return await call();
-      }
+      return await this.script.run<unknown>([], [op, this.prefix, JSON.stringify(input)], COMMAND_OPTIONS);
     } catch (e) {
       if (e instanceof QueueError) throw e;
-      throw new QueueError('store_unavailable', `redis queue store at ${this.opts.url}: ${op} failed: ${(e as Error).message}`);
+      throw new QueueError('store_unavailable', `redis queue store at ${redactAddress(this.opts.url)}: ${op} failed: ${(e as Error).message}`);
     } finally {
       if (--this.pending === 0) this.idle?.();
     }

@@ -3,6 +3,7 @@
  * and the store. worker.ts puts them on the wire; tests call them directly too. Names follow
  * docs/queues.md; iii's names (iii-protocol.md §4) are aliases of the same handlers.
  */
+import { describe } from '../shared/describe.js';
 import { DEFAULT_QUEUE, settingsView, type QueueSettings, type QueueWorkerConfig } from './config.js';
 import type { Dispatcher } from './dispatcher.js';
 import { jobId } from './job-id.js';
@@ -42,15 +43,6 @@ export const FUNCTION_DESCRIPTIONS: Record<string, string> = {
 const LIST_LIMIT = 100;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\x00-\x1f\x7f]/;
-
-function describe(v: unknown): string {
-  if (v === undefined) return 'nothing';
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)}`;
-  if (typeof v === 'object') return 'an object';
-  return `${typeof v} ${String(v)}`;
-}
 
 function payloadObject(fn: string, data: unknown): Record<string, unknown> {
   if (data === undefined || data === null) return {};

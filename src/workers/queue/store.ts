@@ -69,7 +69,10 @@ export interface NewJob {
   traceparent: string | null;
   metadata: string | null;
   topic: string | null;
-  /** The durable:subscriber binding a topic's copy was made for. */
+  /**
+   * The durable:subscriber binding current when a topic's copy was made. Deliveries do not use it:
+   * a copy goes with a binding of its subscription live when it runs (topics.ts).
+   */
   binding: string | null;
 }
 

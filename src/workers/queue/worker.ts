@@ -28,6 +28,8 @@ export interface RunningQueueWorker {
   config: QueueWorkerConfig;
   store: QueueStore;
   dispatcher: Dispatcher;
+  /** The durable:subscriber bindings this process holds. */
+  subscriptions: Subscriptions;
   shutdown(): Promise<void>;
 }
 
@@ -61,18 +63,26 @@ export async function startQueueWorker(opts: QueueWorkerOptions = {}): Promise<R
   const warn = (m: string): void => log.warn(m);
 
   /**
-   * Every call svc-queue makes to run a job goes through here, topic copies included: `job.binding`
-   * names the durable:subscriber binding a copy was made for, so that the call can carry it (and run
-   * with the binder's rights) once the engine supports that (issue 17).
+   * Every call svc-queue makes to run a job goes through here. A plain job runs with svc-queue's
+   * rights (the engine checked at enqueue that its caller may call the function). A topic's copy is
+   * the delivery of a subscription: it is made for a live binding of it held here, so that the
+   * engine runs it with the subscriber's rights (docs/security.md), never with svc-queue's.
    */
-  const deliver = (job: ClaimedJob, s: QueueSettings): Promise<unknown> =>
-    worker.trigger({
+  const deliver = (job: ClaimedJob, s: QueueSettings): Promise<unknown> => {
+    const call = {
       function_id: job.functionId,
       payload: JSON.parse(job.data) as unknown,
       timeoutMs: s.timeoutMs,
       metadata: deliveryMetadata(job, s),
       ...(job.traceparent !== null ? { parent: { traceparent: job.traceparent } } : {}),
-    });
+    };
+    if (job.topic === null) return worker.trigger(call);
+    return subscriptions.bindingForCopy({ ...job, topic: job.topic }).then((bindingId) =>
+      worker.trigger({ ...call, bindingId }).catch((e: unknown) => {
+        throw subscriptions.callError(e, bindingId);
+      }),
+    );
+  };
   const probe = async (functionId: string): Promise<boolean> => {
     try {
       await worker.trigger({ function_id: 'engine::functions::info', payload: { function_id: functionId }, timeoutMs: 5000 });
@@ -83,7 +93,7 @@ export async function startQueueWorker(opts: QueueWorkerOptions = {}): Promise<R
     }
   };
   const dispatcher = new Dispatcher({ store, config, deliver, probe, warn });
-  const subscriptions = new Subscriptions(store, config, warn);
+  const subscriptions = new Subscriptions(store, config, warn, Date.now, (fn) => dispatcher.bindingArrived(fn));
 
   const fns = queueFunctions(dispatcher, store, config);
   for (const [id, handler] of Object.entries(fns)) {
@@ -92,6 +102,10 @@ export async function startQueueWorker(opts: QueueWorkerOptions = {}): Promise<R
   await worker.registerTriggerType(
     {
       id: 'durable:subscriber',
+      // A subscriber receives every message of its topic, which queue::jobs would show it (it lists
+      // the payloads of queued jobs, topics' copies included): binding one needs that right
+      // (docs/queues.md, "Rights").
+      binding_requires_call: ['queue::jobs'],
       description:
         'Subscribes the bound function to a durable topic. Config {topic, queue?}: every queue::publish to the topic becomes a job of the function in the queue (default "default"), with its retries and DLQ.',
     },
@@ -122,5 +136,5 @@ export async function startQueueWorker(opts: QueueWorkerOptions = {}): Promise<R
       throw e;
     }
   }
-  return { worker, config, store, dispatcher, shutdown };
+  return { worker, config, store, dispatcher, subscriptions, shutdown };
 }

@@ -21,7 +21,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { TurnBatcher } from './batcher.js';
+import { TurnBatcher } from '../shared/batcher.js';
 import { applyOps, mutatesInput } from './ops.js';
 import { StateError, checkSize, entryBytes, type Change, type Entry, type JsonValue, type ListPage, type StateStore, type StoreLimits, type UpdateOp } from './store.js';
 

@@ -16,7 +16,8 @@
  *   anything else in the way is a type_error naming the path.
  * Ops apply in order; the first failing op fails the whole update and nothing is written.
  */
-import { StateError, pathText, describe, type JsonValue, type Path, type UpdateOp } from './store.js';
+import { describe } from '../shared/describe.js';
+import { StateError, pathText, type JsonValue, type Path, type UpdateOp } from './store.js';
 
 type Container = JsonValue[] | { [k: string]: JsonValue };
 

@@ -12,8 +12,9 @@
  * Layout: `<prefix>:scope:<scope>` is a hash of key → JSON text; `<prefix>:scopes` is the set of
  * non-empty scopes (kept by the script, so list_groups does not scan the keyspace).
  */
-import { createClient, type RedisClientType } from 'redis';
-import { TurnBatcher } from './batcher.js';
+import { redactAddress } from 'svc-sdk';
+import { TurnBatcher } from '../shared/batcher.js';
+import { connectRedis, RedisScript, type RedisClient } from '../shared/redis.js';
 import { WRITE_SCRIPT } from './redis-scripts.js';
 import { StateError, entryBytes, pathText, type Change, type Entry, type JsonValue, type ListPage, type StateStore, type StoreLimits, type UpdateOp, type StateErrorCode } from './store.js';
 
@@ -21,10 +22,9 @@ export interface RedisStoreOptions extends StoreLimits {
   url: string;
   /** Prefix of every Redis key this store uses (default `svc:state`). */
   keyPrefix?: string;
+  /** How long opening may take before it fails with store_unavailable (shared/redis.ts). */
+  connectTimeoutMs?: number;
 }
-
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-type Client = RedisClientType<{}, {}, {}, 3, {}>;
 const SCRIPT_CODES = new Set<StateErrorCode>(['type_error', 'invalid_path', 'invalid_op', 'value_too_large']);
 /** Bounds of one script run, so one burst never holds Redis (a single-threaded server) for long. */
 const MAX_BATCH = 128;
@@ -39,20 +39,18 @@ const MAX_BATCH_CHARS = 1 << 20;
 const WRITE_OPTIONS = { timeout: 0 };
 
 export async function openRedisStore(opts: RedisStoreOptions): Promise<StateStore> {
-  // Fail calls at once while Redis is unreachable (store_unavailable) instead of queueing them.
-  const client = createClient({ url: opts.url, disableOfflineQueue: true });
-  let lastError = '';
-  client.on('error', (e: Error) => {
-    lastError = e.message; // reconnects on its own; calls meanwhile fail with store_unavailable
+  const client = await connectRedis(opts.url, {
+    what: 'redis store',
+    unavailable: (m) => new StateError('store_unavailable', m),
+    ...(opts.connectTimeoutMs !== undefined ? { timeoutMs: opts.connectTimeoutMs } : {}),
   });
-  try {
-    await client.connect();
-  } catch (e) {
-    await client.destroy?.();
-    throw new StateError('store_unavailable', `redis store: cannot connect to ${opts.url}: ${(e as Error).message || lastError}`);
-  }
   const store = new RedisStore(client, opts);
-  await store.loadScript();
+  try {
+    await store.loadScript();
+  } catch (e) {
+    client.destroy();
+    throw new StateError('store_unavailable', `redis store at ${redactAddress(opts.url)}: cannot load its script: ${(e as Error).message}`);
+  }
   return store;
 }
 
@@ -94,7 +92,7 @@ class RedisStore implements StateStore {
   private readonly scopesKey: string;
   /** Length of `<prefix>:scope:` as text: WRITE_SCRIPT recovers a hash's scope from its name. */
   private readonly hashPrefixLength: string;
-  private sha = '';
+  private readonly script: RedisScript;
   private readonly batcher = new TurnBatcher<Queued>((writes) => {
     for (let from = 0; from < writes.length; ) from = this.send(writes, from);
   });
@@ -103,16 +101,17 @@ class RedisStore implements StateStore {
   private idle: (() => void) | undefined;
 
   constructor(
-    private readonly client: Client,
+    private readonly client: RedisClient,
     private readonly opts: RedisStoreOptions,
   ) {
+    this.script = new RedisScript(client, WRITE_SCRIPT);
     this.prefix = opts.keyPrefix ?? 'svc:state';
     this.scopesKey = `${this.prefix}:scopes`;
     this.hashPrefixLength = String(Buffer.byteLength(this.hash(''), 'utf8'));
   }
 
-  async loadScript(): Promise<void> {
-    this.sha = await this.client.scriptLoad(WRITE_SCRIPT);
+  loadScript(): Promise<void> {
+    return this.script.load();
   }
 
   private hash(scope: string): string {
@@ -166,16 +165,8 @@ class RedisStore implements StateStore {
     if (--this.pending === 0) this.idle?.();
   }
 
-  /** EVALSHA, loading the script again once if Redis lost it (restart, SCRIPT FLUSH). */
-  private async runWrite(keys: string[], args: string[]): Promise<Replies> {
-    const call = () => this.client.sendCommand(['EVALSHA', this.sha, String(keys.length), ...keys, ...args], WRITE_OPTIONS) as Promise<Replies>;
-    try {
-      return await call();
-    } catch (e) {
-      if (!String((e as Error).message).startsWith('NOSCRIPT')) throw e;
-      await this.loadScript();
-      return await call();
-    }
+  private runWrite(keys: string[], args: string[]): Promise<Replies> {
+    return this.script.run<Replies>(keys, args, WRITE_OPTIONS);
   }
 
   private settle(w: Queued, old: string | null | undefined, next: string | null | undefined): void {
@@ -279,7 +270,7 @@ function whereOf(w: Queued): string {
 }
 
 function unavailable(what: string, url: string, e: Error): StateError {
-  return new StateError('store_unavailable', `${what}: redis store at ${url} failed: ${e.message}`);
+  return new StateError('store_unavailable', `${what}: redis store at ${redactAddress(url)} failed: ${e.message}`);
 }
 
 /** Turn the script's "<code> <op index> <detail>" error into the same StateError ops.ts throws. */

@@ -4,11 +4,11 @@
  * calls them directly against every store, so what a caller sees is tested once for all stores.
  */
 import { DEFAULT_MAX_FRAME_BYTES, type CallRequest } from 'svc-sdk';
+import { describe } from '../shared/describe.js';
 import {
   StateError,
   checkKey,
   checkScope,
-  describe,
   encodeValue,
   MAX_KEY_BYTES,
   normalizeOps,

@@ -8,6 +8,7 @@
  * well-formed scopes, keys and normalized ops.
  */
 import { SvcError } from 'svc-sdk';
+import { describe } from '../shared/describe.js';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
 
@@ -102,15 +103,6 @@ export class StateError extends SvcError {
 }
 
 // ---- validation -------------------------------------------------------------------------------
-
-export function describe(v: unknown): string {
-  if (v === undefined) return 'nothing';
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)}`;
-  if (typeof v === 'object') return 'an object';
-  return `${typeof v} ${String(v)}`;
-}
 
 export function quote(s: string): string {
   return JSON.stringify(s.length > 80 ? s.slice(0, 80) + '…' : s);

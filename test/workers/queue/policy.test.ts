@@ -31,6 +31,11 @@ test('failures: counted ones retry until max_attempts, then dead-letter; no prov
   // The handler's own nested call failed with that code: a failure of the job, not a missing function.
   assert.equal(failureOf(job(2, 1), s, { code: 'function_not_found', message: 'Function state::update not found' }, 0, 0).outcome, 'retry');
   assert.deepEqual(['function_not_found', 'overloaded', 'shutting_down', 'timeout', 'invocation_stopped', 'connection_lost'].map((c) => verdictOf(c)), ['absent', 'busy', 'busy', 'failed', 'failed', 'failed']);
+  // A topic's copy with no live binding waits, not an attempt; one whose subscription ended is dead at once.
+  const copy = { ...job(1, 0), topic: 't' };
+  assert.deepEqual(failureOf(copy, s, { code: 'binding_not_found', message: 'x' }, 0, 0, 'unbound'), { id: 'j', attempt: 1, outcome: 'return', runAt: 0, record: null });
+  const ended = failureOf(copy, s, { code: 'subscription_ended', message: 'gone' }, 0, 5, 'ended');
+  assert.deepEqual([ended.outcome, ended.record?.code, ended.record?.attempt], ['dlq', 'subscription_ended', 1]);
 });
 
 test('config: defaults, a default queue always, and errors that name the key', () => {

@@ -1,10 +1,11 @@
 /**
  * svc-queue on Redis: two replicas against one Redis take enqueues and keep to a queue's
- * concurrency across both; when the one delivering stops, the other carries on.
+ * concurrency across both; topic copies go out from the replica holding the subscriber's binding
+ * only (the other puts back those it claims); when the one delivering stops, the other carries on.
  */
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { registerWorker, TriggerAction, type Worker } from 'svc-sdk';
+import { publish, registerWorker, TriggerAction, type Worker } from 'svc-sdk';
 import { startEngine } from '../../helpers/engine.js';
 import { startRedis, type RedisServer } from '../state/redis-server.js';
 import { startQueueWorker, type RunningQueueWorker } from '../../../src/workers/queue/worker.js';
@@ -55,6 +56,22 @@ describe('svc-queue on Redis: two replicas', () => {
     assert.equal(replicas[0]!.dispatcher.delivered + replicas[1]!.dispatcher.delivered, 90);
     const stats = await client.trigger<{ completed: number; jobs: number }>({ function_id: 'queue::stats', payload: { queue: 'shared' } });
     assert.deepEqual([stats.completed, stats.jobs], [90, 0]);
+  });
+
+  test('topic copies go out from the replica holding the binding, each once; plain jobs keep flowing on both', async () => {
+    const got: number[] = [];
+    worker.registerFunction('job::subscriber', async (d: { n: number }) => void got.push(d.n));
+    await worker.registerTrigger({ type: 'durable:subscriber', function_id: 'job::subscriber', config: { topic: 'replicated', queue: 'shared' } });
+    done.length = 0;
+    await Promise.all([
+      ...Array.from({ length: 40 }, (_, n) => publish(client, 'replicated', { n })),
+      ...Array.from({ length: 20 }, (_, n) => client.trigger({ function_id: 'job::slow', payload: { n }, action: TriggerAction.Enqueue({ queue: 'shared' }) })),
+    ]);
+    await until('every copy and job to run', () => got.length === 40 && done.length === 20, 30_000);
+    await sleep(200);
+    assert.deepEqual([...got].sort((a, b) => a - b), Array.from({ length: 40 }, (_, n) => n), 'each copy ran once');
+    const stats = await client.trigger<{ dlq: number; failed: number; jobs: number }>({ function_id: 'queue::stats', payload: { queue: 'shared' } });
+    assert.deepEqual([stats.dlq, stats.failed, stats.jobs], [0, 0, 0]);
   });
 
   test('the replica that delivered most stops; the other runs what is enqueued next', async () => {

@@ -10,9 +10,11 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-export async function startRedis(): Promise<RedisServer> {
+/** `password`: the server requires it (`requirepass`); `url` does not carry it. */
+export async function startRedis(opts: { password?: string } = {}): Promise<RedisServer> {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+  const auth = opts.password !== undefined ? ['--requirepass', opts.password] : [];
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -1,8 +1,8 @@
-/** When the stores' group commit (src/workers/state/batcher.ts) hands writes over, and in which groups. */
+/** When the stores' group commit (src/workers/shared/batcher.ts) hands writes over, and in which groups. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { TurnBatcher } from '../../../src/workers/state/batcher.js';
+import { TurnBatcher } from '../../../src/workers/shared/batcher.js';
 
 function recorder(): { batcher: TurnBatcher<string>; batches: string[][] } {
   const batches: string[][] = [];

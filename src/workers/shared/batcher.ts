@@ -1,7 +1,7 @@
 /**
- * Group commit for the stores: the writes svc-state receives together leave together (one LMDB
- * commit and fsync, one Redis script run), so a burst of N concurrent writes pays the per-commit
- * cost once instead of N times. That cost is most of a write's: bench/RESULTS.md, 2026-11-22
+ * Group commit for the built-ins' stores (svc-state's writes, svc-queue's steps): what arrives
+ * together leaves together (one LMDB commit and fsync, one Redis script run), so a burst of N
+ * concurrent writes pays the per-commit cost once instead of N times. That cost is most of a write's: bench/RESULTS.md, 2026-11-22
  * session 2.
  *
  * When: at the end of the event-loop turn in which the first queued write arrived (the frames of
