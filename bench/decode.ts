@@ -8,7 +8,7 @@
  *
  *   node dist/bench/decode.js [--rounds 9]
  */
-import { decodeFrame, MAX_FRAME_DEPTH } from 'svc-sdk';
+import { decodeFrame, MAX_FRAME_DEPTH } from 'svc-sdk/protocol';
 import { fmt, machine, median, runMain, UsageError } from './harness.js';
 
 const call = (data: unknown): string =>

@@ -1,6 +1,6 @@
 /**
  * Baseline for bench/run.ts: the least a router can do. It speaks just enough of the svc protocol
- * (sdk/typescript/src/protocol.ts) for the same caller and callee processes to run unchanged:
+ * (svc-sdk/protocol, sdk/typescript/src/protocol/) for the same caller and callee processes to run unchanged:
  * `workerregistered` on connect, `registerfunction` remembered, `invokefunction` forwarded as the
  * original text to the registering socket, `invocationresult` forwarded back by invocation_id.
  * Everything else (hello, engine::workers::register, logs) is ignored. No validation, no deadlines,
@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { sendCoalesced } from 'svc-sdk';
+import { sendCoalesced } from 'svc-sdk/internal';
 
 const mode = process.argv[2];
 if (mode !== 'plain' && mode !== 'coalescing') {

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { ErrorBody } from 'svc-sdk';
+import type { ErrorBody } from 'svc-sdk/protocol';
 import { engineErrors } from './errors.js';
 
 /**

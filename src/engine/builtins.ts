@@ -1,4 +1,4 @@
-import { traceIdOfTraceparent } from 'svc-sdk';
+import { traceIdOfTraceparent } from 'svc-sdk/internal';
 import { boundValue, cutString, head, type StoredValues } from './budgets.js';
 import { EngineError } from './errors.js';
 import { LINE_OVERHEAD, LOG_LEVELS, levelIndex, type LogBuffer } from './logs.js';

@@ -11,7 +11,7 @@
  * decide (the invocation_id, the traceparent) is written after it, so a receiver reads the values
  * the engine read and the engine's own. Any other layout takes the general path.
  */
-import type { InvocationResultMsg, InvokeFunctionMsg } from 'svc-sdk';
+import type { InvocationResultMsg, InvokeFunctionMsg } from 'svc-sdk/protocol';
 
 /**
  * Below this many characters a frame's payload is serialised again rather than passed on: checking

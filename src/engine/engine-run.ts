@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { RUN_SECRET_HEADER } from 'svc-sdk';
+import { RUN_SECRET_HEADER } from 'svc-sdk/protocol';
 
 /**
  * Who a run secret says a connection is: an instance the engine started (a supervised worker's

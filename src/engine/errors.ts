@@ -1,4 +1,4 @@
-import { functionIdProblem, type ErrorBody } from 'svc-sdk';
+import { functionIdProblem, type ErrorBody } from 'svc-sdk/protocol';
 import { printableJson } from './printable.js';
 
 /** The engine's own error bodies, in one place so codes and wording stay stable (docs/errors.md). */

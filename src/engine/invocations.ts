@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { ChurnMap, exceedsBytes, type ErrorBody, type InvocationResultMsg, type InvokeFunctionMsg } from 'svc-sdk';
+import type { ErrorBody, InvocationResultMsg, InvokeFunctionMsg } from 'svc-sdk/protocol';
+import { ChurnMap, exceedsBytes } from 'svc-sdk/internal';
 import type { Access } from './auth.js';
 import { Deadlines, type DeadlineEntry } from './deadlines.js';
 import { EngineError, engineErrors } from './errors.js';

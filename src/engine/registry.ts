@@ -1,4 +1,4 @@
-import type { RegisterFunctionMsg } from 'svc-sdk';
+import type { RegisterFunctionMsg } from 'svc-sdk/protocol';
 import type { Session } from './session.js';
 
 /**

@@ -1,4 +1,4 @@
-import { FEATURES, PROTOCOL_VERSION, decodeFrame, type DecodeResult, type ErrorBody, type Feature, type Message } from 'svc-sdk';
+import { FEATURES, PROTOCOL_VERSION, decodeFrame, type DecodeResult, type ErrorBody, type Feature, type Message } from 'svc-sdk/protocol';
 import type { StoredValues } from './budgets.js';
 import { checkFunctionId, engineErrors } from './errors.js';
 import type { Invocations } from './invocations.js';

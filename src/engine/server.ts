@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { STALE_WORKER_CLOSE } from 'svc-sdk';
+import { STALE_WORKER_CLOSE } from 'svc-sdk/protocol';
 import { Access, isLoopbackHost, presentedToken, TokenTable } from './auth.js';
 import { cutString, StoredValues } from './budgets.js';
 import { installBuiltins } from './builtins.js';

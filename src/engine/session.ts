@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
-import { ChurnMap, sendCoalesced, type ErrorBody, type Feature, type Message } from 'svc-sdk';
+import type { ErrorBody, Feature, Message } from 'svc-sdk/protocol';
+import { ChurnMap, sendCoalesced } from 'svc-sdk/internal';
 import { OPEN_ACCESS, type Access } from './auth.js';
 import type { RunIdentity } from './engine-run.js';
 import type { Invocation } from './invocations.js';

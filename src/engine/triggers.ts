@@ -1,9 +1,4 @@
-import type {
-  ErrorBody,
-  RegisterTriggerMsg,
-  RegisterTriggerTypeMsg,
-  TriggerRegistrationResultMsg,
-} from 'svc-sdk';
+import type { ErrorBody, RegisterTriggerMsg, RegisterTriggerTypeMsg, TriggerRegistrationResultMsg } from 'svc-sdk/protocol';
 import { Access, BindingAccess, type Rights } from './auth.js';
 import { engineErrors } from './errors.js';
 import type { Session } from './session.js';

@@ -1,4 +1,4 @@
-import type { ErrorBody } from 'svc-sdk';
+import type { ErrorBody } from 'svc-sdk/protocol';
 import type { Rights } from './auth.js';
 import type { RunIdentity } from './engine-run.js';
 

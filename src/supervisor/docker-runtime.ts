@@ -3,7 +3,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import Docker from 'dockerode';
-import { LIVENESS_FD_ENV, RUN_SECRET_ENV } from 'svc-sdk';
+import { LIVENESS_FD_ENV, RUN_SECRET_ENV } from 'svc-sdk/internal';
 import { ensureWorkerImage } from './docker-image.js';
 import { guardedCommand } from './liveness-guard.js';
 import type { ExitInfo, Instance, LaunchSpec, Runtime } from './runtime.js';

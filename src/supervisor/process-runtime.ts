@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { LIVENESS_FD_ENV } from 'svc-sdk';
+import { LIVENESS_FD_ENV } from 'svc-sdk/internal';
 import { guardedCommand } from './liveness-guard.js';
 import { processStartToken } from './process-identity.js';
 import type { ExitInfo, Instance, LaunchSpec, Runtime } from './runtime.js';

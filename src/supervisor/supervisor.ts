@@ -1,4 +1,4 @@
-import { RUN_SECRET_ENV } from 'svc-sdk';
+import { RUN_SECRET_ENV } from 'svc-sdk/internal';
 import { ensureInstalled } from './install.js';
 import { launchSpecOf, logFileOf } from './launch.js';
 import { ProcessRuntime } from './process-runtime.js';

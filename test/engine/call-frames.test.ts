@@ -5,7 +5,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { asCallFrame, registerWorker, validateMessage, type InvocationResultMsg, type Worker } from 'svc-sdk';
+import { registerWorker, type Worker } from 'svc-sdk';
+import { asCallFrame, validateMessage, type InvocationResultMsg } from 'svc-sdk/protocol';
 import { callDataTail, forwardedResult, jsonString, PASS_ON_MIN_CHARS } from '../../src/engine/call-frames.js';
 import { counterOf, hex12, IdGenerator } from '../../src/engine/traces.js';
 import { startEngine } from '../helpers/engine.js';

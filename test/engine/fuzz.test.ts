@@ -13,7 +13,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeFrame, InvocationError, MESSAGE_TYPES, type Worker } from 'svc-sdk';
+import { InvocationError, type Worker } from 'svc-sdk';
+import { decodeFrame, MESSAGE_TYPES } from 'svc-sdk/protocol';
 import { startEngine } from '../helpers/engine.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { eventually, sleep, WorkerPool } from '../helpers/util.js';

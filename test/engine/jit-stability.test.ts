@@ -75,7 +75,7 @@ const FRAMES = `const SHORT = '{"type":"invokefunction","function_id":"a::b","in
 
 describe('optimised call path across rare branches', () => {
   test('ChurnMap.set stays optimised through its first move to a new Map; an unprimed copy does not', () => {
-    const primed = probe(`import { ChurnMap } from 'svc-sdk';
+    const primed = probe(`import { ChurnMap } from 'svc-sdk/internal';
       const m = new ChurnMap(); const target = ChurnMap.prototype.set;
       const step = (i) => { m.set(i, i); m.delete(i); };`);
     const control = probe(`${UNPRIMED_MAP}
@@ -100,7 +100,7 @@ describe('optimised call path across rare branches', () => {
   test('decodeFrame stays optimised when the first frame long enough for its depth scan arrives; an unprimed copy does not', () => {
     // Short frames until well after the function is optimised; long ones in the last 50 calls, too few
     // for V8 to optimise it again before the probe reads its status.
-    const primed = probe(`import { decodeFrame } from 'svc-sdk';
+    const primed = probe(`import { decodeFrame } from 'svc-sdk/protocol';
       ${FRAMES}
       const target = decodeFrame; const step = (i) => decodeFrame(frame(i)).ok;`);
     const control = probe(`${UNPRIMED_DECODE}

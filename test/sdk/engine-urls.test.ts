@@ -1,7 +1,8 @@
 /** Several engine URLs (a cluster): the TypeScript SDK connects to one and moves on when it goes. */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
-import { parseEngineUrls, registerWorker, type Worker } from 'svc-sdk';
+import { registerWorker, type Worker } from 'svc-sdk';
+import { parseEngineUrls } from 'svc-sdk/internal';
 import { startEngine } from '../helpers/engine.js';
 import { eventually } from '../helpers/util.js';
 

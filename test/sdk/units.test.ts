@@ -1,7 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { backoffDelay, decodeFrame, jsonDepthOver, toErrorBody, MAX_FRAME_DEPTH, MESSAGE_TYPES, Worker, InvocationError } from 'svc-sdk';
+import { Worker, InvocationError } from 'svc-sdk';
+import { decodeFrame, MAX_FRAME_DEPTH, MESSAGE_TYPES } from 'svc-sdk/protocol';
+import { backoffDelay, jsonDepthOver, toErrorBody } from 'svc-sdk/internal';
 import { buildPayload, typeValue } from '../../src/cli/payload.js';
 
 describe('protocol decoding', () => {
@@ -128,7 +130,7 @@ describe('svc trigger payloads', () => {
 
 describe('ChurnMap', () => {
   test('keeps its entries, their order and its size across the moves to a new Map', async () => {
-    const { ChurnMap } = await import('svc-sdk');
+    const { ChurnMap } = await import('svc-sdk/internal');
     const m = new ChurnMap<number, string>();
     const live = new Map<number, string>();
     for (let i = 0; i < 20_000; i++) {

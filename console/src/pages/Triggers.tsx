@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { call, httpRequest, type HttpOutcome } from '../api';
+import { call, CallError, httpRequest, type HttpOutcome } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
 import { duration, json } from '../format';
 import { usePoll } from '../hooks';
@@ -154,7 +154,7 @@ function HttpTester({ method: m0, path: p0 }: { method: string; path: string }) 
     try {
       setOut(await httpRequest(method, path, body));
     } catch (e) {
-      setOut({ ok: false, error: { code: 'error', message: (e as Error).message } });
+      setOut({ ok: false, error: { code: e instanceof CallError ? e.code : 'console_unreachable', message: (e as Error).message } });
     } finally {
       setBusy(false);
     }

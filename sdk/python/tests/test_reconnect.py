@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
@@ -10,11 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 
 from svc_sdk import InvocationError, register_worker
 
 from .conftest import Engine, WorkerFactory, fast_options, wait_for
+from .peer import ScriptedPeer
 
 
 def test_engine_killed_and_restarted(engine: Engine, make_worker: WorkerFactory) -> None:
@@ -72,38 +72,17 @@ def _functions(worker: Any) -> Any:
     return worker.trigger({"function_id": "engine::functions::list", "payload": {}})
 
 
-class ScriptedEngine:
+class ScriptedEngine(ScriptedPeer):
     """A minimal peer that answers the handshake, records frames, and closes the first socket cleanly
     with `close_code` once the worker has replayed its registrations. Used where the real engine has
     no way to be told to close a socket with a given code."""
 
     def __init__(self, close_code: int) -> None:
+        super().__init__()
         self.close_code = close_code
         self.connections: list[list[dict[str, Any]]] = []
-        self.url = ""
-        self._ready = threading.Event()
-        self._loop = asyncio.new_event_loop()
-        self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(self._main(),), daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-        assert self._ready.wait(5)
-
-    def stop(self) -> None:
-        if self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(5)
-
-    async def _main(self) -> None:
-        self._stop = asyncio.Event()
-        async with serve(self._handle, "127.0.0.1", 0) as server:
-            port = next(iter(server.sockets)).getsockname()[1]
-            self.url = f"ws://127.0.0.1:{port}"
-            self._ready.set()
-            await self._stop.wait()
-
-    async def _handle(self, ws: ServerConnection) -> None:
+    async def handle(self, ws: ServerConnection) -> None:
         n = len(self.connections) + 1
         frames: list[dict[str, Any]] = []
         self.connections.append(frames)

@@ -9,7 +9,7 @@
  * the next full one, and each of those is promoted in turn: a chain that never ends. In the engine
  * that promoted ~500 KB per scavenge (nearly every Invocation and table), made scavenges 7× slower
  * than the relay's and added full collections; in a plain test a churned Map promoted 50–65 % of
- * all it allocated (bench/RESULTS.md, 2026-11-22 session 3). A fresh Map starts with a young table
+ * all it allocated. A fresh Map starts with a young table
  * that no old table points to, so the chain ends there. Copying the few live entries every 4096
  * writes costs well under a nanosecond per write.
  */
@@ -60,8 +60,7 @@ export class ChurnMap<K, V> {
  * Run the renewal once, with type feedback recorded, before any ChurnMap is hot. Otherwise the
  * first renewal (at write 4096) reaches optimised code with no feedback for it and with `m` assumed
  * never to change, and deoptimises every hot function that inlined set(): at one call in flight that
- * put the engine's call path back on unoptimised code for seconds (bench/RESULTS.md, session 5).
- * V8 records feedback only once a function has run a few times, hence the loop.
+ * put the engine's call path back on unoptimised code for seconds. V8 records feedback only once a function has run a few times, hence the loop.
  */
 function primeChurnMap(): void {
   const m = new ChurnMap<number, number>(2);

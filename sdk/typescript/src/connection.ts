@@ -1,13 +1,9 @@
-import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
-import { decodeFrame, MAX_FRAME_DEPTH, type Message } from './protocol.js';
-import { STALE_WORKER_CLOSE } from './supervised.js';
-import { sendCoalesced } from './transport.js';
-
-/** WebSocket close code the engine uses when it refuses a connection's token. */
-export const UNAUTHORIZED_CLOSE = 4401;
-
-export type ConnectionState = 'connecting' | 'connected' | 'disconnected' | 'closed';
+import { InvocationError } from './errors.js';
+import { MAX_RECEIVED_FRAME_DEPTH, STALE_WORKER_CLOSE, UNAUTHORIZED_CLOSE } from './protocol/constants.js';
+import { decodeFrame } from './protocol/decode.js';
+import type { Message } from './protocol/messages.js';
+import { exceedsBytes, sendCoalesced } from './transport.js';
 
 export interface ReconnectOptions {
   /** First delay after a close. */
@@ -15,11 +11,18 @@ export interface ReconnectOptions {
   /** Cap of the exponential backoff. */
   maxDelayMs: number;
   factor: number;
-  /** Fraction of the delay randomised either way (0.3 = ±30 %), so a fleet does not reconnect in step. */
+  /**
+   * Share of each delay taken off at random (0.3: each delay is 70–100 % of its step), so a fleet
+   * that lost its engine together does not come back in step, and the cap still holds.
+   */
   jitter: number;
 }
 
+/** The Python SDK's ReconnectOptions() has the same defaults (a test compares them). */
 export const DEFAULT_RECONNECT: ReconnectOptions = { initialDelayMs: 200, maxDelayMs: 30_000, factor: 2, jitter: 0.3 };
+
+/** Attempts counted after a refusal (`unauthorized`): the backoff is then at its cap at once. */
+const REFUSED_ATTEMPTS = 64;
 
 export interface ConnectionOptions {
   reconnect: ReconnectOptions;
@@ -30,6 +33,24 @@ export interface ConnectionOptions {
   headers?: Record<string, string> | (() => Record<string, string>);
   /** Close code 4410 (`stale_worker`) ends the connection for good (default) rather than backing off. */
   staleIsFinal?: boolean;
+}
+
+/** What a Connection tells its owner (the Worker). */
+export interface ConnectionHandler {
+  /** A socket is being opened to `url`. */
+  onConnecting(url: string): void;
+  /** The socket is open: send the handshake and the replay. */
+  onOpen(): void;
+  onMessage(msg: Message): void;
+  /** The socket closed (code 1006 when it was lost without a close frame). Unless stopped, a reconnect follows. */
+  onDown(code: number, reason: string): void;
+  /**
+   * The engine refused this connection (close 4401 `unauthorized`, 4410 `stale_worker`); `final`:
+   * no reconnect follows. Called after onDown.
+   */
+  onRefused(code: 'unauthorized' | 'stale_worker', reason: string, final: boolean): void;
+  /** Connecting cannot ever work (a malformed URL): the connection has stopped. */
+  onFatal(err: Error): void;
 }
 
 /**
@@ -43,25 +64,29 @@ export function parseEngineUrls(input: string | readonly string[]): string[] {
   return list;
 }
 
+/**
+ * Milliseconds before reconnect attempt `attempt` (0 for the first after a close):
+ * initialDelayMs × factor^attempt, capped at maxDelayMs, less a random share of at most `jitter`.
+ * The Python SDK's backoff_delay computes the same (it counts attempts from 1).
+ */
 export function backoffDelay(attempt: number, o: ReconnectOptions): number {
-  const base = Math.min(o.maxDelayMs, o.initialDelayMs * Math.pow(o.factor, attempt));
-  const spread = base * o.jitter;
-  return Math.max(0, Math.round(base - spread + Math.random() * 2 * spread));
+  const base = Math.min(o.maxDelayMs, o.initialDelayMs * Math.pow(o.factor, Math.min(attempt, REFUSED_ATTEMPTS)));
+  return Math.max(0, Math.round(base * (1 - Math.random() * o.jitter)));
 }
 
 /**
  * One logical connection to the engine that survives the socket: reconnects after every close
  * (clean ones included: a proxy closing with 1000/1001 is not the user asking us to stop) until
- * `close()` is called. Emits `open` on each new socket, `message` per decoded frame, `down` when a
- * socket is lost, and `state` on every state change.
+ * `close()` is called or the engine refuses it for good. It knows nothing of functions or calls:
+ * it tells its ConnectionHandler what happens to the socket, and sends what it is given.
  */
-export class Connection extends EventEmitter {
+export class Connection {
   private ws: WebSocket | null = null;
   private attempt = 0;
   private retryTimer: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
   private alive = true;
-  private _state: ConnectionState = 'disconnected';
+  private stopped = false;
   /** Every engine address given; `url` is the one in use. */
   readonly urls: string[];
   private index = 0;
@@ -69,8 +94,8 @@ export class Connection extends EventEmitter {
   constructor(
     url: string | readonly string[],
     private readonly opts: ConnectionOptions,
+    private readonly handler: ConnectionHandler,
   ) {
-    super();
     this.urls = parseEngineUrls(url);
   }
 
@@ -78,23 +103,21 @@ export class Connection extends EventEmitter {
     return this.urls[this.index]!;
   }
 
-  get state(): ConnectionState {
-    return this._state;
+  /** A socket is open (the engine may not have accepted it yet). */
+  get open(): boolean {
+    return this.ws !== null && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  get maxFrameBytes(): number {
+    return this.opts.maxFrameBytes;
   }
 
   start(): void {
-    if (this._state === 'closed') return;
-    this.connect();
-  }
-
-  private setState(s: ConnectionState): void {
-    if (this._state === s) return;
-    this._state = s;
-    this.emit('state', s);
+    if (!this.stopped && !this.ws && !this.retryTimer) this.connect();
   }
 
   private connect(): void {
-    this.setState('connecting');
+    this.handler.onConnecting(this.url);
     let ws: WebSocket;
     try {
       ws = new WebSocket(this.url, {
@@ -105,73 +128,66 @@ export class Connection extends EventEmitter {
       });
     } catch (err) {
       // A malformed URL never becomes valid by retrying.
-      this.emit('fatal', err);
-      this.close();
+      this.stopped = true;
+      this.handler.onFatal(err as Error);
       return;
     }
     this.ws = ws;
     ws.on('open', () => {
       this.attempt = 0;
       this.alive = true;
-      this.setState('connected');
       this.startPing(ws);
-      this.emit('open');
+      this.handler.onOpen();
     });
     ws.on('message', (data, isBinary) => {
       this.alive = true;
       // Binary frames are tolerated (iii peers may send telemetry); only text carries protocol.
       if (isBinary) return;
-      // The engine accepts frames MAX_FRAME_DEPTH deep, and its listings nest what it stored a few
-      // levels deeper (a worker's metadata inside {result:{workers:[{metadata}]}}): an answer of
-      // the engine must never be refused here, while the cap still bounds what our code walks.
-      const decoded = decodeFrame(data.toString(), 2 * MAX_FRAME_DEPTH);
-      if (decoded.ok) this.emit('message', decoded.msg as Message);
-      else this.emit('protocol-error', decoded.error);
+      // The engine's answers are never refused for their depth (MAX_RECEIVED_FRAME_DEPTH), while
+      // the cap still bounds what our code walks. A frame that does not decode is dropped.
+      const decoded = decodeFrame(data.toString(), MAX_RECEIVED_FRAME_DEPTH);
+      if (decoded.ok) this.handler.onMessage(decoded.msg);
     });
     ws.on('pong', () => {
       this.alive = true;
     });
-    ws.on('error', (err) => {
-      // 'close' always follows; the error is only reported.
-      this.emit('socket-error', err);
+    ws.on('error', () => {
+      /* 'close' always follows and drives the reconnect */
     });
-    ws.on('close', (code, reason) => {
+    ws.on('close', (code, reasonBuffer) => {
       this.stopPing();
       if (this.ws === ws) this.ws = null;
-      const wasConnected = this._state === 'connected';
-      if (this._state !== 'closed') {
-        this.setState('disconnected');
-        this.emit('down', { code, reason: reason.toString(), wasConnected });
+      if (this.stopped) return;
+      const reason = reasonBuffer.toString();
+      this.handler.onDown(code, reason);
+      if (code === STALE_WORKER_CLOSE) {
         // Refused for presenting another engine run's secret: the engine that started this
         // worker is gone, and no engine will ever accept that secret again. Stop for good.
-        if (code === STALE_WORKER_CLOSE) {
-          this.emit('stale', reason.toString());
-          if (this.opts.staleIsFinal !== false) {
-            this.setState('closed');
-            return;
-          }
-          this.attempt = Math.max(this.attempt, 30);
-        }
-        // Refused for its token (4401): retrying at once cannot help; keep trying slowly, as a
-        // token may be added to the engine's config and the engine restarted.
-        if (code === UNAUTHORIZED_CLOSE) {
-          this.emit('unauthorized', reason.toString());
-          this.attempt = Math.max(this.attempt, 30);
-        }
-        // With several engines (a cluster), try the next one: the one that just closed or could
-        // not be reached may be gone for good.
-        if (this.urls.length > 1) this.index = (this.index + 1) % this.urls.length;
-        this.scheduleReconnect();
+        const final = this.opts.staleIsFinal !== false;
+        if (final) this.stopped = true;
+        else this.attempt = Math.max(this.attempt, REFUSED_ATTEMPTS);
+        this.handler.onRefused('stale_worker', reason, final);
+        if (final) return;
+      } else if (code === UNAUTHORIZED_CLOSE) {
+        // Refused for its token: retrying at once cannot help; keep trying slowly, as a token may
+        // be added to the engine's config and the engine restarted.
+        this.attempt = Math.max(this.attempt, REFUSED_ATTEMPTS);
+        this.handler.onRefused('unauthorized', reason, false);
       }
+      if (this.stopped) return;
+      // With several engines (a cluster), try the next one: the one that just closed or could
+      // not be reached may be gone for good.
+      if (this.urls.length > 1) this.index = (this.index + 1) % this.urls.length;
+      this.scheduleReconnect();
     });
   }
 
   private scheduleReconnect(): void {
-    if (this._state === 'closed' || this.retryTimer) return;
+    if (this.stopped || this.retryTimer) return;
     const delay = backoffDelay(this.attempt++, this.opts.reconnect);
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
-      if (this._state !== 'closed') this.connect();
+      if (!this.stopped) this.connect();
     }, delay);
   }
 
@@ -197,6 +213,24 @@ export class Connection extends EventEmitter {
     this.pingTimer = null;
   }
 
+  /**
+   * `msg` as frame text. Throws InvocationError `invalid_payload` (not JSON-serialisable) or
+   * `payload_too_large` (over maxFrameBytes), naming `functionId` when given.
+   */
+  encode(msg: Message, functionId?: string): string {
+    let text: string;
+    try {
+      text = JSON.stringify(msg);
+    } catch (e) {
+      throw new InvocationError('invalid_payload', `Payload is not JSON-serializable: ${(e as Error).message}`, functionId);
+    }
+    const size = exceedsBytes(text, this.opts.maxFrameBytes);
+    if (size !== false) {
+      throw new InvocationError('payload_too_large', `Frame of ${size} bytes exceeds the limit of ${this.opts.maxFrameBytes} bytes`, functionId);
+    }
+    return text;
+  }
+
   /** Send one frame now. Returns false when no socket is open (the caller decides what that means). */
   sendText(text: string): boolean {
     const ws = this.ws;
@@ -209,18 +243,19 @@ export class Connection extends EventEmitter {
     return this.sendText(JSON.stringify(msg));
   }
 
-  /** Drop the current socket (as a network failure would); reconnect follows. Used by tests and by liveness. */
+  /** Drop the current socket (as a network failure would); reconnect follows. Used by tests. */
   drop(): void {
     this.ws?.terminate();
   }
 
   /** Stop for good: no reconnect. Resolves once the socket has closed. */
   close(code = 1000): Promise<void> {
+    this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.stopPing();
     const ws = this.ws;
-    this.setState('closed');
+    this.ws = null;
     if (!ws || ws.readyState === WebSocket.CLOSED) return Promise.resolve();
     return new Promise((resolve) => {
       const t = setTimeout(() => {

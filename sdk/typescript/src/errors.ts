@@ -1,4 +1,4 @@
-import type { ErrorBody } from './protocol.js';
+import type { ErrorBody } from './protocol/messages.js';
 
 /**
  * The one base of svc's errors, in the engine, the CLI, the built-in workers and the SDK: a stable
@@ -55,4 +55,20 @@ export function toErrorBody(err: unknown): ErrorBody {
     };
   }
   return { code: 'invocation_failed', message: typeof err === 'string' ? err : JSON.stringify(err) ?? String(err) };
+}
+
+/** A value for an error message: its kind, and itself when short. */
+export function describeValue(v: unknown): string {
+  if (v === null || v === undefined) return String(v);
+  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? v.slice(0, 60) + '…' : v);
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (typeof v === 'function') return 'a function';
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(v);
+  } catch {
+    json = undefined;
+  }
+  const kind = Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+  return json !== undefined && json.length <= 60 ? `${kind} ${json}` : kind;
 }

@@ -1,6 +1,7 @@
 import { invocationScope, type InvocationScope } from './context.js';
+import type { LogLevel } from './protocol/log-rows.js';
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type { LogLevel };
 
 /** Where log lines go besides the local console; set by the most recently created worker. */
 export interface LogSink {

@@ -19,9 +19,6 @@ import { fstatSync } from 'node:fs';
  */
 export const RUN_SECRET_ENV = 'SVC_RUN_SECRET';
 export const LIVENESS_FD_ENV = 'SVC_LIVENESS_FD';
-export const RUN_SECRET_HEADER = 'x-svc-run-secret';
-/** Close code of the engine's `stale_worker` refusal. */
-export const STALE_WORKER_CLOSE = 4410;
 /** How long the program's SIGTERM handler has to end the process before the SDK exits it. */
 export const ENGINE_GONE_EXIT_MS = 10_000;
 

@@ -3,7 +3,7 @@ import type WebSocket from 'ws';
 /**
  * Write coalescing for a `ws` socket: frames sent during one event-loop turn leave in few syscalls.
  * Each `ws.send` otherwise costs a write of its own, which dominates at high call rates
- * (bench/RESULTS.md measures the difference). Shared by the engine and the SDK.
+ * (the coalescing relay of `npm run bench` measures the difference). Shared by the engine and the SDK.
  *
  * Adaptive: the first frame of a turn is written at once, so a lone frame (one call in flight)
  * pays no extra latency; from the second frame of the same turn on, the underlying net.Socket is

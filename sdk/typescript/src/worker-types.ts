@@ -1,9 +1,10 @@
 import type { ReconnectOptions } from './connection.js';
-import type { Logger } from './logger.js';
-import type { InvocationAction } from './protocol.js';
-import type { Worker } from './worker.js';
+import type { InvocationAction } from './protocol/messages.js';
 
-/** The public shapes of the TypeScript SDK's API (the Worker class is in worker.ts). */
+/**
+ * The public shapes of the TypeScript SDK's API (the Worker class, and the InvocationContext its
+ * handlers get, are in worker.ts).
+ */
 
 export interface WorkerOptions {
   /** Shown in every list, log line and trace. Default: env SVC_WORKER_NAME, else hostname:pid. */
@@ -39,27 +40,10 @@ export interface WorkerOptions {
    * passed `ctx`. false: no scope; pass `parent: ctx` to `trigger()` to keep a nested call in its
    * trace (Logger lines then carry no invocation or trace id). On Node 20 the first scope turns on
    * promise hooks for the whole process, which costs a microsecond or two per call of a
-   * promise-heavy handler; the built-in svc-state worker opts out (bench/RESULTS.md, 2026-11-22
-   * session 4).
+   * promise-heavy handler; the built-in svc-state worker opts out.
    */
   implicitContext?: boolean;
 }
-
-export interface InvocationContext {
-  invocationId: string;
-  functionId: string;
-  metadata: unknown;
-  traceparent?: string;
-  baggage?: string;
-  /** Aborted when the engine cancels the call (deadline passed, caller gone). */
-  signal: AbortSignal;
-  logger: Logger;
-  worker: Worker;
-}
-
-// `any` for the input on purpose: handlers declare the shape they expect, as in `(data: {a: number}) => …`.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type FunctionHandler = (data: any, ctx: InvocationContext) => unknown;
 
 export interface FunctionOptions {
   description?: string;
@@ -116,7 +100,7 @@ export interface CallRequest {
    * the new call is its child in the trace. Default: the call whose handler is running
    * (AsyncLocalStorage; see WorkerOptions.implicitContext).
    */
-  parent?: Pick<InvocationContext, 'traceparent' | 'baggage'>;
+  parent?: { traceparent?: string; baggage?: string };
   /**
    * A trigger type's provider calling for one of its bindings (its fire, its condition): the
    * binding's id (TriggerBinding.id). The engine then authorizes the call with the rights of the

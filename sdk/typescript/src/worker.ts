@@ -1,97 +1,39 @@
 import { EventEmitter } from 'node:events';
-import { randomUUID } from 'node:crypto';
 import { hostname, platform } from 'node:os';
-import { ChurnMap } from './churn-map.js';
-import { Connection, DEFAULT_RECONNECT, type ConnectionState } from './connection.js';
-import { invocationScope, type InvocationScope } from './context.js';
-import { InvocationError, toErrorBody } from './errors.js';
-import { Logger, setDefaultLogSink, type LogLevel, type LogSink } from './logger.js';
+import { Caller } from './caller.js';
+import { Connection, DEFAULT_RECONNECT } from './connection.js';
+import type { InvocationScope } from './context.js';
+import { describeValue, InvocationError, toErrorBody } from './errors.js';
+import { Invoker } from './invoker.js';
+import { LogBatcher } from './log-batcher.js';
+import { Logger, setDefaultLogSink, type LogSink } from './logger.js';
+import { DEFAULT_ENGINE_URL, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES, FEATURES, PROTOCOL_VERSION, REGISTER_WORKER_FUNCTION, RUN_SECRET_HEADER } from './protocol/constants.js';
+import type { LogLevel } from './protocol/log-rows.js';
+import type { HelloMsg, Message, WorkerRegisteredMsg } from './protocol/messages.js';
 import { redactAddress } from './redact.js';
-import { engineGone, RUN_SECRET_ENV, RUN_SECRET_HEADER, watchEngineLiveness } from './supervised.js';
-import type {
-  CallRequest,
-  EnqueueResult,
-  FunctionHandler,
-  FunctionOptions,
-  InvocationContext,
-  TriggerBinding,
-  TriggerInput,
-  TriggerTypeDefinition,
-  TriggerTypeHandler,
-  WorkerOptions,
-} from './worker-types.js';
-import {
-  DEFAULT_ENGINE_URL,
-  DEFAULT_INVOCATION_TIMEOUT_MS,
-  DEFAULT_MAX_FRAME_BYTES,
-  PROTOCOL_VERSION,
-  traceIdOfTraceparent,
-  type ErrorBody,
-  type HelloMsg,
-  type InvocationResultMsg,
-  type InvokeFunctionMsg,
-  type Message,
-  type RegisterFunctionMsg,
-  type RegisterTriggerMsg,
-  type RegisterTriggerTypeMsg,
-  type TriggerRegistrationResultMsg,
-  type WorkerRegisteredMsg,
-} from './protocol.js';
-import { functionIdProblem } from './function-id.js';
-import { exceedsBytes } from './transport.js';
+import { engineGone, RUN_SECRET_ENV, watchEngineLiveness } from './supervised.js';
+import { TriggerRegistry } from './trigger-registry.js';
+import type { WorkerEvent, WorkerEventMap, WorkerState } from './worker-events.js';
+import type { CallRequest, EnqueueResult, FunctionOptions, TriggerInput, TriggerTypeDefinition, TriggerTypeHandler, WorkerOptions } from './worker-types.js';
 
 export const SDK_VERSION = '0.1.0';
-/** How long after a call's deadline the local safety timer gives up on the engine's answer. */
-const SAFETY_MARGIN_MS = 1000;
 
-interface PendingCall {
-  resolve(v: unknown): void;
-  reject(e: Error): void;
-  timer: NodeJS.Timeout;
+/** What a handler gets besides its input: the call it serves. */
+export interface InvocationContext {
+  invocationId: string;
   functionId: string;
+  metadata: unknown;
+  traceparent?: string;
+  baggage?: string;
+  /** Aborted when the engine cancels the call (deadline passed, caller gone). */
+  signal: AbortSignal;
+  logger: Logger;
+  worker: Worker;
 }
 
-interface PendingAck {
-  resolve(): void;
-  reject(e: Error): void;
-  timer: NodeJS.Timeout;
-}
-
-/**
- * One incoming call being served: the handler's `ctx` and the async-local scope in one object.
- * Its AbortController is made only when the handler reads `signal`, since most never do and one
- * per call was a measurable share of a worker's CPU (bench/RESULTS.md).
- */
-class RunningCall implements InvocationContext {
-  private controller: AbortController | undefined;
-  private reason: unknown;
-  aborted = false;
-
-  constructor(
-    readonly invocationId: string,
-    readonly functionId: string,
-    readonly metadata: unknown,
-    readonly traceparent: string | undefined,
-    readonly baggage: string | undefined,
-    readonly logger: Logger,
-    readonly worker: Worker,
-  ) {}
-
-  get signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.aborted) this.controller.abort(this.reason);
-    }
-    return this.controller.signal;
-  }
-
-  abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.controller?.abort(reason);
-  }
-}
+// `any` for the input on purpose: handlers declare the shape they expect, as in `(data: {a: number}) => …`.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type FunctionHandler = (data: any, ctx: InvocationContext) => unknown;
 
 /**
  * Create a worker and start connecting in the background. `url` may list several engines of one
@@ -106,44 +48,37 @@ export function registerWorker(url: string | readonly string[] = process.env.SVC
 
 /**
  * A connection to the engine that holds this process's functions, trigger types and triggers, and
- * replays them on every reconnect. Events: `state` (ConnectionState), `connected`, `disconnected`,
- * `error` (asynchronous problems such as a trigger refused on replay; logged when nobody listens).
+ * replays them on every reconnect. Its parts: Connection (the socket, reconnecting), Caller
+ * (`trigger()`), Invoker (the functions it serves), TriggerRegistry, LogBatcher (Logger lines).
+ * Its lifecycle is one `state` (WorkerState); its events are typed (WorkerEventMap, worker-events.ts).
  */
-export class Worker extends EventEmitter implements LogSink {
+export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   readonly workerName: string;
+  readonly logger: Logger;
   private readonly conn: Connection;
-  private readonly opts: Required<Pick<WorkerOptions, 'maxFrameBytes' | 'role'>> & WorkerOptions;
-  private readonly functions = new Map<string, { handler: FunctionHandler; msg: RegisterFunctionMsg }>();
-  private readonly triggerTypes = new Map<string, { handler: TriggerTypeHandler; msg: RegisterTriggerTypeMsg }>();
-  private readonly triggers = new Map<string, RegisterTriggerMsg>();
-  /** Bindings the engine delivered to us as a trigger-type provider, by binding id. */
-  private readonly providedBindings = new Map<string, TriggerBinding>();
-  private readonly calls = new ChurnMap<string, PendingCall>();
-  private readonly acks = new Map<string, PendingAck>();
-  private readonly running = new ChurnMap<string, RunningCall>();
+  private readonly caller: Caller;
+  private readonly invoker: Invoker<Worker>;
+  private readonly triggers: TriggerRegistry;
+  private readonly logs: LogBatcher;
+  private readonly opts: WorkerOptions & { maxFrameBytes: number; role: 'worker' | 'client' };
+  private current: WorkerState = 'disconnected';
   private registered: WorkerRegisteredMsg | null = null;
   private granted = new Set<string>();
   private engineInfo: HelloMsg['engine'] | undefined;
-  /** The engine accepted this connection (`workerregistered` arrived); a socket merely open is not enough. */
-  private live = false;
-  private connectedWaiters: Array<() => void> = [];
-  private refusalWaiters: Array<(e: InvocationError) => void> = [];
+  /** Why the engine last refused this worker, until the next accepted connection. */
   private lastRefusal: InvocationError | null = null;
-  /** Refused for good (`stale_worker`): no engine will accept this worker again. */
-  private final: InvocationError | null = null;
-  private staleReason: string | undefined;
-  private shuttingDown = false;
-  /** shutdown() began: incoming calls are refused, running ones may finish. */
-  private draining = false;
-  readonly logger: Logger;
+  /** The refusal that closed this worker for good (`stale_worker`). */
+  private closedBy: InvocationError | null = null;
+  /** The message of the engine's `error` frame that precedes its refusal's close. */
+  private refusalMessage: string | undefined;
+  private waiters: Array<{ connected(): void; failed(e: InvocationError): void }> = [];
+  private stopping: Promise<void> | undefined;
+  /** Ends shutdown()'s wait for running handlers early: the socket is gone. */
+  private endDrain: (() => void) | undefined;
 
   constructor(url: string | readonly string[], options: WorkerOptions = {}) {
     super();
-    this.opts = {
-      maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
-      role: 'worker',
-      ...options,
-    };
+    this.opts = { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, role: 'worker', ...options };
     this.workerName = options.workerName ?? process.env.SVC_WORKER_NAME ?? `${hostname()}:${process.pid}`;
     const token = options.token ?? process.env.SVC_TOKEN;
     const runSecret = options.runSecret ?? process.env[RUN_SECRET_ENV];
@@ -153,45 +88,65 @@ export class Worker extends EventEmitter implements LogSink {
       if (secret) h[RUN_SECRET_HEADER] = secret;
       return h;
     };
-    this.conn = new Connection(url, {
-      reconnect: { ...DEFAULT_RECONNECT, ...options.reconnect },
-      maxFrameBytes: this.opts.maxFrameBytes,
-      pingIntervalMs: options.pingIntervalMs ?? 20_000,
-      ...(token || runSecret ? { headers: typeof runSecret === 'function' ? headers : headers() } : {}),
-      staleIsFinal: typeof runSecret !== 'function',
-    });
-    if (this.opts.role === 'worker') watchEngineLiveness();
+    const handler = {
+      onConnecting: () => {
+        if (this.current === 'disconnected') this.setState('connecting');
+      },
+      onOpen: () => this.onOpen(),
+      onMessage: (m: Message) => this.onMessage(m),
+      onDown: (code: number, reason: string) => this.onDown(code, reason),
+      onRefused: (code: 'unauthorized' | 'stale_worker', reason: string, final: boolean) => this.onRefused(code, reason, final),
+      onFatal: (e: Error) => this.onFatal(e),
+    };
+    this.conn = new Connection(
+      url,
+      {
+        reconnect: { ...DEFAULT_RECONNECT, ...options.reconnect },
+        maxFrameBytes: this.opts.maxFrameBytes,
+        pingIntervalMs: options.pingIntervalMs ?? 20_000,
+        ...(token || runSecret ? { headers: typeof runSecret === 'function' ? headers : headers() } : {}),
+        staleIsFinal: typeof runSecret !== 'function',
+      },
+      handler,
+    );
     this.logger = new Logger(this, { echo: options.echoLogs !== false });
-    if (this.opts.role === 'worker') setDefaultLogSink(this);
-    this.conn.on('open', () => this.onOpen());
-    this.conn.on('message', (m: Message) => this.onMessage(m));
-    this.conn.on('down', () => this.onDown());
-    // 'connected' is emitted when the engine accepts us (workerregistered), not when the socket opens.
-    this.conn.on('state', (s: ConnectionState) => {
-      if (s !== 'connected') this.emit('state', s);
+    const worker = this;
+    this.caller = new Caller(this.conn, {
+      get state() {
+        return worker.current;
+      },
+      ready: (ms) => this.ready(ms),
+      get defaultTimeoutMs() {
+        return worker.defaultTimeoutMs;
+      },
+      invocationTimeoutMs: options.invocationTimeoutMs,
+      get canCancel() {
+        return worker.granted.has('cancel');
+      },
+      get closedBy() {
+        return worker.closedBy;
+      },
     });
-    this.conn.on('fatal', (e: Error) => this.report(e));
-    this.conn.on('unauthorized', (reason: string) => {
-      const err = new InvocationError('unauthorized', `The engine at ${redactAddress(this.url)} refused this connection: ${reason.replace(/^unauthorized: /, '')}`);
-      this.lastRefusal = err;
-      const waiters = this.refusalWaiters;
-      this.refusalWaiters = [];
-      for (const w of waiters) w(err);
-      this.report(err);
+    this.invoker = new Invoker<Worker>(this.conn, {
+      workerName: this.workerName,
+      logger: this.logger,
+      worker: this,
+      implicitContext: options.implicitContext !== false,
+      accepting: () => this.current !== 'draining' && this.current !== 'closed',
     });
-    // Another engine run than the one that started this worker (supervised.ts): final.
-    this.conn.on('stale', (reason: string) => {
-      const err = new InvocationError('stale_worker', `The engine at ${this.url} refused this worker: ${this.staleReason ?? reason}`);
-      this.lastRefusal = err;
-      if (typeof runSecret === 'function') return this.report(err);
-      this.final = err;
-      for (const w of this.refusalWaiters.splice(0)) w(err);
-      this.report(err);
-      if (options.runSecret === undefined && runSecret) engineGone(`the engine at ${this.url} is not the engine run that started this worker`);
+    this.triggers = new TriggerRegistry(this.conn, {
+      workerName: this.workerName,
+      untilConnected: () => (this.current === 'connected' ? Promise.resolve() : this.ready(2 ** 31 - 1)),
+      get ackTimeoutMs() {
+        return worker.defaultTimeoutMs;
+      },
+      report: (e) => this.report(e),
     });
-    this.conn.on('socket-error', () => {
-      /* close follows and drives reconnect */
-    });
+    this.logs = new LogBatcher(this.conn, () => this.current === 'connected' || this.current === 'draining');
+    if (this.opts.role === 'worker') {
+      watchEngineLiveness();
+      setDefaultLogSink(this);
+    }
   }
 
   start(): void {
@@ -202,11 +157,9 @@ export class Worker extends EventEmitter implements LogSink {
   get url(): string {
     return this.conn.url;
   }
-
-  /** `connected` only once the engine accepted the connection (a refused token never gets there). */
-  get state(): ConnectionState {
-    const s = this.conn.state;
-    return s === 'connected' && !this.live ? 'connecting' : s;
+  /** Where the worker is in its lifecycle (worker-events.ts). `connected` only once the engine accepted it. */
+  get state(): WorkerState {
+    return this.current;
   }
   /** Why the engine last refused this worker (a token problem), until the next accepted connection. */
   get refusal(): InvocationError | null {
@@ -228,114 +181,55 @@ export class Worker extends EventEmitter implements LogSink {
     return this.opts.invocationTimeoutMs ?? this.engineInfo?.invocation_timeout_ms ?? DEFAULT_INVOCATION_TIMEOUT_MS;
   }
 
-  /** Resolves when connected (now, or at the next successful connect); rejects after `timeoutMs`. */
+  /**
+   * Resolves when connected (now, or at the next successful connect). Rejects at once when the
+   * engine refused the last connection attempt (`unauthorized`, `stale_worker`) or refuses the next
+   * one, or the worker is shut down (`shutting_down`); else with `connection_lost` after `timeoutMs`.
+   */
   ready(timeoutMs = this.defaultTimeoutMs): Promise<void> {
-    if (this.live) return Promise.resolve();
-    if (this.final) return Promise.reject(this.final);
-    if (this.shuttingDown) return Promise.reject(new InvocationError('shutting_down', 'Worker is shut down'));
+    const s = this.current;
+    if (s === 'connected' || (s === 'draining' && this.conn.open)) return Promise.resolve();
+    if (s === 'closed' || s === 'draining') return Promise.reject(this.closedError());
+    // The last attempt was refused: waiting for the next one (at the backoff's cap) is pointless.
+    if (this.lastRefusal) return Promise.reject(this.lastRefusal);
     return new Promise((resolve, reject) => {
-      const cleanup = (): void => {
-        clearTimeout(t);
-        this.connectedWaiters = this.connectedWaiters.filter((f) => f !== done);
-        this.refusalWaiters = this.refusalWaiters.filter((f) => f !== refused);
-      };
-      const done = (): void => {
-        cleanup();
-        resolve();
-      };
-      // A refused token fails the wait at once with the engine's reason, not after the timeout.
-      const refused = (e: InvocationError): void => {
-        cleanup();
-        reject(e);
+      const waiter = {
+        connected: (): void => {
+          clearTimeout(t);
+          resolve();
+        },
+        failed: (e: InvocationError): void => {
+          clearTimeout(t);
+          reject(e);
+        },
       };
       const t = setTimeout(() => {
-        cleanup();
+        this.waiters = this.waiters.filter((w) => w !== waiter);
         reject(this.lastRefusal ?? new InvocationError('connection_lost', `Could not connect to the engine at ${redactAddress(this.url)} within ${timeoutMs} ms`));
       }, timeoutMs);
-      this.connectedWaiters.push(done);
-      this.refusalWaiters.push(refused);
+      this.waiters.push(waiter);
     });
   }
 
-  // ---- registration ------------------------------------------------------------------------------
+  // ---- registration and calls: delegated to their parts ----------------------------------------
 
+  /** Serve `id` with `handler(data, ctx)`. Throws `invalid_function_id`, `invalid_argument` or `duplicate_function`. */
   registerFunction(id: string, handler: FunctionHandler, options: FunctionOptions = {}): { id: string; unregister(): void } {
-    if (typeof id !== 'string') throw new InvocationError('invalid_function_id', 'Function id must be a non-empty string');
-    const problem = functionIdProblem(id);
-    if (problem !== null) throw new InvocationError('invalid_function_id', `Function id ${JSON.stringify(id.slice(0, 200))} ${problem}`);
-    if (typeof handler !== 'function') throw new InvocationError('invalid_handler', `Handler for ${id} must be a function`);
-    if (this.functions.has(id)) throw new InvocationError('duplicate_function', `Function ${id} is already registered by this worker`);
-    const msg: RegisterFunctionMsg = { type: 'registerfunction', id, ...options };
-    this.functions.set(id, { handler, msg });
-    this.conn.send(msg);
-    return {
-      id,
-      unregister: () => {
-        if (this.functions.delete(id)) this.conn.send({ type: 'unregisterfunction', id });
-      },
-    };
+    return this.invoker.register(id, handler, options);
   }
 
+  /** Provide a trigger type: `handler.registerTrigger(binding)` / `unregisterTrigger(binding)` for every binding of it. */
   async registerTriggerType(def: TriggerTypeDefinition, handler: TriggerTypeHandler): Promise<{ id: string; unregister(): void }> {
-    const msg: RegisterTriggerTypeMsg = { type: 'registertriggertype', ...def };
-    this.triggerTypes.set(def.id, { handler, msg });
-    this.conn.send(msg);
-    return {
-      id: def.id,
-      unregister: () => {
-        if (!this.triggerTypes.has(def.id)) return;
-        this.conn.send({ type: 'unregistertriggertype', id: def.id });
-        for (const b of [...this.providedBindings.values()]) {
-          if (b.trigger_type === def.id) void this.dropProvided(b.id);
-        }
-        this.triggerTypes.delete(def.id);
-      },
-    };
+    return this.triggers.registerType(def, handler);
   }
 
   /**
    * Bind `function_id` to an event source. Resolves once the trigger type's provider accepted the
    * binding (or the engine parked it until a provider appears); rejects with the provider's error.
    */
-  async registerTrigger(input: TriggerInput): Promise<{ id: string; unregister(): void }> {
-    const id = randomUUID();
-    const msg: RegisterTriggerMsg = {
-      type: 'registertrigger',
-      id,
-      trigger_type: input.type,
-      function_id: input.function_id,
-      config: input.config ?? {},
-      ...(input.metadata !== undefined ? { metadata: input.metadata } : {}),
-    };
-    // A worker may register before the engine is up: wait for the connection as long as it takes
-    // (the SDK reconnects forever); the deadline below is for the provider's answer only.
-    if (!this.live) await this.ready(2 ** 31 - 1);
-    this.triggers.set(id, msg);
-    const ackMs = this.defaultTimeoutMs;
-    const acked = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.acks.delete(id);
-        reject(new InvocationError('timeout', `No answer to trigger registration ${input.type} → ${input.function_id} within ${ackMs} ms`));
-      }, ackMs);
-      this.acks.set(id, { resolve, reject, timer });
-    });
-    // Sent now; if the socket just dropped, the replay on reconnect sends it.
-    this.conn.send(msg);
-    try {
-      await acked;
-    } catch (e) {
-      this.triggers.delete(id);
-      throw e;
-    }
-    return {
-      id,
-      unregister: () => {
-        if (this.triggers.delete(id)) this.conn.send({ type: 'unregistertrigger', id, trigger_type: input.type });
-      },
-    };
+  registerTrigger(input: TriggerInput): Promise<{ id: string; unregister(): void }> {
+    return this.triggers.register(input);
   }
-
-  // ---- calls ---------------------------------------------------------------------------------------
 
   /**
    * Call a function by id anywhere in the system. Rejects with InvocationError (`code`, `message`).
@@ -343,438 +237,197 @@ export class Worker extends EventEmitter implements LogSink {
    */
   trigger(req: CallRequest & { action: { type: 'enqueue'; queue: string } }): Promise<EnqueueResult>;
   trigger<T = unknown>(req: CallRequest): Promise<T>;
-  async trigger<T = unknown>(req: CallRequest): Promise<T> {
-    if (typeof req?.function_id !== 'string' || req.function_id.length === 0) {
-      throw new InvocationError('invalid_function_id', 'trigger() needs a non-empty function_id');
-    }
-    if (this.shuttingDown) throw new InvocationError('shutting_down', 'Worker is shut down', req.function_id);
-    // No deadline given: none is sent, and the engine applies its own default
-    // (engine.invocation_timeout_ms), which the local safety timer below follows.
-    const timeoutMs = req.timeoutMs ?? this.opts.invocationTimeoutMs;
-    if (!this.live) await this.ready(timeoutMs ?? this.defaultTimeoutMs);
-    const scope = req.parent ?? invocationScope.getStore();
-    const isVoid = req.action?.type === 'void';
-    const invocationId = isVoid ? undefined : randomUUID();
-    // Key order matters to the engine, not to the protocol: with the payload after these keys
-    // the engine passes it on as text instead of serialising it again (src/engine/call-frames.ts).
-    const msg: InvokeFunctionMsg = {
-      type: 'invokefunction',
-      function_id: req.function_id,
-      ...(invocationId ? { invocation_id: invocationId } : {}),
-      ...(timeoutMs !== undefined ? { timeout_ms: timeoutMs } : {}),
-      ...(req.bindingId !== undefined ? { binding_id: req.bindingId } : {}),
-      data: req.payload ?? {},
-      ...(req.action ? { action: req.action } : {}),
-      ...(req.metadata !== undefined ? { metadata: req.metadata } : {}),
-      ...(scope?.traceparent ? { traceparent: scope.traceparent } : {}),
-      ...(scope?.baggage ? { baggage: scope.baggage } : {}),
-    };
-    const text = this.encode(msg, req.function_id);
-    if (!invocationId) {
-      if (!this.conn.sendText(text)) throw new InvocationError('connection_lost', 'Not connected to the engine', req.function_id);
-      return undefined as T;
-    }
-    return new Promise<T>((resolve, reject) => {
-      // The engine enforces the deadline and answers `timeout`; this timer is only a safety net
-      // for an engine that never answers, a second after the engine's deadline. Without a deadline
-      // of the caller's, that is the engine's default, which may only be known (from `hello`)
-      // after the call went out: the timer then waits on for what the engine advertised.
-      let waited = (timeoutMs ?? this.defaultTimeoutMs) + SAFETY_MARGIN_MS;
-      const expire = (): void => {
-        const call = this.calls.get(invocationId);
-        if (!call) return;
-        if (timeoutMs === undefined && this.defaultTimeoutMs + SAFETY_MARGIN_MS > waited) {
-          call.timer = setTimeout(expire, this.defaultTimeoutMs + SAFETY_MARGIN_MS - waited);
-          waited = this.defaultTimeoutMs + SAFETY_MARGIN_MS;
-          return;
-        }
-        this.calls.delete(invocationId);
-        if (this.granted.has('cancel')) this.conn.send({ type: 'cancel', invocation_id: invocationId, reason: 'timeout' });
-        reject(new InvocationError('timeout', `Invocation of ${req.function_id} timed out after ${waited - SAFETY_MARGIN_MS}ms`, req.function_id));
-      };
-      const timer = setTimeout(expire, waited);
-      const signal = req.signal;
-      const onAbort = (): void => {
-        const call = this.calls.get(invocationId);
-        if (!call) return;
-        this.calls.delete(invocationId);
-        clearTimeout(call.timer);
-        if (this.granted.has('cancel')) this.conn.send({ type: 'cancel', invocation_id: invocationId, reason: 'caller aborted' });
-        reject(new InvocationError('cancelled', `Call of ${req.function_id} was cancelled by the caller`, req.function_id));
-      };
-      const settle = <A extends unknown[]>(f: (...a: A) => void) => (...a: A): void => {
-        signal?.removeEventListener('abort', onAbort);
-        f(...a);
-      };
-      this.calls.set(invocationId, { resolve: settle(resolve as (v: unknown) => void), reject: settle(reject), timer, functionId: req.function_id });
-      if (signal) {
-        if (signal.aborted) return onAbort();
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
-      if (!this.conn.sendText(text)) {
-        clearTimeout(timer);
-        this.calls.delete(invocationId);
-        reject(new InvocationError('connection_lost', 'Not connected to the engine', req.function_id));
-      }
-    });
+  trigger<T = unknown>(req: CallRequest): Promise<T> {
+    return this.caller.call<T>(req);
   }
 
-  private encode(msg: Message, functionId?: string): string {
-    let text: string;
-    try {
-      text = JSON.stringify(msg);
-    } catch (e) {
-      throw new InvocationError('invalid_payload', `Payload is not JSON-serializable: ${(e as Error).message}`, functionId);
-    }
-    const size = exceedsBytes(text, this.opts.maxFrameBytes);
-    if (size !== false) {
-      throw new InvocationError('payload_too_large', `Frame of ${size} bytes exceeds the limit of ${this.opts.maxFrameBytes} bytes`, functionId);
-    }
-    return text;
-  }
-
-  // ---- LogSink ---------------------------------------------------------------------------------------
-  //
-  // Lines of one event-loop turn leave together in one fire-and-forget `engine::log::batch` call,
-  // each as a row [level, message, data, function_id, invocation_id, trace_id]: a Logger line
-  // costs a push of four values here and its share of one JSON.stringify at the end of the turn
-  // (docs/protocol.md, engine::log::batch). The data is serialized then, not when logged.
+  // ---- LogSink -------------------------------------------------------------------------------------
 
   /** The LogSink form for code holding a worker: `scope` as plain fields. */
   log(level: LogLevel, message: string, data: unknown, scope: { function_id?: string; invocation_id?: string; traceparent?: string }): void {
     const inCall = scope.function_id !== undefined || scope.invocation_id !== undefined || scope.traceparent !== undefined;
-    this.logScoped(level, message, data, inCall ? { functionId: scope.function_id ?? '', invocationId: scope.invocation_id ?? '', traceparent: scope.traceparent } : undefined);
+    this.logs.add(level, message, data, inCall ? { functionId: scope.function_id ?? '', invocationId: scope.invocation_id ?? '', traceparent: scope.traceparent } : undefined);
   }
 
   /** What Logger calls: the invocation scope as the SDK keeps it (the running call), nothing copied. */
   logScoped(level: LogLevel, message: string, data: unknown, scope: InvocationScope | undefined): void {
-    if (!this.live) return;
-    const q = this.logQueue;
-    q.push(level, message, data, scope);
-    if (q.length === 4) setImmediate(this.flushLogs);
+    this.logs.add(level, message, data, scope);
   }
 
-  /** Pending lines, four slots each: level, message, data, scope. */
-  private logQueue: unknown[] = [];
-  private readonly flushLogs = (): void => {
-    const q = this.logQueue;
-    this.logQueue = [];
-    if (q.length === 0 || !this.live) return;
-    const rows: unknown[][] = new Array(q.length / 4);
-    for (let i = 0, j = 0; i < q.length; i += 4, j++) rows[j] = logRow(q[i] as LogLevel, q[i + 1], q[i + 2], q[i + 3] as InvocationScope | undefined);
-    this.sendLogRows(rows, false);
-  };
-
-  private sendLogRows(rows: unknown[][], safe: boolean): void {
-    const msg: InvokeFunctionMsg = { type: 'invokefunction', function_id: 'engine::log::batch', data: { lines: rows }, action: { type: 'void' } };
-    let text: string;
-    try {
-      text = this.encode(msg);
-    } catch (e) {
-      // Never thrown into user code. Data that JSON cannot encode (a cycle, a BigInt) becomes its
-      // String(); a batch over the frame limit goes in halves; a single line over it is dropped.
-      if ((e as InvocationError).code === 'payload_too_large') {
-        if (rows.length > 1) {
-          const half = rows.length >> 1;
-          this.sendLogRows(rows.slice(0, half), safe);
-          this.sendLogRows(rows.slice(half), safe);
-        }
-      } else if (!safe) {
-        for (const row of rows) if (row.length > 2) row[2] = jsonSafe(row[2]);
-        this.sendLogRows(rows, true);
-      }
-      return;
-    }
-    this.conn.sendText(text);
-  }
-
-  // ---- connection lifecycle ------------------------------------------------------------------------
-
-  private onOpen(): void {
-    const previous = this.registered;
-    this.conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, features: ['cancel', 'ack'], role: this.opts.role });
-    if (previous) {
-      this.conn.send({ type: 'reattach', previous_worker_id: previous.worker_id, ...(previous.reattach_token ? { reattach_token: previous.reattach_token } : {}) });
-    }
-    this.conn.send({
-      type: 'invokefunction',
-      function_id: 'engine::workers::register',
-      action: { type: 'void' },
-      data: {
-        name: this.workerName,
-        runtime: 'node',
-        version: SDK_VERSION,
-        sdk: 'svc-sdk',
-        os: platform(),
-        pid: process.pid,
-        ...this.opts.metadata,
-      },
-    });
-    for (const { msg } of this.triggerTypes.values()) this.conn.send(msg);
-    for (const { msg } of this.functions.values()) this.conn.send(msg);
-    for (const msg of this.triggers.values()) this.conn.send(msg);
-  }
-
-  private onDown(): void {
-    this.live = false;
-    // Calls in flight are lost with the socket (the engine halts them); fail them now, not at timeout.
-    for (const [id, call] of this.calls) {
-      clearTimeout(call.timer);
-      call.reject(new InvocationError('connection_lost', `Connection to the engine lost while calling ${call.functionId}`, call.functionId));
-      this.calls.delete(id);
-    }
-    for (const r of this.running.values()) r.abort(new InvocationError('connection_lost', 'Connection to the engine lost'));
-    // Bindings we served as a provider are parked by the engine and re-delivered on reconnect.
-    for (const id of [...this.providedBindings.keys()]) void this.dropProvided(id);
-    this.granted.clear();
-    this.emit('disconnected');
-  }
-
-  private onMessage(m: Message): void {
-    switch (m.type) {
-      case 'invokefunction':
-        void this.handleInvoke(m);
-        return;
-      case 'invocationresult':
-        this.handleResult(m);
-        return;
-      case 'workerregistered': {
-        this.registered = m;
-        this.live = true;
-        this.lastRefusal = null;
-        const waiters = this.connectedWaiters;
-        this.connectedWaiters = [];
-        for (const w of waiters) w();
-        this.emit('state', 'connected');
-        this.emit('connected');
-        return;
-      }
-      case 'hello':
-        this.granted = new Set(m.features);
-        this.engineInfo = m.engine;
-        if (!this.granted.has('ack')) for (const id of [...this.acks.keys()]) this.settleAck(id);
-        return;
-      case 'triggerregistrationresult':
-        this.handleTriggerResult(m);
-        return;
-      case 'registertrigger':
-        void this.handleProvideTrigger(m);
-        return;
-      case 'unregistertrigger':
-        void this.dropProvided(m.id);
-        return;
-      case 'cancel':
-        this.running.get(m.invocation_id)?.abort(new InvocationError('cancelled', m.reason ?? 'Cancelled by the engine'));
-        return;
-      case 'ping':
-        this.conn.send({ type: 'pong' });
-        return;
-      case 'error':
-        // `unauthorized` and `stale_worker` are followed by a close (4401, 4410), reported once from there.
-        if (m.error.code === 'stale_worker') this.staleReason = m.error.message;
-        else if (m.error.code !== 'unauthorized') this.report(InvocationError.from(m.error));
-        return;
-      default:
-        return;
-    }
-  }
-
-  private handleResult(m: InvocationResultMsg): void {
-    const call = this.calls.get(m.invocation_id);
-    if (!call) return;
-    this.calls.delete(m.invocation_id);
-    clearTimeout(call.timer);
-    if (m.error) call.reject(InvocationError.from(m.error, m.function_id ?? call.functionId));
-    else call.resolve(m.result ?? null);
-  }
-
-  private async handleInvoke(m: InvokeFunctionMsg): Promise<void> {
-    const invocationId = m.invocation_id ?? undefined;
-    if (this.draining) {
-      if (invocationId) this.reply(invocationId, m.function_id, undefined, { code: 'shutting_down', message: `Worker ${this.workerName} is shutting down` });
-      return;
-    }
-    const fn = this.functions.get(m.function_id);
-    if (!fn) {
-      if (invocationId) this.reply(invocationId, m.function_id, undefined, { code: 'function_not_found', message: `Function ${m.function_id} not found` });
-      return;
-    }
-    const call = new RunningCall(invocationId ?? '', m.function_id, m.metadata, m.traceparent ?? undefined, m.baggage ?? undefined, this.logger, this);
-    if (invocationId) this.running.set(invocationId, call);
-    let result: unknown;
-    let error: ErrorBody | undefined;
-    try {
-      // The call is the handler's context and the async-local scope at once (Logger, nested calls).
-      result = await (this.opts.implicitContext === false ? fn.handler(m.data ?? {}, call) : invocationScope.run(call, fn.handler, m.data ?? {}, call));
-    } catch (e) {
-      error = toErrorBody(e);
-    }
-    if (!invocationId) return;
-    const wasRunning = this.running.delete(invocationId);
-    // Cancelled (or the connection dropped): the engine no longer expects an answer.
-    if (!wasRunning || call.aborted) return;
-    this.reply(invocationId, m.function_id, result, error);
-  }
-
-  private reply(invocationId: string, functionId: string, result: unknown, error: ErrorBody | undefined): void {
-    const msg: InvocationResultMsg = error
-      ? { type: 'invocationresult', invocation_id: invocationId, function_id: functionId, error }
-      : { type: 'invocationresult', invocation_id: invocationId, function_id: functionId, result: result === undefined ? null : result };
-    let text: string;
-    try {
-      text = this.encode(msg, functionId);
-    } catch (e) {
-      // The caller learns why instead of waiting for its deadline; a result too large is told
-      // apart from a call too large (svc-http answers them 502 and 413).
-      const error = (e as InvocationError).code === 'payload_too_large' ? { code: 'result_too_large', message: `Result of ${functionId}: ${(e as Error).message}` } : toErrorBody(e);
-      text = JSON.stringify({ type: 'invocationresult', invocation_id: invocationId, function_id: functionId, error });
-    }
-    this.conn.sendText(text);
-  }
-
-  private handleTriggerResult(m: TriggerRegistrationResultMsg): void {
-    if (m.error) {
-      const err = new InvocationError(m.error.code, m.error.message, m.function_id);
-      const ack = this.acks.get(m.id);
-      if (ack) {
-        this.acks.delete(m.id);
-        clearTimeout(ack.timer);
-        ack.reject(err);
-      } else {
-        // Refused on a replay after reconnect: nobody awaits it any more.
-        this.triggers.delete(m.id);
-        this.report(err);
-      }
-      return;
-    }
-    this.settleAck(m.id);
-  }
-
-  private settleAck(id: string): void {
-    const ack = this.acks.get(id);
-    if (!ack) return;
-    this.acks.delete(id);
-    clearTimeout(ack.timer);
-    ack.resolve();
-  }
-
-  private async handleProvideTrigger(m: RegisterTriggerMsg): Promise<void> {
-    const type = this.triggerTypes.get(m.trigger_type);
-    const binding: TriggerBinding = {
-      id: m.id,
-      trigger_type: m.trigger_type,
-      function_id: m.function_id,
-      config: m.config ?? {},
-      ...(m.metadata !== undefined ? { metadata: m.metadata } : {}),
-    };
-    let error: ErrorBody | undefined;
-    if (!type) {
-      error = { code: 'trigger_type_not_found', message: `Trigger type ${m.trigger_type} is not provided by worker ${this.workerName}` };
-    } else {
-      // A re-delivered id replaces what we hold: finish dropping the old one before accepting.
-      if (this.providedBindings.has(m.id)) await this.dropProvided(m.id);
-      try {
-        await type.handler.registerTrigger(binding);
-        this.providedBindings.set(m.id, binding);
-      } catch (e) {
-        error = toErrorBody(e);
-        if (error.code === 'invocation_failed') error.code = 'trigger_registration_failed';
-        delete error.stacktrace;
-      }
-    }
-    this.conn.send({
-      type: 'triggerregistrationresult',
-      id: m.id,
-      trigger_type: m.trigger_type,
-      function_id: m.function_id,
-      ...(error ? { error } : {}),
-    });
-  }
-
-  private dropProvided(id: string): Promise<void> {
-    const binding = this.providedBindings.get(id);
-    if (!binding) return Promise.resolve();
-    this.providedBindings.delete(id);
-    const type = this.triggerTypes.get(binding.trigger_type);
-    if (!type) return Promise.resolve();
-    return Promise.resolve()
-      .then(() => type.handler.unregisterTrigger(binding))
-      .then(
-        () => undefined,
-        (e) => this.report(e as Error),
-      );
-  }
-
-  private report(err: Error): void {
-    if (this.listenerCount('error') > 0) this.emit('error', err);
-    else process.stderr.write(`svc-sdk [${this.workerName}]: ${err.message}\n`);
-  }
+  // ---- lifecycle -------------------------------------------------------------------------------------
 
   /**
-   * Stop: refuse new incoming calls, let handlers already running finish and answer (up to
-   * `graceMs`; their nested calls still work), then close and fail what this worker still awaits.
+   * Stop: refuse new incoming calls (`draining`), let handlers already running finish and answer
+   * (up to `graceMs`; their nested calls still work), then close, failing what this worker still
+   * awaits with `shutting_down`. Resolves once closed; every call returns the same promise.
    */
-  async shutdown(graceMs = 5000): Promise<void> {
-    if (this.draining) return;
-    this.draining = true;
-    const end = Date.now() + graceMs;
-    while (this.running.size > 0 && this.live && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-    this.shuttingDown = true;
-    this.flushLogs();
-    for (const [id, call] of this.calls) {
-      clearTimeout(call.timer);
-      call.reject(new InvocationError('shutting_down', 'Worker is shutting down', call.functionId));
-      this.calls.delete(id);
-    }
-    for (const [id, ack] of this.acks) {
-      clearTimeout(ack.timer);
-      ack.reject(new InvocationError('shutting_down', 'Worker is shutting down'));
-      this.acks.delete(id);
-    }
-    await this.conn.close(1000);
-    this.onDown();
+  shutdown(graceMs = 5000): Promise<void> {
+    this.stopping ??= this.stop(graceMs);
+    return this.stopping;
   }
 
   /** Test hook: drop the socket as a network failure would. */
   simulateDisconnect(): void {
     this.conn.drop();
   }
-}
 
-/** A log line on the wire: [level, message] outside a handler, else [level, message, data, function_id, invocation_id, trace_id]. */
-function logRow(level: LogLevel, message: unknown, data: unknown, scope: InvocationScope | undefined): unknown[] {
-  if (scope === undefined) return data === undefined ? [level, message] : [level, message, data];
-  return [level, message, data === undefined ? null : data, scope.functionId || null, scope.invocationId || null, traceIdOfTraceparent(scope.traceparent) ?? null];
-}
-
-/**
- * `v` if JSON can encode it; else a copy where BigInts are strings and repeated objects (cycles)
- * "[Circular]"; else its String(). A log line's data is changed rather than lost.
- */
-function jsonSafe(v: unknown): unknown {
-  try {
-    JSON.stringify(v);
-    return v;
-  } catch {
-    /* below */
+  private async stop(graceMs: number): Promise<void> {
+    if (this.current === 'connected') {
+      this.setState('draining');
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        this.invoker.whenIdle(),
+        new Promise<void>((resolve) => {
+          this.endDrain = resolve;
+          timer = setTimeout(resolve, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      this.endDrain = undefined;
+    }
+    this.logs.flush();
+    this.close(null);
+    this.caller.failAll('shutting_down', () => 'Worker is shutting down');
+    this.triggers.failAcks();
+    await this.conn.close(1000);
+    this.lost(1000, 'shutdown');
   }
-  const seen = new WeakSet<object>();
-  try {
-    return JSON.parse(
-      JSON.stringify(v, (_key, x: unknown) => {
-        if (typeof x === 'bigint') return x.toString();
-        if (typeof x === 'object' && x !== null) {
-          if (seen.has(x)) return '[Circular]';
-          seen.add(x);
-        }
-        return x;
-      }),
-    ) as unknown;
-  } catch {
-    try {
-      return String(v);
-    } catch {
-      return '[unserializable]';
+
+  private setState(next: WorkerState): void {
+    const previous = this.current;
+    if (previous === next) return;
+    this.current = next;
+    this.emit('state', next, previous);
+    this.tell({ type: 'state', state: next, previous });
+  }
+
+  /** Enter `closed`: ready() waiters fail with `refusal`, else `shutting_down`. */
+  private close(refusal: InvocationError | null): void {
+    this.closedBy = refusal;
+    this.setState('closed');
+    const err = this.closedError();
+    for (const w of this.waiters.splice(0)) w.failed(err);
+  }
+
+  private closedError(): InvocationError {
+    return this.closedBy ?? new InvocationError('shutting_down', 'Worker is shut down');
+  }
+
+  private onOpen(): void {
+    const previous = this.registered;
+    this.conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, features: [...FEATURES], role: this.opts.role });
+    if (previous) {
+      this.conn.send({ type: 'reattach', previous_worker_id: previous.worker_id, ...(previous.reattach_token ? { reattach_token: previous.reattach_token } : {}) });
+    }
+    this.conn.send({
+      type: 'invokefunction',
+      function_id: REGISTER_WORKER_FUNCTION,
+      action: { type: 'void' },
+      data: { name: this.workerName, runtime: 'node', version: SDK_VERSION, sdk: 'svc-sdk', os: platform(), pid: process.pid, ...this.opts.metadata },
+    });
+    this.triggers.replayTypes();
+    this.invoker.replay();
+    this.triggers.replayBindings();
+  }
+
+  private onMessage(m: Message): void {
+    switch (m.type) {
+      case 'invokefunction':
+        void this.invoker.invoke(m);
+        return;
+      case 'invocationresult':
+        this.caller.onResult(m);
+        return;
+      case 'workerregistered':
+        this.registered = m;
+        this.lastRefusal = null;
+        if (this.current === 'connecting' || this.current === 'disconnected') this.setState('connected');
+        for (const w of this.waiters.splice(0)) w.connected();
+        this.tell({ type: 'connected', url: this.url, workerId: m.worker_id });
+        return;
+      case 'hello':
+        this.granted = new Set(m.features);
+        this.engineInfo = m.engine;
+        if (!this.granted.has('ack')) this.triggers.settleWithoutAck();
+        return;
+      case 'triggerregistrationresult':
+        this.triggers.onResult(m);
+        return;
+      case 'registertrigger':
+        void this.triggers.provide(m);
+        return;
+      case 'unregistertrigger':
+        void this.triggers.dropProvided(m.id);
+        return;
+      case 'cancel':
+        this.invoker.cancel(m.invocation_id, m.reason);
+        return;
+      case 'ping':
+        this.conn.send({ type: 'pong' });
+        return;
+      case 'error':
+        // `unauthorized` and `stale_worker` are followed by a close (4401, 4410), reported once from there.
+        if (m.error.code === 'stale_worker' || m.error.code === 'unauthorized') this.refusalMessage = m.error.message;
+        else this.report(InvocationError.from(m.error));
+        return;
+      default:
+        return;
     }
   }
+
+  private onDown(code: number, reason: string): void {
+    if (this.current === 'connected' || this.current === 'connecting') this.setState('disconnected');
+    this.endDrain?.();
+    this.lost(code, reason);
+  }
+
+  /** The socket is gone: what depended on it fails now, not at its deadline. */
+  private lost(code: number, reason: string): void {
+    // Calls in flight are lost with the socket (the engine halts them).
+    this.caller.failAll('connection_lost', (fid) => `Connection to the engine lost while calling ${fid}`);
+    this.invoker.abortAll();
+    // Bindings we served as a provider are parked by the engine and re-delivered on reconnect.
+    this.triggers.dropAllProvided();
+    this.granted.clear();
+    this.tell({ type: 'disconnected', url: this.url, code, reason });
+  }
+
+  private onRefused(code: 'unauthorized' | 'stale_worker', reason: string, final: boolean): void {
+    const why = this.refusalMessage ?? reason.replace(/^(unauthorized|stale_worker): /, '');
+    this.refusalMessage = undefined;
+    const shown = redactAddress(this.url);
+    const err =
+      code === 'unauthorized'
+        ? new InvocationError('unauthorized', `The engine at ${shown} refused this connection: ${why}`)
+        : new InvocationError('stale_worker', `The engine at ${shown} refused this worker: ${why}`);
+    this.lastRefusal = err;
+    if (final) this.close(err);
+    else for (const w of this.waiters.splice(0)) w.failed(err);
+    this.tell({ type: 'refused', url: this.url, error: err, final });
+    this.report(err);
+    // Started by an engine run that is gone (supervised.ts): the process exits.
+    if (final && this.opts.runSecret === undefined && process.env[RUN_SECRET_ENV]) engineGone(`the engine at ${shown} is not the engine run that started this worker`);
+  }
+
+  private onFatal(e: Error): void {
+    const err = new InvocationError('invalid_argument', `Cannot connect to the engine at ${describeValue(redactAddress(this.url))}: ${e.message}`);
+    this.close(err);
+    this.report(err);
+  }
+
+  /** Emit `e` under its own name (but `error`, which report() emits) and under `event`. */
+  private tell(e: WorkerEvent): void {
+    if (e.type === 'connected') this.emit('connected', e);
+    else if (e.type === 'disconnected') this.emit('disconnected', e);
+    else if (e.type === 'refused') this.emit('refused', e);
+    this.emit('event', e);
+  }
+
+  private report(err: Error): void {
+    const e = err instanceof InvocationError ? err : InvocationError.from(toErrorBody(err));
+    this.tell({ type: 'error', error: e });
+    if (this.listenerCount('error') > 0) this.emit('error', e);
+    else process.stderr.write(`svc-sdk [${this.workerName}]: ${e.message}\n`);
+  }
 }
+

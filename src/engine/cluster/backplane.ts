@@ -1,5 +1,6 @@
 import { createClient, type RedisClientType } from 'redis';
-import { redactAddress, type Message } from 'svc-sdk';
+import { redactAddress } from 'svc-sdk';
+import type { Message } from 'svc-sdk/protocol';
 
 /**
  * The Redis side of cluster mode: one lease key per engine, one published registry snapshot per

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { redactAddress, type Message } from 'svc-sdk';
+import { redactAddress } from 'svc-sdk';
+import type { Message } from 'svc-sdk/protocol';
 import { engineErrors } from '../errors.js';
 import type { Invocations } from '../invocations.js';
 import type { LogEntry } from '../logs.js';

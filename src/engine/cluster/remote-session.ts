@@ -1,5 +1,5 @@
 import type WebSocket from 'ws';
-import type { InvokeFunctionMsg, Message } from 'svc-sdk';
+import type { InvokeFunctionMsg, Message } from 'svc-sdk/protocol';
 import { Session } from '../session.js';
 
 /**

@@ -3,6 +3,7 @@
  * both to the caller (a `cron::*` call) or to the registering worker (a refused `cron` binding).
  * Every code is listed in docs/errors.md, section svc-cron.
  */
+import { SvcError } from 'svc-sdk';
 
 export type CronErrorCode =
   /** A binding's `expression` is not a cron expression croner accepts, or it never fires. */
@@ -24,12 +25,11 @@ export type CronErrorCode =
   /** SVC_WORKER_CONFIG has an unknown key or a bad value. */
   | 'invalid_config';
 
-export class CronError extends Error {
-  readonly code: CronErrorCode;
+export class CronError extends SvcError {
+  declare readonly code: CronErrorCode;
   constructor(code: CronErrorCode, message: string) {
-    super(message);
+    super(code, message);
     this.name = 'CronError';
-    this.code = code;
   }
 }
 

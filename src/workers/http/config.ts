@@ -2,6 +2,7 @@
  * svc-http's configuration (`config:` of the svc-http entry in config.yaml, handed to the process as
  * JSON in SVC_WORKER_CONFIG). Unknown keys are refused so a typo never silently means a default.
  */
+import { SvcError } from 'svc-sdk';
 
 export interface CorsConfig {
   /** `['*']` allows any origin; otherwise exact origins such as `https://app.example.com`. */
@@ -41,35 +42,36 @@ export const DEFAULT_HTTP_CONFIG: HttpWorkerConfig = {
   requestLog: true,
 };
 
-export class ConfigError extends Error {
-  readonly code = 'invalid_config';
+/** svc-http's config (SVC_WORKER_CONFIG) is not valid: `invalid_config`, the message names the key. */
+export class HttpConfigError extends SvcError {
+  declare readonly code: 'invalid_config';
   constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
+    super('invalid_config', message);
+    this.name = 'HttpConfigError';
   }
 }
 
 const KEYS = ['host', 'port', 'cors', 'body_limit_bytes', 'timeout_ms', 'request_log'];
 const CORS_KEYS = ['origins', 'methods', 'headers', 'expose_headers', 'credentials', 'max_age'];
 
-/** Validate the snake_case config object; absent keys take DEFAULT_HTTP_CONFIG. Throws ConfigError. */
+/** Validate the snake_case config object; absent keys take DEFAULT_HTTP_CONFIG. Throws HttpConfigError. */
 export function parseHttpWorkerConfig(raw: unknown): HttpWorkerConfig {
   if (raw === undefined || raw === null) return { ...DEFAULT_HTTP_CONFIG };
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError('svc-http config must be an object');
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new HttpConfigError('svc-http config must be an object');
   const c = raw as Record<string, unknown>;
   for (const k of Object.keys(c)) {
-    if (!KEYS.includes(k)) throw new ConfigError(`svc-http config: unknown key "${k}"; known keys: ${KEYS.join(', ')}`);
+    if (!KEYS.includes(k)) throw new HttpConfigError(`svc-http config: unknown key "${k}"; known keys: ${KEYS.join(', ')}`);
   }
   const out = { ...DEFAULT_HTTP_CONFIG };
   if (c.host !== undefined) {
-    if (typeof c.host !== 'string' || c.host.length === 0) throw new ConfigError('svc-http config: host must be a non-empty string');
+    if (typeof c.host !== 'string' || c.host.length === 0) throw new HttpConfigError('svc-http config: host must be a non-empty string');
     out.host = c.host;
   }
   if (c.port !== undefined) out.port = int(c.port, 'port', 0, 65535);
   if (c.body_limit_bytes !== undefined) out.bodyLimitBytes = int(c.body_limit_bytes, 'body_limit_bytes', 1, 1024 ** 3);
   if (c.timeout_ms !== undefined) out.timeoutMs = int(c.timeout_ms, 'timeout_ms', 1, 24 * 3600 * 1000);
   if (c.request_log !== undefined) {
-    if (typeof c.request_log !== 'boolean') throw new ConfigError('svc-http config: request_log must be true or false');
+    if (typeof c.request_log !== 'boolean') throw new HttpConfigError('svc-http config: request_log must be true or false');
     out.requestLog = c.request_log;
   }
   if (c.cors !== undefined && c.cors !== null && c.cors !== false) out.cors = parseCors(c.cors);
@@ -79,19 +81,19 @@ export function parseHttpWorkerConfig(raw: unknown): HttpWorkerConfig {
 function parseCors(raw: unknown): CorsConfig {
   if (raw === true) return { origins: ['*'] };
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new ConfigError('svc-http config: cors must be an object {origins, methods?, headers?, expose_headers?, credentials?, max_age?}');
+    throw new HttpConfigError('svc-http config: cors must be an object {origins, methods?, headers?, expose_headers?, credentials?, max_age?}');
   }
   const c = raw as Record<string, unknown>;
   for (const k of Object.keys(c)) {
-    if (!CORS_KEYS.includes(k)) throw new ConfigError(`svc-http config: unknown cors key "${k}"; known keys: ${CORS_KEYS.join(', ')}`);
+    if (!CORS_KEYS.includes(k)) throw new HttpConfigError(`svc-http config: unknown cors key "${k}"; known keys: ${CORS_KEYS.join(', ')}`);
   }
   const out: CorsConfig = { origins: strings(c.origins ?? ['*'], 'cors.origins') };
-  if (out.origins.length === 0) throw new ConfigError('svc-http config: cors.origins must list at least one origin (or "*")');
+  if (out.origins.length === 0) throw new HttpConfigError('svc-http config: cors.origins must list at least one origin (or "*")');
   if (c.methods !== undefined) out.methods = strings(c.methods, 'cors.methods').map((m) => m.toUpperCase());
   if (c.headers !== undefined) out.headers = strings(c.headers, 'cors.headers');
   if (c.expose_headers !== undefined) out.expose_headers = strings(c.expose_headers, 'cors.expose_headers');
   if (c.credentials !== undefined) {
-    if (typeof c.credentials !== 'boolean') throw new ConfigError('svc-http config: cors.credentials must be true or false');
+    if (typeof c.credentials !== 'boolean') throw new HttpConfigError('svc-http config: cors.credentials must be true or false');
     out.credentials = c.credentials;
   }
   if (c.max_age !== undefined) out.max_age = int(c.max_age, 'cors.max_age', 0, 7 * 24 * 3600);
@@ -101,14 +103,14 @@ function parseCors(raw: unknown): CorsConfig {
 function strings(v: unknown, name: string): string[] {
   if (typeof v === 'string') return [v];
   if (!Array.isArray(v) || !v.every((x) => typeof x === 'string' && x.length > 0)) {
-    throw new ConfigError(`svc-http config: ${name} must be a list of non-empty strings`);
+    throw new HttpConfigError(`svc-http config: ${name} must be a list of non-empty strings`);
   }
   return v as string[];
 }
 
 function int(v: unknown, name: string, min: number, max: number): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-    throw new ConfigError(`svc-http config: ${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`);
+    throw new HttpConfigError(`svc-http config: ${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`);
   }
   return v;
 }

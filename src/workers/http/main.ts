@@ -3,7 +3,7 @@
  * Env: SVC_URL (engine, default ws://localhost:49134); SVC_WORKER_CONFIG (JSON object, the
  * `config:` of its config.yaml entry: host, port, cors, body_limit_bytes, timeout_ms, request_log).
  */
-import { ConfigError, parseHttpWorkerConfig } from './config.js';
+import { HttpConfigError, parseHttpWorkerConfig } from './config.js';
 import { startHttpWorker } from './worker.js';
 
 async function main(): Promise<void> {
@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   try {
     raw = process.env.SVC_WORKER_CONFIG ? JSON.parse(process.env.SVC_WORKER_CONFIG) : undefined;
   } catch (e) {
-    throw new ConfigError(`svc-http: SVC_WORKER_CONFIG is not valid JSON: ${(e as Error).message}`);
+    throw new HttpConfigError(`svc-http: SVC_WORKER_CONFIG is not valid JSON: ${(e as Error).message}`);
   }
   const config = parseHttpWorkerConfig(raw);
   const url = process.env.SVC_URL ?? 'ws://localhost:49134';

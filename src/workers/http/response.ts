@@ -6,17 +6,18 @@
  * message says what was expected and what arrived, because that mistake is otherwise invisible.
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { SvcError } from 'svc-sdk';
 
 /** A failure with its HTTP status and a stable `code`; sent as `{error: {code, message}}`. */
-export class HttpError extends Error {
+export class HttpError extends SvcError {
   constructor(
     readonly status: number,
-    readonly code: string,
+    code: string,
     message: string,
     /** Extra response headers, e.g. `Allow` on a 405. */
     readonly headers?: Record<string, string>,
   ) {
-    super(message);
+    super(code, message);
     this.name = 'HttpError';
   }
 }

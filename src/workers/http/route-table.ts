@@ -8,6 +8,7 @@
  * routes, then the compiled matchers of the routes whose first segment fits, most specific first.
  */
 import { match as compileMatcher, parse, pathToRegexp, type MatchFunction, type ParamData } from 'path-to-regexp';
+import { SvcError } from 'svc-sdk';
 
 /** Methods a route may be bound to. CONNECT is missing on purpose: it opens a proxy tunnel, never reaches a route. */
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'] as const;
@@ -16,12 +17,10 @@ const METHOD_SET = new Set<string>(HTTP_METHODS);
 const MAX_PATH_CHARS = 2048;
 
 /** A refused binding; the SDK sends `code` and `message` back to the worker that registered it. */
-export class TriggerConfigError extends Error {
-  constructor(
-    readonly code: 'invalid_trigger_config' | 'route_conflict',
-    message: string,
-  ) {
-    super(message);
+export class TriggerConfigError extends SvcError {
+  declare readonly code: 'invalid_trigger_config' | 'route_conflict';
+  constructor(code: 'invalid_trigger_config' | 'route_conflict', message: string) {
+    super(code, message);
     this.name = 'TriggerConfigError';
   }
 }

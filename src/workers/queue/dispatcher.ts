@@ -13,7 +13,7 @@
  */
 import { TurnBatcher } from '../shared/batcher.js';
 import type { QueueSettings, QueueWorkerConfig } from './config.js';
-import { CopyUndeliverable, failureOf, leaseMs, verdictOf } from './policy.js';
+import { UndeliverableCopyError, failureOf, leaseMs, verdictOf } from './policy.js';
 import { QueueError, type ClaimedJob, type Failure, type NewJob, type Publication, type QueueLimits, type QueueStore, type StepInput, type StepOutput } from './store.js';
 
 export interface DispatcherOptions {
@@ -316,7 +316,7 @@ export class Dispatcher {
         this.running.delete(job.id);
         const err = e as { code?: unknown; message?: unknown };
         const error = { code: typeof err?.code === 'string' ? err.code : 'invocation_failed', message: typeof err?.message === 'string' ? err.message : String(e) };
-        const verdict = e instanceof CopyUndeliverable ? e.verdict : verdictOf(error.code, error.message, job.functionId);
+        const verdict = e instanceof UndeliverableCopyError ? e.verdict : verdictOf(error.code, error.message, job.functionId);
         if (verdict === 'absent' || verdict === 'busy') this.markAbsent(job.functionId, verdict === 'absent', BUSY_PAUSE_MS);
         else if (verdict === 'unbound') this.markAbsent(job.functionId, false, UNBOUND_PAUSE_MS);
         this.batcher.push({ t: 'fail', queue: job.queue, f: failureOf(job, s, error, startedAt, this.now(), verdict) });

@@ -15,6 +15,7 @@
  *   it arrives. A copy whose subscription ended (no binding seen within the retention) is
  *   dead-lettered: no one may receive it any more.
  */
+import { SvcError } from 'svc-sdk';
 import type { QueueSettings } from './config.js';
 import type { AttemptRecord, ClaimedJob, Failure } from './store.js';
 
@@ -39,15 +40,14 @@ export type Verdict =
  * Why a topic's copy was not delivered, found by svc-queue itself (no call was made) or from the
  * engine's refusal of the binding it was delivered for. `verdict` decides what happens to the copy.
  */
-export class CopyUndeliverable extends Error {
-  readonly code: string;
+export class UndeliverableCopyError extends SvcError {
   constructor(
-    readonly verdict: 'unbound' | 'ended',
     code: string,
     message: string,
+    readonly verdict: 'unbound' | 'ended',
   ) {
-    super(message);
-    this.code = code;
+    super(code, message);
+    this.name = 'UndeliverableCopyError';
   }
 }
 

@@ -17,6 +17,7 @@
  * lanes that are ready, skipping the functions the caller reports as absent (no provider), so jobs
  * of an absent function wait without being touched while the rest of the queue flows.
  */
+import { SvcError } from 'svc-sdk';
 
 export interface QueueErrorBody {
   code: QueueErrorCode;
@@ -34,14 +35,13 @@ export type QueueErrorCode =
   | 'invalid_config';
 
 /** Every error svc-queue returns: the SDK sends `code` and `message` to the caller. */
-export class QueueError extends Error {
-  readonly code: QueueErrorCode;
+export class QueueError extends SvcError {
+  declare readonly code: QueueErrorCode;
   constructor(code: QueueErrorCode, message: string) {
-    super(message);
+    super(code, message);
     this.name = 'QueueError';
-    this.code = code;
   }
-  body(): QueueErrorBody {
+  override body(): QueueErrorBody {
     return { code: this.code, message: this.message };
   }
 }

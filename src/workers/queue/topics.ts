@@ -17,7 +17,7 @@
  */
 import type { TriggerBinding } from 'svc-sdk';
 import { DEFAULT_QUEUE, type QueueWorkerConfig } from './config.js';
-import { CopyUndeliverable } from './policy.js';
+import { UndeliverableCopyError } from './policy.js';
 import { MAX_NAME_BYTES, QueueError, type ClaimedJob, type QueueStore, type Subscription } from './store.js';
 
 export const HEARTBEAT_MS = 10_000;
@@ -105,13 +105,13 @@ export class Subscriptions {
       // The store cannot tell now: the copy waits, as for a live subscription.
     }
     if (ended) {
-      throw new CopyUndeliverable(
-        'ended',
+      throw new UndeliverableCopyError(
         'subscription_ended',
         `${what}: its subscription ended (no durable:subscriber binding of it for subscriber_retention_ms), so no one may receive it; redrive it once the function is subscribed again`,
+        'ended',
       );
     }
-    throw new CopyUndeliverable('unbound', 'binding_not_found', `${what}: no durable:subscriber binding of it is live on this svc-queue; it waits for one`);
+    throw new UndeliverableCopyError('binding_not_found', `${what}: no durable:subscriber binding of it is live on this svc-queue; it waits for one`, 'unbound');
   }
 
   /**
@@ -127,7 +127,7 @@ export class Subscriptions {
       (err?.code === 'forbidden' && message.includes(`not the provider of trigger binding ${id}:`));
     if (!refused) return e;
     this.drop(id);
-    return new CopyUndeliverable('unbound', err.code as string, message);
+    return new UndeliverableCopyError(err.code as string, message, 'unbound');
   }
 
   private readSubscriptions(): Promise<Subscription[]> {

@@ -7,6 +7,7 @@
  * Validation happens once, in the functions below, before a store is touched: stores receive
  * well-formed scopes, keys and normalized ops.
  */
+import { SvcError } from 'svc-sdk';
 import { describe } from '../shared/describe.js';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
@@ -93,12 +94,11 @@ export type StateErrorCode =
   | 'invalid_config';
 
 /** Every error svc-state returns: the SDK sends `code` and `message` to the caller. */
-export class StateError extends Error {
-  readonly code: StateErrorCode;
+export class StateError extends SvcError {
+  declare readonly code: StateErrorCode;
   constructor(code: StateErrorCode, message: string) {
-    super(message);
+    super(code, message);
     this.name = 'StateError';
-    this.code = code;
   }
 }
 

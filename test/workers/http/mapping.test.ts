@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildPayload, isJsonContentType, MAX_BODY_DEPTH, nestsDeeperThan, parseBody } from '../../../src/workers/http/request.js';
 import { envelopeToResponse, errorResponse, HttpError, invocationErrorToHttp } from '../../../src/workers/http/response.js';
-import { ConfigError, parseHttpWorkerConfig, DEFAULT_HTTP_CONFIG } from '../../../src/workers/http/config.js';
+import { HttpConfigError, parseHttpWorkerConfig, DEFAULT_HTTP_CONFIG } from '../../../src/workers/http/config.js';
 
 const isHttpError = (status: number, code: string, re?: RegExp) => (e: unknown) =>
   e instanceof HttpError && e.status === status && e.code === code && (!re || re.test(e.message));
@@ -127,9 +127,9 @@ test('worker config: defaults, snake_case keys, refusals', () => {
   const c = parseHttpWorkerConfig({ host: '0.0.0.0', port: 8080, body_limit_bytes: 10, timeout_ms: 5, request_log: false, cors: { origins: 'https://a.example' } });
   assert.deepEqual(c, { host: '0.0.0.0', port: 8080, bodyLimitBytes: 10, timeoutMs: 5, requestLog: false, cors: { origins: ['https://a.example'] } });
   assert.deepEqual(parseHttpWorkerConfig({ cors: true }).cors, { origins: ['*'] });
-  assert.throws(() => parseHttpWorkerConfig({ prot: 1 }), (e: unknown) => e instanceof ConfigError && /unknown key "prot"/.test(e.message));
+  assert.throws(() => parseHttpWorkerConfig({ prot: 1 }), (e: unknown) => e instanceof HttpConfigError && /unknown key "prot"/.test(e.message));
   assert.throws(() => parseHttpWorkerConfig({ port: 70000 }), /port must be an integer from 0 to 65535, got 70000/);
   assert.throws(() => parseHttpWorkerConfig({ cors: { origin: ['*'] } }), /unknown cors key "origin"/);
   assert.throws(() => parseHttpWorkerConfig({ cors: { origins: [] } }), /at least one origin/);
-  assert.throws(() => parseHttpWorkerConfig([]), ConfigError);
+  assert.throws(() => parseHttpWorkerConfig([]), HttpConfigError);
 });

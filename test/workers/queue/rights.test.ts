@@ -18,7 +18,7 @@ import { WorkerPool } from '../../helpers/util.js';
 import { startQueueWorker, type RunningQueueWorker } from '../../../src/workers/queue/worker.js';
 import { parseQueueConfig } from '../../../src/workers/queue/config.js';
 import { openEmbeddedQueueStore } from '../../../src/workers/queue/embedded-store.js';
-import { CopyUndeliverable } from '../../../src/workers/queue/policy.js';
+import { UndeliverableCopyError } from '../../../src/workers/queue/policy.js';
 import type { ClaimedJob, JobView } from '../../../src/workers/queue/store.js';
 import { HEARTBEAT_MS, Subscriptions } from '../../../src/workers/queue/topics.js';
 import { sleep, until } from './helpers.js';
@@ -178,7 +178,7 @@ test('a copy without a binding here waits while its subscription lives, and is d
     const verdict = (p: Promise<unknown>) =>
       p.then(
         () => 'delivered',
-        (e: unknown) => (e instanceof CopyUndeliverable ? `${e.verdict} ${e.code}` : String(e)),
+        (e: unknown) => (e instanceof UndeliverableCopyError ? `${e.verdict} ${e.code}` : String(e)),
       );
     assert.equal(await verdict(subs.bindingForCopy(copy)), 'unbound binding_not_found');
     now += config.subscriberRetentionMs + 3 * HEARTBEAT_MS + 1; // just past the retention and its slack

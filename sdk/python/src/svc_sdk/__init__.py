@@ -8,7 +8,14 @@ worker.register_function("math::add", lambda data: {"c": data["a"] + data["b"]})
 
 from ._version import __version__
 from .context import InvocationContext, current_invocation
-from .errors import ErrorCode, InvalidFunctionIdError, InvocationError, SvcError, TriggerRegistrationError
+from .errors import (
+    ErrorCode,
+    InvalidArgumentError,
+    InvalidFunctionIdError,
+    InvocationError,
+    SvcError,
+    TriggerRegistrationError,
+)
 from .logger import Logger
 from .options import InitOptions, ReconnectOptions, default_url
 from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES, TriggerConfig, TriggerRequest, TriggerTypeInfo
@@ -24,6 +31,7 @@ __all__ = [
     "ErrorCode",
     "FunctionRef",
     "InitOptions",
+    "InvalidArgumentError",
     "InvalidFunctionIdError",
     "InvocationContext",
     "InvocationError",

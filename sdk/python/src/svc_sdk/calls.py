@@ -19,7 +19,7 @@ from ._background import spawn
 from .connection import Connection, Session
 from .context import InvocationContext
 from .errors import ErrorCode, InvocationError, SvcError
-from .protocol import DEFAULT_INVOCATION_TIMEOUT_MS, Frame, TriggerRequest
+from .protocol import DEFAULT_INVOCATION_TIMEOUT_MS, Frame, TriggerRequest, invoke_frame
 
 #: How long past the engine's deadline the local timer waits before giving up on its answer.
 SAFETY_MARGIN_S = 1.0
@@ -43,9 +43,11 @@ class Caller:
         """The deadline the caller set: the request's `timeout_ms`, else the worker's option, else None."""
         explicit = request.get("timeout_ms")
         if explicit is not None:
-            if not isinstance(explicit, int | float) or explicit <= 0:
+            if isinstance(explicit, bool) or not isinstance(explicit, int | float) or not 0 < explicit < float("inf"):
                 raise InvocationError(
-                    ErrorCode.INVALID_PAYLOAD, f"timeout_ms must be a positive number, got {explicit!r}"
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"timeout_ms must be a positive number of milliseconds, got {explicit!r}",
+                    request.get("function_id"),
                 )
             return int(explicit)
         return self._default_timeout_ms
@@ -60,13 +62,17 @@ class Caller:
 
     async def call(self, request: TriggerRequest, parent: InvocationContext | None = None) -> Any:
         """`parent`: the invocation making this call (captured in the caller's thread), whose trace it joins."""
+        # Bad arguments are reported as the TypeScript SDK reports them: the same codes.
         if not isinstance(request, dict):
-            raise TypeError(
-                f"trigger() takes a dict {{'function_id': ..., 'payload': ...}}, got {type(request).__name__}"
+            raise InvocationError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"trigger() takes a dict {{'function_id': ..., 'payload': ...}}, got {type(request).__name__}",
             )
         function_id = request.get("function_id")
         if not isinstance(function_id, str) or not function_id:
-            raise InvocationError("invalid_function_id", f"function_id must be a non-empty string, got {function_id!r}")
+            raise InvocationError(
+                ErrorCode.INVALID_FUNCTION_ID, f"trigger() needs a non-empty function_id, got {function_id!r}"
+            )
         action = request.get("action")
         if action is not None and not (
             isinstance(action, dict)
@@ -76,9 +82,15 @@ class Caller:
             )
         ):
             raise InvocationError(
-                ErrorCode.INVALID_PAYLOAD,
-                f'action must be {{"type": "void"}} or {{"type": "enqueue", "queue": name}}, got {action!r}',
+                ErrorCode.INVALID_ARGUMENT,
+                'action must be {"type": "void"} or {"type": "enqueue", "queue": name} (TriggerAction), '
+                f"got {action!r}",
                 function_id,
+            )
+        binding_id = request.get("binding_id")
+        if binding_id is not None and (not isinstance(binding_id, str) or not binding_id):
+            raise InvocationError(
+                ErrorCode.INVALID_ARGUMENT, f"binding_id must be a non-empty string, got {binding_id!r}", function_id
             )
         loop = asyncio.get_running_loop()
         explicit_ms = self.explicit_timeout_ms(request)
@@ -88,41 +100,30 @@ class Caller:
             session = await self._connection.wait_ready(timeout_ms / 1000)
         except TimeoutError:
             raise InvocationError(
-                ErrorCode.TIMEOUT,
-                f"Not connected to the engine at {self._connection.shown_url} within {timeout_ms} ms; "
+                ErrorCode.CONNECTION_LOST,
+                f"Could not connect to the engine at {self._connection.shown_url} within {timeout_ms} ms; "
                 f"{function_id} was not called",
                 function_id,
             ) from None
         except SvcError as exc:
             raise InvocationError(exc.code, exc.message, function_id) from None
 
-        frame: Frame = {"type": "invokefunction", "function_id": function_id, "data": request.get("payload")}
-        binding_id = request.get("binding_id")
-        if binding_id is not None:
-            if not isinstance(binding_id, str) or not binding_id:
-                raise InvocationError(
-                    ErrorCode.INVALID_PAYLOAD, f"binding_id must be a non-empty string, got {binding_id!r}", function_id
-                )
-            frame["binding_id"] = binding_id
-        if parent is not None and parent.traceparent:
-            frame["traceparent"] = parent.traceparent
-        if request.get("metadata") is not None:
-            frame["metadata"] = request["metadata"]
+        payload, metadata = request.get("payload"), request.get("metadata")
+        traceparent = parent.traceparent if parent is not None else None
         if action is not None and action.get("type") == "void":
-            frame["action"] = action
+            frame = invoke_frame(function_id, None, None, binding_id, payload, action, metadata, traceparent)
             await self._send(session, frame, function_id)
             return None
         invocation_id = str(uuid.uuid4())
-        frame["invocation_id"] = invocation_id
+        sent_ms: int | None = None
         if explicit_ms is not None:
             # What is left of the caller's deadline after waiting for the connection.
-            remaining_ms = max(1, int((deadline - loop.time()) * 1000))
-            frame["timeout_ms"] = remaining_ms
+            remaining_ms = sent_ms = max(1, int((deadline - loop.time()) * 1000))
         else:
             # No deadline sent: the engine's default runs from when it receives the call.
             remaining_ms = timeout_ms = self.engine_default_ms(session)
-        if action is not None:
-            frame["action"] = action
+        # In the layout the engine passes payloads on in as text (protocol.INVOKE_KEY_ORDER).
+        frame = invoke_frame(function_id, invocation_id, sent_ms, binding_id, payload, action, metadata, traceparent)
         pending = _Pending(loop.create_future(), function_id, session)
         self._pending[invocation_id] = pending
         try:

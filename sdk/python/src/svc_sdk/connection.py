@@ -21,11 +21,22 @@ from ._background import spawn
 from ._version import __version__
 from .errors import ErrorCode, SvcError
 from .options import InitOptions, ReconnectOptions
-from .protocol import FEATURES, PROTOCOL_VERSION, Frame, encode, utf8_size
+from .protocol import (
+    FEATURES,
+    PROTOCOL_VERSION,
+    RUN_SECRET_HEADER,
+    STALE_WORKER_CLOSE,
+    UNAUTHORIZED_CLOSE,
+    Frame,
+    encode,
+    utf8_size,
+)
 from .redact import redact_address
-from .supervised import RUN_SECRET_HEADER, STALE_WORKER_CLOSE
 
 log = logging.getLogger("svc_sdk")
+
+#: Attempts counted after a refusal (`unauthorized`): the backoff is then at its cap at once.
+REFUSED_ATTEMPTS = 64
 
 
 class Session:
@@ -91,10 +102,15 @@ def parse_engine_urls(url: str | Sequence[str]) -> list[str]:
 def backoff_delay(options: ReconnectOptions, attempt: int) -> float:
     """Seconds to wait before reconnect attempt number `attempt` (1-based).
 
-    Jitter only shortens a delay, so the cap holds and workers that lost the engine together still
-    come back spread out, at the cap too.
+    initial_delay_ms * factor**(attempt - 1), capped at max_delay_ms, less a random share of at most
+    `jitter`: jitter only shortens a delay, so the cap holds and workers that lost the engine
+    together still come back spread out, at the cap too. The TypeScript SDK's backoffDelay computes
+    the same (it counts attempts from 0).
     """
-    base = min(options.max_delay_ms, options.initial_delay_ms * options.factor ** min(max(0, attempt - 1), 64))
+    base = min(
+        options.max_delay_ms,
+        options.initial_delay_ms * options.factor ** min(max(0, attempt - 1), REFUSED_ATTEMPTS),
+    )
     return base * random.uniform(1 - options.jitter, 1) / 1000
 
 
@@ -114,7 +130,11 @@ class Connection:
         self._ws: ClientConnection | None = None  # the current socket, in any state
         #: Why the engine refused this worker for good (`stale_worker`: another engine run's secret).
         self.stale: str | None = None
-        self._stale_message: str | None = None
+        #: Why the engine last refused a connection (`unauthorized`, `stale_worker`), until one is accepted.
+        self.refusal: SvcError | None = None
+        self._refused = asyncio.Event()
+        # The message of the engine's `error` frame that precedes its refusal's close.
+        self._refusal_message: str | None = None
 
     @property
     def url(self) -> str:
@@ -141,9 +161,14 @@ class Connection:
                 break
             if self.stale is not None:
                 # No engine will ever accept this run secret again: the engine that started us is gone.
-                log.error("svc: the engine at %s refused this worker: %s", self.url, self.stale)
+                log.error("svc: %s", self.refusal.message if self.refusal else self.stale)
                 self._stop.set()
                 break
+            if self.refusal is not None:
+                # Refused for its token: retrying at once cannot help; keep trying slowly, as a token
+                # may be added to the engine's config and the engine restarted.
+                log.error("svc: %s", self.refusal.message)
+                attempt = max(attempt, REFUSED_ATTEMPTS)
             # With several engines (a cluster), try the next one: the one that just closed or
             # could not be reached may be gone for good.
             self._index = (self._index + 1) % len(self.urls)
@@ -173,25 +198,41 @@ class Connection:
             await self._ws.close(1000, "worker shutting down")
 
     async def wait_ready(self, timeout: float) -> Session:
-        """The open session, waiting up to `timeout` seconds for one. Raises TimeoutError or SvcError."""
-        session = self.session
-        if session is not None and not session.closed:
+        """The open session, waiting up to `timeout` seconds for one.
+
+        Raises at once when the engine refused the last connection (SvcError `unauthorized`,
+        `stale_worker`) or the worker stops (`shutting_down`); TimeoutError when none opened in time.
+        """
+        session = self._usable()
+        if session is not None:
             return session
-        if self._stop.is_set():
-            raise SvcError(ErrorCode.SHUTTING_DOWN, "The worker is shutting down")
         ready = asyncio.ensure_future(self._ready.wait())
         stop = asyncio.ensure_future(self._stop.wait())
+        refused = asyncio.ensure_future(self._refused.wait())
         try:
-            await asyncio.wait({ready, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({ready, stop, refused}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             ready.cancel()
             stop.cancel()
+            refused.cancel()
+        session = self._usable()
+        if session is not None:
+            return session
+        raise TimeoutError
+
+    def _usable(self) -> Session | None:
+        """The open session, or None while connecting; raises when waiting for one is pointless."""
         session = self.session
         if session is not None and not session.closed:
             return session
         if self._stop.is_set():
+            # Stopped for good by a `stale_worker` refusal: say so, as the TypeScript SDK does.
+            if self.stale is not None and self.refusal is not None:
+                raise self.refusal
             raise SvcError(ErrorCode.SHUTTING_DOWN, "The worker is shutting down")
-        raise TimeoutError
+        if self.refusal is not None:
+            raise self.refusal
+        return None
 
     async def _connect_and_serve(self) -> tuple[bool, str]:
         """One socket's life: whether it got past the handshake, and why it ended."""
@@ -236,6 +277,8 @@ class Connection:
             if not session.closed:
                 ready = True
                 self.session = session
+                self.refusal = None
+                self._refused.clear()
                 self._ready.set()
                 log.info("svc: connected to %s as worker %s", self.shown_url, session.worker_id)
             await reader
@@ -254,8 +297,8 @@ class Connection:
             if session.worker_id is not None:
                 self._previous = (session.worker_id, session.reattach_token)
             code, why = ws.close_code, ws.close_reason
-            if code == STALE_WORKER_CLOSE:
-                self.stale = self._stale_message or why or "stale_worker"
+            if code in (STALE_WORKER_CLOSE, UNAUTHORIZED_CLOSE):
+                self._refuse(code, why or "")
             if failure is None:
                 failure = (
                     f"connection closed (code {code}{', ' + why if why else ''})"
@@ -267,6 +310,19 @@ class Connection:
             await ws.close()
             self._ws = None
         return ready, failure
+
+    def _refuse(self, code: int, close_reason: str) -> None:
+        """The engine refused this connection (close 4401 `unauthorized`, 4410 `stale_worker`)."""
+        why = self._refusal_message or close_reason.removeprefix("unauthorized: ").removeprefix("stale_worker: ")
+        self._refusal_message = None
+        if code == STALE_WORKER_CLOSE:
+            self.stale = why or "stale_worker"
+            message = f"The engine at {self.shown_url} refused this worker: {self.stale}"
+            self.refusal = SvcError(ErrorCode.STALE_WORKER, message)
+        else:
+            message = f"The engine at {self.shown_url} refused this connection: {why or 'unauthorized'}"
+            self.refusal = SvcError(ErrorCode.UNAUTHORIZED, message)
+        self._refused.set()
 
     def _headers(self) -> dict[str, str] | None:
         headers: dict[str, str] = {}
@@ -337,8 +393,8 @@ class Connection:
         elif kind == "error":
             error = frame.get("error")
             ref = frame.get("ref")
-            if isinstance(error, dict) and error.get("code") == "stale_worker":
-                self._stale_message = str(error.get("message"))  # reported once, from run()
+            if isinstance(error, dict) and error.get("code") in (ErrorCode.STALE_WORKER, ErrorCode.UNAUTHORIZED):
+                self._refusal_message = str(error.get("message"))  # reported once, from run()
                 return
             log.warning("svc: the engine reported an error: %s (about %s)", error, ref)
             # An engine without the svc extensions refuses `hello`: carry on as a plain iii client.

@@ -23,10 +23,11 @@ class ReconnectOptions:
     """Backoff after any close, clean ones (1000/1001) included: initial * factor**n, capped, with jitter.
 
     The counter resets once a connection completes its handshake; reconnecting never stops before
-    `shutdown()` unless `max_attempts` is set.
+    `shutdown()` unless `max_attempts` is set. After an `unauthorized` refusal the next attempts wait
+    `max_delay_ms`. The defaults are the TypeScript SDK's (DEFAULT_RECONNECT).
     """
 
-    initial_delay_ms: int = 500
+    initial_delay_ms: int = 200
     max_delay_ms: int = 30_000
     factor: float = 2.0
     #: Each delay is multiplied by a random value in [1 - jitter, 1].

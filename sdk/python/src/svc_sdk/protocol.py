@@ -1,7 +1,9 @@
 """Constants and frame shapes of the svc wire protocol, as seen from a Python worker.
 
-The authoritative contract is sdk/typescript/src/protocol.ts and docs/protocol.md; this module
-mirrors the parts a worker needs. Frames are plain dicts keyed by a lowercase `type`.
+The authoritative contract is the TypeScript SDK's protocol module (sdk/typescript/src/protocol/,
+`svc-sdk/protocol`) and docs/protocol.md; this module mirrors the parts a worker needs, with the
+same values (tests/test_protocol_constants.py compares them). Frames are plain dicts keyed by a
+lowercase `type`.
 """
 
 from __future__ import annotations
@@ -13,16 +15,53 @@ from typing import Any, Final, Literal, NotRequired, Required, TypedDict
 PROTOCOL_VERSION: Final = 1
 DEFAULT_ENGINE_PORT: Final = 49134
 DEFAULT_ENGINE_URL: Final = f"ws://localhost:{DEFAULT_ENGINE_PORT}"
-#: Largest frame the engine accepts by default (DEFAULT_MAX_FRAME_BYTES in protocol.ts).
+#: Largest frame the engine accepts by default; the SDK refuses to send larger ones.
 DEFAULT_MAX_FRAME_BYTES: Final = 8 * 1024 * 1024
+#: The deadline of a call that sets none (config.yaml `engine.invocation_timeout_ms`).
 DEFAULT_INVOCATION_TIMEOUT_MS: Final = 30_000
+#: Deepest nesting of arrays and objects a frame may have, its own object counted (docs/protocol.md).
+MAX_FRAME_DEPTH: Final = 128
 #: svc extensions this SDK asks for in `hello`.
 FEATURES: Final = ("cancel", "ack")
+#: Every message `type` of the protocol (iii 0.22's set and svc's extensions `hello` and `cancel`).
+MESSAGE_TYPES: Final = (
+    "workerregistered",
+    "reattach",
+    "registerfunction",
+    "unregisterfunction",
+    "invokefunction",
+    "invocationresult",
+    "registertriggertype",
+    "unregistertriggertype",
+    "registertrigger",
+    "unregistertrigger",
+    "triggerregistrationresult",
+    "registerservice",
+    "ping",
+    "pong",
+    "error",
+    "hello",
+    "cancel",
+)
+
+#: WebSocket close code of the engine's `unauthorized` refusal (no token, or an unknown one).
+UNAUTHORIZED_CLOSE: Final = 4401
+#: WebSocket close code of the engine's `stale_worker` refusal (another engine run's secret).
+STALE_WORKER_CLOSE: Final = 4410
+#: Upgrade request header carrying the run secret the engine gave a process it started.
+RUN_SECRET_HEADER: Final = "x-svc-run-secret"
 
 REGISTER_WORKER_FUNCTION: Final = "engine::workers::register"
 LOG_FUNCTION_PREFIX: Final = "engine::log::"
 #: Logger lines, several per call: {"lines": [[level, message, data, function_id, invocation_id, trace_id], ...]}.
 LOG_BATCH_FUNCTION: Final = "engine::log::batch"
+
+#: The leading keys of a call frame as the SDKs write it (frame-layout.ts in the TypeScript SDK): the
+#: engine passes the payload of a frame that begins so on to the callee as text, without
+#: serialising it again. `invocation_id`, `timeout_ms` and `binding_id` are left out when unset.
+INVOKE_KEY_ORDER: Final = ("type", "function_id", "invocation_id", "timeout_ms", "binding_id", "data")
+#: The leading keys of a result frame (handlers.encode_reply writes them so).
+RESULT_KEY_ORDER: Final = ("type", "invocation_id", "function_id", "result")
 
 Frame = dict[str, Any]
 
@@ -75,6 +114,34 @@ class TriggerTypeInfo(TypedDict, total=False):
 TriggerStatus = Literal["pending", "active", "parked", "error", "unregistered"]
 
 
+def invoke_frame(
+    function_id: str,
+    invocation_id: str | None,
+    timeout_ms: int | None,
+    binding_id: str | None,
+    data: Any,
+    action: dict[str, Any] | None,
+    metadata: Any,
+    traceparent: str | None,
+) -> Frame:
+    """A call frame in INVOKE_KEY_ORDER (dicts keep insertion order, and json.dumps writes it)."""
+    frame: Frame = {"type": "invokefunction", "function_id": function_id}
+    if invocation_id is not None:
+        frame["invocation_id"] = invocation_id
+    if timeout_ms is not None:
+        frame["timeout_ms"] = timeout_ms
+    if binding_id is not None:
+        frame["binding_id"] = binding_id
+    frame["data"] = data
+    if action is not None:
+        frame["action"] = action
+    if metadata is not None:
+        frame["metadata"] = metadata
+    if traceparent:
+        frame["traceparent"] = traceparent
+    return frame
+
+
 def encode(frame: Frame) -> str:
     """Serialize one frame. Raises TypeError/ValueError when the frame holds non-JSON values."""
     return json.dumps(frame, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -94,7 +161,7 @@ _ZERO_WIDTH: Final = frozenset("\u200b\u200c\u200d\u2060\ufeff")
 def function_id_problem(function_id: str) -> str | None:
     """Why `function_id` is not a valid id ("contains U+200B (a zero-width character) at index 7"), or None.
 
-    The engine's rule (sdk/typescript/src/function-id.ts): 1 to 256 characters (UTF-16 code units),
+    The engine's rule (sdk/typescript/src/protocol/function-id.ts): 1 to 256 characters (UTF-16 code units),
     none of them a control character, whitespace, an invisible formatting character (zero-width,
     bidirectional) or an unpaired surrogate, so that no id prints like another or drives a terminal.
     """

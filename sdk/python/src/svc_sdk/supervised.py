@@ -25,9 +25,6 @@ import threading
 
 RUN_SECRET_ENV = "SVC_RUN_SECRET"
 LIVENESS_FD_ENV = "SVC_LIVENESS_FD"
-RUN_SECRET_HEADER = "x-svc-run-secret"
-#: Close code of the engine's ``stale_worker`` refusal.
-STALE_WORKER_CLOSE = 4410
 #: How long the SIGTERM handling has to end the process before the SDK exits it.
 ENGINE_GONE_EXIT_S = 10.0
 

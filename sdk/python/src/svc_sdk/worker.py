@@ -20,7 +20,7 @@ from ._version import __version__
 from .calls import Caller
 from .connection import Connection, Session
 from .context import current_invocation
-from .errors import ErrorCode, InvalidFunctionIdError, SvcError
+from .errors import ErrorCode, InvalidArgumentError, InvalidFunctionIdError, SvcError
 from .handlers import Handler, Invoker, RegisteredFunction, is_async_callable
 from .options import InitOptions, default_url
 from .protocol import (
@@ -83,6 +83,9 @@ class Worker:
         self._replayed: Session | None = None
         self._connected = threading.Event()
         self._stopped = threading.Event()
+        # Ids of the functions registered, as the caller's thread sees them (duplicate_function).
+        self._registry_lock = threading.Lock()
+        self._function_ids: set[str] = set()
         # Logger lines not sent yet (rows of engine::log::batch): any thread appends, the loop sends.
         self._log_lock = threading.Lock()
         self._log_rows: list[list[Any]] = []
@@ -102,6 +105,15 @@ class Worker:
     def connected(self) -> bool:
         return self._connected.is_set()
 
+    @property
+    def refusal(self) -> SvcError | None:
+        """Why the engine last refused this worker (`unauthorized`, `stale_worker`), until it accepts one.
+
+        Calls and `trigger()` fail with it at once meanwhile; an `unauthorized` worker keeps retrying
+        at the backoff's cap (a token may be added and the engine restarted), a `stale_worker` stops.
+        """
+        return self._connection.refusal
+
     def wait_until_connected(self, timeout: float | None = None) -> bool:
         """Block until registered with the engine (functions replayed); False on timeout."""
         return self._connected.wait(timeout)
@@ -118,7 +130,11 @@ class Worker:
         response_format: Any = None,
         metadata: dict[str, Any] | None = None,
     ) -> FunctionRef:
-        """Serve `function_id` with `handler(payload) -> result` (plain or `async def`)."""
+        """Serve `function_id` with `handler(payload) -> result` (plain or `async def`).
+
+        Raises InvalidFunctionIdError (`invalid_function_id`), InvalidArgumentError
+        (`invalid_argument`: a handler that is not callable) or SvcError `duplicate_function`.
+        """
         if not isinstance(function_id, str):
             raise InvalidFunctionIdError(
                 f"register_function: function_id must be a non-empty string, got {function_id!r}"
@@ -127,7 +143,13 @@ class Worker:
         if problem is not None:
             raise InvalidFunctionIdError(f"register_function: function id {function_id[:200]!r} {problem}")
         if not callable(handler):
-            raise TypeError(f"register_function({function_id!r}): handler must be callable, got {handler!r}")
+            raise InvalidArgumentError(f"register_function({function_id!r}): handler must be callable, got {handler!r}")
+        with self._registry_lock:  # registrations come from any thread; the loop applies them later
+            if function_id in self._function_ids:
+                raise SvcError(
+                    ErrorCode.DUPLICATE_FUNCTION, f"Function {function_id} is already registered by this worker"
+                )
+            self._function_ids.add(function_id)
         frame: Frame = {"type": "registerfunction", "id": function_id}
         for key, value in (
             ("description", description),
@@ -142,6 +164,8 @@ class Worker:
         return FunctionRef(function_id, self)
 
     def unregister_function(self, function_id: str) -> None:
+        with self._registry_lock:
+            self._function_ids.discard(function_id)
         self._on_loop(self._drop_function, function_id)
 
     def register_trigger(self, trigger: TriggerConfig) -> Trigger:
@@ -151,12 +175,14 @@ class Worker:
         TriggerRegistrationError if it was refused (refusals are also logged).
         """
         if not isinstance(trigger, dict):
-            raise TypeError(f"register_trigger takes a dict, got {type(trigger).__name__}")
+            raise InvalidArgumentError(f"register_trigger takes a dict, got {type(trigger).__name__}")
         trigger_type, function_id = trigger.get("type"), trigger.get("function_id")
         if not isinstance(trigger_type, str) or not trigger_type:
-            raise ValueError(f"register_trigger: 'type' must be a non-empty string, got {trigger_type!r}")
+            raise InvalidArgumentError(f"register_trigger: 'type' must be a non-empty string, got {trigger_type!r}")
         if not isinstance(function_id, str) or not function_id:
-            raise ValueError(f"register_trigger: 'function_id' must be a non-empty string, got {function_id!r}")
+            raise InvalidFunctionIdError(
+                f"register_trigger: 'function_id' must be a non-empty string, got {function_id!r}"
+            )
         handle = Trigger(
             str(uuid.uuid4()),
             trigger_type,
@@ -171,10 +197,19 @@ class Worker:
     def register_trigger_type(self, info: TriggerTypeInfo | str, handler: TriggerTypeHandler) -> TriggerTypeRef:
         """Provide a trigger type: `handler.register_trigger(instance)` / `unregister_trigger(instance)`
         are called for every binding of that type, from any worker."""
+        if not isinstance(info, str | dict):
+            raise InvalidArgumentError(f"register_trigger_type takes an id or a dict, got {type(info).__name__}")
         spec: dict[str, Any] = {"id": info} if isinstance(info, str) else dict(info)
         type_id = spec.get("id")
         if not isinstance(type_id, str) or not type_id:
-            raise ValueError(f"register_trigger_type: id must be a non-empty string, got {type_id!r}")
+            raise InvalidArgumentError(f"register_trigger_type: id must be a non-empty string, got {type_id!r}")
+        if not callable(getattr(handler, "register_trigger", None)) or not callable(
+            getattr(handler, "unregister_trigger", None)
+        ):
+            raise InvalidArgumentError(
+                f"register_trigger_type({type_id!r}): the handler must have register_trigger and "
+                f"unregister_trigger methods, got {handler!r}"
+            )
         frame: Frame = {"type": "registertriggertype", "description": "", **spec}
         self._on_loop(self._add_trigger_type, ProvidedType(frame, handler))
         return TriggerTypeRef(type_id, self)

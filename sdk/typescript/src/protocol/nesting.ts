@@ -1,5 +1,5 @@
 /**
- * The nesting depth of JSON: how decodeFrame (protocol.ts) finds a frame nested deeper than it
+ * The nesting depth of JSON: how decodeFrame (decode.ts) finds a frame nested deeper than it
  * accepts (MAX_FRAME_DEPTH) at a fraction of the parse's cost, and names the depth of one it refuses.
  */
 

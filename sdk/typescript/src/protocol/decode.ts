@@ -1,204 +1,11 @@
 /**
- * The svc wire protocol: JSON text frames over one WebSocket per worker, keyed by a lowercase `type`.
- *
- * The message set is a superset of iii-sdk 0.22's, so unmodified iii clients work. Messages marked
- * "svc extension" are only ever sent to a peer that asked for them in its `hello` frame, so iii
- * clients never see them. docs/protocol.md documents every message with an example.
- *
- * This module is the single place a frame is validated: `decodeFrame` turns text into a typed
- * message or a precise error, and everything downstream trusts the types.
+ * The one place a frame is validated: `decodeFrame` turns text into a typed message or a precise
+ * error (`malformed_frame`, `unknown_message_type`, `invalid_frame`, `frame_too_deep`), and
+ * everything downstream, in the engine and in the SDK, trusts the types.
  */
+import { MAX_FRAME_DEPTH } from './constants.js';
+import type { ErrorBody, InvocationResultMsg, InvokeFunctionMsg, Message, MessageType } from './messages.js';
 import { deeperThan, jsonDepthOver, openingsAtLeast } from './nesting.js';
-
-export const PROTOCOL_VERSION = 1;
-export const DEFAULT_ENGINE_PORT = 49134;
-export const DEFAULT_ENGINE_URL = `ws://localhost:${DEFAULT_ENGINE_PORT}`;
-/** Largest frame the engine accepts by default; SDKs refuse to send larger ones. */
-export const DEFAULT_MAX_FRAME_BYTES = 8 * 1024 * 1024;
-export const DEFAULT_INVOCATION_TIMEOUT_MS = 30_000;
-/**
- * Deepest nesting of arrays and objects a frame may have, its own object counted: `{"data":[1]}`
- * is 2 deep. serde_json's default recursion limit, which iii's engine parses frames with, refuses
- * the 128th level, so every frame an iii peer can exchange with iii is accepted here. It bounds the
- * recursion of everything that walks a frame's values: JSON.stringify in the engine (which throws
- * at a few thousand levels), Python's json module in Python workers (at about 1,000).
- */
-export const MAX_FRAME_DEPTH = 128;
-
-/** Features a peer can ask for in `hello`. The engine answers with the subset it grants. */
-export type Feature =
-  /** engine → callee `cancel` when a call times out or its caller leaves; caller → engine `cancel`. */
-  | 'cancel'
-  /** positive `triggerregistrationresult` (with `status`) for every `registertrigger`, not only errors. */
-  | 'ack';
-export const FEATURES: readonly Feature[] = ['cancel', 'ack'];
-
-export interface ErrorBody {
-  code: string;
-  message: string;
-  stacktrace?: string;
-}
-
-export type InvocationAction = { type: 'void' } | { type: 'enqueue'; queue: string };
-
-// ---- iii 0.22 message set -------------------------------------------------------------------
-
-export interface WorkerRegisteredMsg {
-  type: 'workerregistered';
-  worker_id: string;
-  reattach_token?: string;
-}
-export interface ReattachMsg {
-  type: 'reattach';
-  previous_worker_id: string;
-  reattach_token?: string;
-}
-export interface RegisterFunctionMsg {
-  type: 'registerfunction';
-  id: string;
-  description?: string;
-  request_format?: unknown;
-  response_format?: unknown;
-  metadata?: Record<string, unknown>;
-  /** iii: an externally HTTP-invoked function. Accepted and listed; svc does not call out over HTTP. */
-  invocation?: unknown;
-}
-export interface UnregisterFunctionMsg {
-  type: 'unregisterfunction';
-  id: string;
-}
-export interface InvokeFunctionMsg {
-  type: 'invokefunction';
-  /** Absent or null: fire-and-forget. */
-  invocation_id?: string | null;
-  function_id: string;
-  data?: unknown;
-  traceparent?: string;
-  baggage?: string;
-  action?: InvocationAction;
-  metadata?: unknown;
-  /** svc extension: engine-side deadline for this call (default from config). iii clients omit it. */
-  timeout_ms?: number;
-  /**
-   * svc extension: the trigger binding this call is made for (a trigger type's provider firing a
-   * binding or checking its condition). The engine accepts it only from the binding's provider and
-   * authorizes the call with the rights of the binding's owner (docs/security.md).
-   */
-  binding_id?: string;
-}
-export interface InvocationResultMsg {
-  type: 'invocationresult';
-  invocation_id: string;
-  function_id?: string;
-  result?: unknown;
-  error?: ErrorBody;
-  traceparent?: string;
-  baggage?: string;
-}
-export interface RegisterTriggerTypeMsg {
-  type: 'registertriggertype';
-  id: string;
-  description?: string;
-  trigger_request_format?: unknown;
-  call_request_format?: unknown;
-  /**
-   * svc extension: functions a worker must be allowed to call to bind this type, because a binding
-   * lets it observe what they would show it (svc-state's `state` type: `state::get`).
-   */
-  binding_requires_call?: string[];
-}
-export interface UnregisterTriggerTypeMsg {
-  type: 'unregistertriggertype';
-  id: string;
-}
-export interface RegisterTriggerMsg {
-  type: 'registertrigger';
-  id: string;
-  trigger_type: string;
-  function_id: string;
-  config?: unknown;
-  metadata?: unknown;
-}
-export interface UnregisterTriggerMsg {
-  type: 'unregistertrigger';
-  id: string;
-  trigger_type?: string;
-}
-export interface TriggerRegistrationResultMsg {
-  type: 'triggerregistrationresult';
-  id: string;
-  trigger_type: string;
-  function_id: string;
-  error?: ErrorBody;
-  /** svc extension (feature `ack`): `active` once the provider accepted it, `parked` while no provider exists. */
-  status?: 'active' | 'parked';
-}
-/** Legacy iii frame; accepted and ignored. */
-export interface RegisterServiceMsg {
-  type: 'registerservice';
-  id: string;
-  name?: string;
-  description?: string;
-  parent_service_id?: string;
-}
-export interface PingMsg {
-  type: 'ping';
-}
-export interface PongMsg {
-  type: 'pong';
-}
-/** Engine → peer: a frame could not be accepted. `ref` names the frame it answers when known. */
-export interface ErrorMsg {
-  type: 'error';
-  error: ErrorBody;
-  ref?: { type?: string; id?: string };
-}
-
-// ---- svc extensions ---------------------------------------------------------------------------
-
-/**
- * svc extension. Peer → engine, first frame of an svc SDK: protocol version and wanted features.
- * Engine → peer: the answer, with the granted features and the engine's limits.
- */
-export interface HelloMsg {
-  type: 'hello';
-  protocol: number;
-  features: string[];
-  /** peer → engine: `client` for short-lived callers (CLI, console), hidden from worker lists. */
-  role?: 'worker' | 'client';
-  /** engine → peer */
-  engine?: { name: string; version: string; max_frame_bytes: number; invocation_timeout_ms: number };
-}
-/**
- * svc extension (feature `cancel`). Caller → engine: the caller gave up on its call `invocation_id`.
- * Engine → callee: stop working on `invocation_id`; no result is expected any more.
- */
-export interface CancelMsg {
-  type: 'cancel';
-  invocation_id: string;
-  reason?: string;
-}
-
-export type Message =
-  | WorkerRegisteredMsg
-  | ReattachMsg
-  | RegisterFunctionMsg
-  | UnregisterFunctionMsg
-  | InvokeFunctionMsg
-  | InvocationResultMsg
-  | RegisterTriggerTypeMsg
-  | UnregisterTriggerTypeMsg
-  | RegisterTriggerMsg
-  | UnregisterTriggerMsg
-  | TriggerRegistrationResultMsg
-  | RegisterServiceMsg
-  | PingMsg
-  | PongMsg
-  | ErrorMsg
-  | HelloMsg
-  | CancelMsg;
-
-export type MessageType = Message['type'];
 
 // ---- validation -------------------------------------------------------------------------------
 
@@ -390,14 +197,6 @@ export function asCallFrame(value: unknown): InvokeFunctionMsg | InvocationResul
   return null;
 }
 
-/**
- * The trace id of a W3C traceparent ("00-<32 hex trace id>-<16 hex span id>-<flags>"), or
- * undefined when it has not that shape. What log lines carry (the engine stores the trace id).
- */
-export function traceIdOfTraceparent(tp: string | null | undefined): string | undefined {
-  return tp != null && tp.length >= 35 && tp.charCodeAt(2) === 0x2d ? tp.slice(3, 35) : undefined;
-}
-
 /** Absent, null or a string: an optional nullable-string field. */
 function nullOrString(v: unknown): boolean {
   return v == null || typeof v === 'string';
@@ -431,8 +230,8 @@ export function decodeFrame(text: string, maxDepth = MAX_FRAME_DEPTH): DecodeRes
 /**
  * Run decodeFrame's depth scan and its refusal once at load, with type feedback, before any call
  * path is hot: the first frame long enough for the scan would otherwise reach optimised code with no
- * feedback for it and deoptimise the engine's call path (as ChurnMap's renewal did, bench/RESULTS.md
- * session 5; test/engine/jit-stability.test.ts). V8 records feedback only after a few runs.
+ * feedback for it and deoptimise the engine's call path (as ChurnMap's renewal did, churn-map.ts).
+ * V8 records feedback only after a few runs.
  */
 function primeDecodeFrame(): void {
   const head = '{"type":"invokefunction","function_id":"prime::x","invocation_id":"p","data":';
@@ -465,30 +264,5 @@ function describe(v: unknown): string {
   if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)}`;
   return typeof v === 'object' ? 'an object' : `${typeof v} ${String(v)}`;
 }
-
-/** Stable error codes produced by the engine and the SDKs (docs/errors.md lists them all). */
-export const ErrorCode = {
-  FunctionNotFound: 'function_not_found',
-  InvocationStopped: 'invocation_stopped',
-  InvocationFailed: 'invocation_failed',
-  Timeout: 'timeout',
-  Cancelled: 'cancelled',
-  ConnectionLost: 'connection_lost',
-  ShuttingDown: 'shutting_down',
-  MalformedFrame: 'malformed_frame',
-  InvalidFrame: 'invalid_frame',
-  UnknownMessageType: 'unknown_message_type',
-  FrameTooLarge: 'frame_too_large',
-  FrameTooDeep: 'frame_too_deep',
-  PayloadTooLarge: 'payload_too_large',
-  ResultTooLarge: 'result_too_large',
-  InvalidFunctionId: 'invalid_function_id',
-  InvalidPayload: 'invalid_payload',
-  EnqueueError: 'enqueue_error',
-  TriggerRegistrationFailed: 'trigger_registration_failed',
-  TriggerTypeNotFound: 'trigger_type_not_found',
-  DuplicateFunction: 'duplicate_function',
-} as const;
-export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 primeDecodeFrame();

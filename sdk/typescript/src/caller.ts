@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import { ChurnMap } from './churn-map.js';
+import type { Connection } from './connection.js';
+import { invocationScope } from './context.js';
+import { describeValue as describe, InvocationError } from './errors.js';
+import { invokeFrame } from './protocol/frame-layout.js';
+import type { InvocationResultMsg } from './protocol/messages.js';
+import type { CallRequest } from './worker-types.js';
+import type { WorkerState } from './worker-events.js';
+
+/** How long after a call's deadline the local safety timer gives up on the engine's answer. */
+export const SAFETY_MARGIN_MS = 1000;
+
+interface PendingCall {
+  resolve(v: unknown): void;
+  reject(e: Error): void;
+  timer: NodeJS.Timeout;
+  functionId: string;
+}
+
+/** What the Caller needs of its worker. */
+export interface CallerHost {
+  readonly state: WorkerState;
+  /** Resolves once connected; rejects with the refusal, `connection_lost` at `timeoutMs`, or `shutting_down`. */
+  ready(timeoutMs: number): Promise<void>;
+  /** The deadline of a call that sets none, as far as known now (the engine's, once it said). */
+  readonly defaultTimeoutMs: number;
+  /** WorkerOptions.invocationTimeoutMs. */
+  readonly invocationTimeoutMs: number | undefined;
+  /** The engine granted the `cancel` feature. */
+  readonly canCancel: boolean;
+  /** The refusal that closed the worker for good (`stale_worker`), if that is why it is closed. */
+  readonly closedBy: InvocationError | null;
+}
+
+/**
+ * The calls this worker makes (`trigger()`): the frame, the pending answer, the deadline's safety
+ * net, cancelling. The engine enforces every call's deadline and answers `timeout`; a call given a
+ * deadline carries it as `timeout_ms`, a call given none carries none and the engine applies its
+ * `engine.invocation_timeout_ms`.
+ */
+export class Caller {
+  private readonly calls = new ChurnMap<string, PendingCall>();
+
+  constructor(
+    private readonly conn: Connection,
+    private readonly host: CallerHost,
+  ) {}
+
+  async call<T>(req: CallRequest): Promise<T> {
+    const problem = requestProblem(req);
+    if (problem !== null) throw problem;
+    const state = this.host.state;
+    if (state === 'closed') throw this.host.closedBy ?? new InvocationError('shutting_down', 'Worker is shut down', req.function_id);
+    // No deadline given: none is sent, and the engine applies its own default
+    // (engine.invocation_timeout_ms), which the local safety timer below follows.
+    const timeoutMs = req.timeoutMs ?? this.host.invocationTimeoutMs;
+    // While draining, handlers still running make their nested calls on the connection as it is.
+    if (state !== 'connected' && state !== 'draining') await this.host.ready(timeoutMs ?? this.host.defaultTimeoutMs);
+    const scope = req.parent ?? invocationScope.getStore();
+    const isVoid = req.action?.type === 'void';
+    const invocationId = isVoid ? undefined : randomUUID();
+    const msg = invokeFrame(
+      req.function_id,
+      invocationId,
+      timeoutMs,
+      req.bindingId,
+      req.payload ?? {},
+      req.action,
+      req.metadata,
+      scope?.traceparent,
+      scope?.baggage,
+    );
+    const text = this.conn.encode(msg, req.function_id);
+    if (!invocationId) {
+      if (!this.conn.sendText(text)) throw new InvocationError('connection_lost', 'Not connected to the engine', req.function_id);
+      return undefined as T;
+    }
+    return new Promise<T>((resolve, reject) => {
+      // The engine enforces the deadline and answers `timeout`; this timer is only a safety net
+      // for an engine that never answers, a second after the engine's deadline. Without a deadline
+      // of the caller's, that is the engine's default, which may only be known (from `hello`)
+      // after the call went out: the timer then waits on for what the engine advertised.
+      let waited = (timeoutMs ?? this.host.defaultTimeoutMs) + SAFETY_MARGIN_MS;
+      const expire = (): void => {
+        const call = this.calls.get(invocationId);
+        if (!call) return;
+        const engineDefault = this.host.defaultTimeoutMs + SAFETY_MARGIN_MS;
+        if (timeoutMs === undefined && engineDefault > waited) {
+          call.timer = setTimeout(expire, engineDefault - waited);
+          waited = engineDefault;
+          return;
+        }
+        this.calls.delete(invocationId);
+        this.cancelRemote(invocationId, 'timeout');
+        reject(new InvocationError('timeout', `Invocation of ${req.function_id} timed out after ${waited - SAFETY_MARGIN_MS}ms`, req.function_id));
+      };
+      const timer = setTimeout(expire, waited);
+      const signal = req.signal;
+      const onAbort = (): void => {
+        const call = this.calls.get(invocationId);
+        if (!call) return;
+        this.calls.delete(invocationId);
+        clearTimeout(call.timer);
+        this.cancelRemote(invocationId, 'caller aborted');
+        reject(new InvocationError('cancelled', `Call of ${req.function_id} was cancelled by the caller`, req.function_id));
+      };
+      const settle = <A extends unknown[]>(f: (...a: A) => void) => (...a: A): void => {
+        signal?.removeEventListener('abort', onAbort);
+        f(...a);
+      };
+      this.calls.set(invocationId, { resolve: settle(resolve as (v: unknown) => void), reject: settle(reject), timer, functionId: req.function_id });
+      if (signal) {
+        if (signal.aborted) return onAbort();
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      if (!this.conn.sendText(text)) {
+        clearTimeout(timer);
+        this.calls.delete(invocationId);
+        reject(new InvocationError('connection_lost', 'Not connected to the engine', req.function_id));
+      }
+    });
+  }
+
+  /** The engine's answer to one of our calls; a late one (after a timeout or abort) is dropped. */
+  onResult(m: InvocationResultMsg): void {
+    const call = this.calls.get(m.invocation_id);
+    if (!call) return;
+    this.calls.delete(m.invocation_id);
+    clearTimeout(call.timer);
+    if (m.error) call.reject(InvocationError.from(m.error, m.function_id ?? call.functionId));
+    else call.resolve(m.result ?? null);
+  }
+
+  /** Fail every call awaiting an answer: the socket is gone (`connection_lost`) or the worker stops. */
+  failAll(code: 'connection_lost' | 'shutting_down', message: (functionId: string) => string): void {
+    for (const [id, call] of this.calls) {
+      clearTimeout(call.timer);
+      call.reject(new InvocationError(code, message(call.functionId), call.functionId));
+      this.calls.delete(id);
+    }
+  }
+
+  private cancelRemote(invocationId: string, reason: string): void {
+    if (this.host.canCancel) this.conn.send({ type: 'cancel', invocation_id: invocationId, reason });
+  }
+}
+
+/**
+ * Why `req` cannot be sent, as the Python SDK reports it (the same codes): `invalid_function_id`
+ * for a missing or empty function id, `invalid_argument` for any other field of the wrong kind.
+ * Checked before anything is sent, so a mistake is not answered by the engine as a bad frame.
+ */
+function requestProblem(req: CallRequest): InvocationError | null {
+  if (typeof req !== 'object' || req === null) return new InvocationError('invalid_argument', `trigger() takes {function_id, payload?, …}, got ${describe(req)}`);
+  const fid = req.function_id;
+  if (typeof fid !== 'string' || fid.length === 0) return new InvocationError('invalid_function_id', `trigger() needs a non-empty function_id, got ${describe(fid)}`);
+  const t = req.timeoutMs;
+  if (t !== undefined && !(typeof t === 'number' && t > 0 && Number.isFinite(t))) {
+    return new InvocationError('invalid_argument', `timeoutMs must be a positive number of milliseconds, got ${describe(t)}`, fid);
+  }
+  const a = req.action;
+  if (a !== undefined && !(typeof a === 'object' && a !== null && (a.type === 'void' || (a.type === 'enqueue' && typeof a.queue === 'string')))) {
+    return new InvocationError('invalid_argument', `action must be {type: 'void'} or {type: 'enqueue', queue: string} (TriggerAction), got ${describe(a)}`, fid);
+  }
+  const b = req.bindingId;
+  if (b !== undefined && !(typeof b === 'string' && b.length > 0)) return new InvocationError('invalid_argument', `bindingId must be a non-empty string, got ${describe(b)}`, fid);
+  return null;
+}

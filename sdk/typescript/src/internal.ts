@@ -1,0 +1,23 @@
+/**
+ * `svc-sdk/internal`: what the engine, the CLI and the built-in workers share with the SDK's own
+ * code and a worker author does not need. Not a contract: it changes with them.
+ *
+ * - ChurnMap (churn-map.ts): a Map for entries that come and go at the call rate.
+ * - sendCoalesced, exceedsBytes (transport.ts): write coalescing per event-loop turn; a frame's size.
+ * - invokeFrame, resultFrame (protocol/frame-layout.ts): the call frames in the layout the
+ *   engine's fast path passes payloads on in.
+ * - deeperThan, jsonDepthOver (protocol/nesting.ts): a frame's nesting depth.
+ * - logRow, traceIdOfTraceparent (protocol/log-rows.ts): Logger lines as rows.
+ * - toErrorBody, describeValue (errors.ts): a thrown value as a wire error; a value in a message.
+ * - parseEngineUrls, backoffDelay (connection.ts): engine addresses; reconnect delays.
+ * - the supervisor's environment contract (supervised.ts): SVC_RUN_SECRET, SVC_LIVENESS_FD.
+ */
+export { ChurnMap } from './churn-map.js';
+export { sendCoalesced, exceedsBytes } from './transport.js';
+export { invokeFrame, resultFrame } from './protocol/frame-layout.js';
+export { deeperThan, jsonDepthOver } from './protocol/nesting.js';
+export { logRow, traceIdOfTraceparent, type LogRowScope } from './protocol/log-rows.js';
+export { toErrorBody, describeValue } from './errors.js';
+export { parseEngineUrls, backoffDelay } from './connection.js';
+export { RUN_SECRET_ENV, LIVENESS_FD_ENV, ENGINE_GONE_EXIT_MS, startedByEngine } from './supervised.js';
+export { SAFETY_MARGIN_MS } from './caller.js';

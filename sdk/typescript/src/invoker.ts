@@ -1,0 +1,159 @@
+import { ChurnMap } from './churn-map.js';
+import type { Connection } from './connection.js';
+import { invocationScope } from './context.js';
+import { describeValue, InvocationError, toErrorBody } from './errors.js';
+import type { Logger } from './logger.js';
+import { resultFrame } from './protocol/frame-layout.js';
+import { functionIdProblem } from './protocol/function-id.js';
+import type { ErrorBody, InvokeFunctionMsg, RegisterFunctionMsg } from './protocol/messages.js';
+import type { FunctionOptions } from './worker-types.js';
+
+/**
+ * One incoming call being served: the handler's `ctx` (InvocationContext, with `worker` of type W)
+ * and the async-local scope in one object. Its AbortController is made only when the handler reads
+ * `signal`, since most never do and one per call was a measurable share of a worker's CPU.
+ */
+export class RunningCall<W> {
+  private controller: AbortController | undefined;
+  private reason: unknown;
+  aborted = false;
+
+  constructor(
+    readonly invocationId: string,
+    readonly functionId: string,
+    readonly metadata: unknown,
+    readonly traceparent: string | undefined,
+    readonly baggage: string | undefined,
+    readonly logger: Logger,
+    readonly worker: W,
+  ) {}
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+}
+
+// `any` for the input on purpose: handlers declare the shape they expect.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Handler<W> = (data: any, ctx: RunningCall<W>) => unknown;
+
+/** What the Invoker needs of its worker. */
+export interface InvokerHost<W> {
+  readonly workerName: string;
+  readonly logger: Logger;
+  /** The handlers' `ctx.worker`. */
+  readonly worker: W;
+  /** false: handlers run without the async-local scope (WorkerOptions.implicitContext). */
+  readonly implicitContext: boolean;
+  /** false once shutdown() began: new calls are refused with `shutting_down`. */
+  accepting(): boolean;
+}
+
+/**
+ * The calls the engine routes to this worker: the function table (replayed on every connection),
+ * the handlers running, their answers, and cancelling them. Knows when it is idle, for shutdown().
+ */
+export class Invoker<W> {
+  private readonly functions = new Map<string, { handler: Handler<W>; msg: RegisterFunctionMsg }>();
+  /** Calls awaiting an answer, by invocation id (fire-and-forget calls have none). */
+  private readonly running = new ChurnMap<string, RunningCall<W>>();
+  /** Handlers running, fire-and-forget ones included. */
+  private active = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly conn: Connection,
+    private readonly host: InvokerHost<W>,
+  ) {}
+
+  register(id: string, handler: Handler<W>, options: FunctionOptions): { id: string; unregister(): void } {
+    if (typeof id !== 'string') throw new InvocationError('invalid_function_id', `Function id must be a non-empty string, got ${describeValue(id)}`);
+    const problem = functionIdProblem(id);
+    if (problem !== null) throw new InvocationError('invalid_function_id', `Function id ${JSON.stringify(id.slice(0, 200))} ${problem}`);
+    if (typeof handler !== 'function') throw new InvocationError('invalid_argument', `Handler for ${id} must be a function, got ${describeValue(handler)}`, id);
+    if (this.functions.has(id)) throw new InvocationError('duplicate_function', `Function ${id} is already registered by this worker`, id);
+    const msg: RegisterFunctionMsg = { type: 'registerfunction', id, ...options };
+    this.functions.set(id, { handler, msg });
+    this.conn.send(msg);
+    return {
+      id,
+      unregister: () => {
+        if (this.functions.delete(id)) this.conn.send({ type: 'unregisterfunction', id });
+      },
+    };
+  }
+
+  /** Send every registration again (a new connection). */
+  replay(): void {
+    for (const { msg } of this.functions.values()) this.conn.send(msg);
+  }
+
+  async invoke(m: InvokeFunctionMsg): Promise<void> {
+    const invocationId = m.invocation_id ?? undefined;
+    if (!this.host.accepting()) {
+      if (invocationId) this.reply(invocationId, m.function_id, undefined, { code: 'shutting_down', message: `Worker ${this.host.workerName} is shutting down` });
+      return;
+    }
+    const fn = this.functions.get(m.function_id);
+    if (!fn) {
+      if (invocationId) this.reply(invocationId, m.function_id, undefined, { code: 'function_not_found', message: `Function ${m.function_id} not found` });
+      return;
+    }
+    const call = new RunningCall(invocationId ?? '', m.function_id, m.metadata, m.traceparent ?? undefined, m.baggage ?? undefined, this.host.logger, this.host.worker);
+    if (invocationId) this.running.set(invocationId, call);
+    this.active++;
+    let result: unknown;
+    let error: ErrorBody | undefined;
+    try {
+      // The call is the handler's context and the async-local scope at once (Logger, nested calls).
+      result = await (this.host.implicitContext ? invocationScope.run(call, fn.handler, m.data ?? {}, call) : fn.handler(m.data ?? {}, call));
+    } catch (e) {
+      error = toErrorBody(e);
+    }
+    if (--this.active === 0 && this.idleWaiters.length > 0) for (const w of this.idleWaiters.splice(0)) w();
+    if (!invocationId) return;
+    const wasRunning = this.running.delete(invocationId);
+    // Cancelled (or the connection dropped): the engine no longer expects an answer.
+    if (!wasRunning || call.aborted) return;
+    this.reply(invocationId, m.function_id, result, error);
+  }
+
+  /** The engine no longer wants the answer (`cancel`): the handler's signal is aborted. */
+  cancel(invocationId: string, reason: string | undefined): void {
+    this.running.get(invocationId)?.abort(new InvocationError('cancelled', reason ?? 'Cancelled by the engine'));
+  }
+
+  /** The socket is gone: every running handler's signal is aborted, and its answer dropped. */
+  abortAll(): void {
+    for (const r of this.running.values()) r.abort(new InvocationError('connection_lost', 'Connection to the engine lost'));
+  }
+
+  /** Resolves when no handler is running (at once if none is). */
+  whenIdle(): Promise<void> {
+    return this.active === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private reply(invocationId: string, functionId: string, result: unknown, error: ErrorBody | undefined): void {
+    let text: string;
+    try {
+      text = this.conn.encode(resultFrame(invocationId, functionId, result, error), functionId);
+    } catch (e) {
+      // The caller learns why instead of waiting for its deadline; a result too large is told
+      // apart from a call too large (svc-http answers them 502 and 413).
+      const failure = (e as InvocationError).code === 'payload_too_large' ? { code: 'result_too_large', message: `Result of ${functionId}: ${(e as Error).message}` } : toErrorBody(e);
+      text = JSON.stringify(resultFrame(invocationId, functionId, undefined, failure));
+    }
+    this.conn.sendText(text);
+  }
+}

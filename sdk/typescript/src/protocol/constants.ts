@@ -1,0 +1,45 @@
+/**
+ * The numbers and names of the svc wire protocol that both ends must agree on: the version, the
+ * default address and limits, the svc extensions a peer may ask for, the close codes the engine
+ * refuses a connection with, and the engine functions every svc SDK calls. The Python SDK holds the
+ * same values (sdk/python/src/svc_sdk/protocol.py); sdk/python/tests/test_protocol_constants.py
+ * compares the two.
+ */
+
+export const PROTOCOL_VERSION = 1;
+export const DEFAULT_ENGINE_PORT = 49134;
+export const DEFAULT_ENGINE_URL = `ws://localhost:${DEFAULT_ENGINE_PORT}`;
+/** Largest frame the engine accepts by default; SDKs refuse to send larger ones. */
+export const DEFAULT_MAX_FRAME_BYTES = 8 * 1024 * 1024;
+/** The deadline of a call that sets none (config.yaml `engine.invocation_timeout_ms`). */
+export const DEFAULT_INVOCATION_TIMEOUT_MS = 30_000;
+/**
+ * Deepest nesting of arrays and objects a frame may have, its own object counted: `{"data":[1]}`
+ * is 2 deep. serde_json's default recursion limit, which iii's engine parses frames with, refuses
+ * the 128th level, so every frame an iii peer can exchange with iii is accepted here. It bounds the
+ * recursion of everything that walks a frame's values: JSON.stringify in the engine (which throws
+ * at a few thousand levels), Python's json module in Python workers (at about 1,000).
+ */
+export const MAX_FRAME_DEPTH = 128;
+/** The SDKs accept frames from the engine this deep: its listings nest what it stored a few levels deeper. */
+export const MAX_RECEIVED_FRAME_DEPTH = 2 * MAX_FRAME_DEPTH;
+
+/** Features a peer can ask for in `hello`. The engine answers with the subset it grants. */
+export type Feature =
+  /** engine → callee `cancel` when a call times out or its caller leaves; caller → engine `cancel`. */
+  | 'cancel'
+  /** positive `triggerregistrationresult` (with `status`) for every `registertrigger`, not only errors. */
+  | 'ack';
+export const FEATURES: readonly Feature[] = ['cancel', 'ack'];
+
+/** WebSocket close code of the engine's `unauthorized` refusal (no token, or an unknown one). */
+export const UNAUTHORIZED_CLOSE = 4401;
+/** WebSocket close code of the engine's `stale_worker` refusal (another engine run's secret). */
+export const STALE_WORKER_CLOSE = 4410;
+/** Upgrade request header carrying the run secret the engine gave a process it started. */
+export const RUN_SECRET_HEADER = 'x-svc-run-secret';
+
+/** Called fire-and-forget after every connect with the worker's name, runtime and metadata. */
+export const REGISTER_WORKER_FUNCTION = 'engine::workers::register';
+/** Logger lines, several per call: `{lines: [[level, message, data, function_id, invocation_id, trace_id], …]}`. */
+export const LOG_BATCH_FUNCTION = 'engine::log::batch';

@@ -1,0 +1,120 @@
+/**
+ * docs/errors.md lists exactly the error codes the code can produce, and svc-sdk's ErrorCode is
+ * exactly the protocol's part of that list (its Calls, Frames and Triggers tables).
+ *
+ * "Codes the code can produce" are found by reading the sources of the engine, the CLI, the
+ * built-in workers and the console (src/, console/src/) and of both SDKs (sdk/typescript/src/,
+ * sdk/python/src/), where a code is written in one of the forms svc's code uses to produce one:
+ *
+ *   new SvcError('code', …)   new StateError('code', …)   new HttpError(404, 'code', …)   (Python: SvcError("code", …))
+ *   { code: 'code', … }   {"code": "code"}   readonly code = 'code'   error.code = 'code'
+ *   type CronErrorCode = 'a' | 'b'   (code: 'a' | 'b')   the codes a class or function declares it produces
+ *   ErrorCode.Timeout, ErrorCode.TIMEOUT   the protocol's list, in either SDK
+ *   [431, 'headers_too_large', …]   an HTTP status and its code
+ *
+ * A new code written in another form is missed by the first check below, so write it in one of
+ * these (an SvcError subclass is the usual way).
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ErrorCode } from 'svc-sdk';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const SOURCES = ['src', 'console/src', 'sdk/typescript/src', 'sdk/python/src'];
+const CODE = '[a-z][a-z0-9_]*';
+const Q = `['"]`;
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return name === 'node_modules' || name === '__pycache__' ? [] : files(path);
+    return /\.(ts|tsx|py)$/.test(name) && !name.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+/** Every code the sources produce, with where (file:line) it was first seen. */
+function producedCodes(): Map<string, string> {
+  const found = new Map<string, string>();
+  const tsNames = new Map(Object.entries(ErrorCode));
+  const pyErrors = readFileSync(join(ROOT, 'sdk/python/src/svc_sdk/errors.py'), 'utf8');
+  const pyNames = new Map([...pyErrors.matchAll(/^\s+([A-Z_]+) = "([a-z_]+)"$/gm)].map((m) => [m[1]!, m[2]!]));
+  const singles = [
+    new RegExp(`\\b(?:new\\s+)?[A-Z]\\w*Error\\(\\s*(?:\\d+\\s*,\\s*)?${Q}(${CODE})${Q}`, 'g'),
+    // A property (`code: 'x'`, `"code": "x"`), not a ternary's `x.code : 'y'`; an assignment.
+    new RegExp(`(?<![.\\w])code${Q}?\\s*:\\s*${Q}(${CODE})${Q}(?!\\s*\\|)`, 'g'),
+    new RegExp(`\\bcode\\s*=\\s*${Q}(${CODE})${Q}`, 'g'),
+    new RegExp(`\\[\\s*[1-5]\\d\\d\\s*,\\s*${Q}(${CODE})${Q}`, 'g'),
+  ];
+  const unions = [new RegExp(`\\btype \\w*Code\\s*=([^;]+);`, 'g'), new RegExp(`\\bcode\\??:\\s*((?:${Q}${CODE}${Q}\\s*\\|\\s*)+${Q}${CODE}${Q})`, 'g')];
+  for (const dir of SOURCES) {
+    for (const file of files(join(ROOT, dir))) {
+      const text = readFileSync(file, 'utf8');
+      const where = (index: number): string => `${relative(ROOT, file)}:${text.slice(0, index).split('\n').length}`;
+      const add = (code: string | undefined, index: number): void => {
+        if (code !== undefined && !found.has(code)) found.set(code, where(index));
+      };
+      for (const re of singles) for (const m of text.matchAll(re)) add(m[1], m.index);
+      for (const re of unions) for (const m of text.matchAll(re)) for (const lit of m[1]!.matchAll(new RegExp(`${Q}(${CODE})${Q}`, 'g'))) add(lit[1], m.index);
+      const names = file.endsWith('.py') ? pyNames : tsNames;
+      for (const m of text.matchAll(/\bErrorCode\.([A-Za-z_]+)\b/g)) add(names.get(m[1]!), m.index);
+    }
+  }
+  return found;
+}
+
+/** The codes in the first column of docs/errors.md's tables, by the section (## heading) they are in. */
+function documentedCodes(): Map<string, Set<string>> {
+  const bySection = new Map<string, Set<string>>();
+  let section = '';
+  let inCodeTable = false;
+  for (const line of readFileSync(join(ROOT, 'docs/errors.md'), 'utf8').split('\n')) {
+    if (line.startsWith('## ')) section = line.slice(3).trim();
+    if (!line.startsWith('|')) {
+      inCodeTable = false;
+      continue;
+    }
+    const first = line.split('|')[1]!.trim();
+    if (/^code$/i.test(first)) {
+      inCodeTable = true;
+      continue;
+    }
+    if (!inCodeTable || /^-+$/.test(first)) continue;
+    const codes = bySection.get(section) ?? new Set<string>();
+    for (const m of first.matchAll(/`([a-z][a-z0-9_]*)`/g)) codes.add(m[1]!);
+    bySection.set(section, codes);
+  }
+  return bySection;
+}
+
+describe('error codes: docs/errors.md and the code agree', () => {
+  const produced = producedCodes();
+  const bySection = documentedCodes();
+  const documented = new Set([...bySection.values()].flatMap((s) => [...s]));
+
+  test('every code the code can produce is documented', () => {
+    const missing = [...produced].filter(([code]) => !documented.has(code)).map(([code, where]) => `${code} (${where})`);
+    assert.deepEqual(missing, [], 'codes produced but not in a table of docs/errors.md');
+  });
+
+  test('every documented code is one the code can produce', () => {
+    const stale = [...documented].filter((code) => !produced.has(code));
+    assert.deepEqual(stale, [], 'codes in docs/errors.md that no source produces');
+  });
+
+  test("svc-sdk's ErrorCode is the Calls, Frames and Triggers tables: the protocol's codes", () => {
+    const protocol = new Set(['Calls (engine and SDKs)', 'Frames (engine `error` frames)', 'Triggers'].flatMap((s) => [...(bySection.get(s) ?? [])]));
+    assert.ok(protocol.size > 20, `found the three tables (${protocol.size} codes)`);
+    assert.deepEqual([...new Set(Object.values(ErrorCode))].sort(), [...protocol].sort());
+  });
+
+  test('the scan finds codes in each form it reads', () => {
+    // One per form, so that a change that breaks a pattern fails here rather than silently.
+    for (const code of ['invalid_expression', 'value_too_large', 'headers_too_large', 'route_conflict', 'docker_unavailable', 'console_unreachable', 'stale_worker', 'result_too_large', 'unknown_queue']) {
+      assert.ok(produced.has(code), code);
+    }
+    assert.match(produced.get('connection_lost') ?? '', /\.(ts|py):\d+$/);
+  });
+});
