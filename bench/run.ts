@@ -18,6 +18,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
 import { fmt, median, runMain, startNode, UsageError, type Proc } from './harness.js';
+import { checkJitProbes } from './jit-probes.js';
 
 
 interface Target {
@@ -144,6 +145,9 @@ async function main(): Promise<void> {
       (process.env.SVC_BENCH_ENGINE_OPTIONS ? `engine options: ${process.env.SVC_BENCH_ENGINE_OPTIONS}\n` : '') +
       '\n',
   );
+  // A call path that deoptimises at a rare branch would measure V8 recompiling it: probe first.
+  checkJitProbes();
+  process.stdout.write('\n');
   // Other work on the machine shows up as noise; the load average says how much there was.
   const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
   const loadBefore = load();

@@ -1,4 +1,4 @@
-import { functionIdProblem, type ErrorBody } from 'svc-sdk';
+import { functionIdProblem, SvcError, type ErrorBody } from 'svc-sdk';
 import { printableJson } from './printable.js';
 
 /** The engine's own error bodies, in one place so codes and wording stay stable (docs/errors.md). */
@@ -67,16 +67,11 @@ export const engineErrors = {
   }),
 };
 
-/** A builtin handler throws this to answer with a specific code. */
-export class EngineError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-  body(): ErrorBody {
-    return { code: this.code, message: this.message };
+/** A builtin handler throws this to answer with a specific code (its `body()` is the answer). */
+export class EngineError extends SvcError {
+  constructor(code: string, message: string) {
+    super(code, message);
+    this.name = 'EngineError';
   }
 }
 
