@@ -202,7 +202,7 @@ export class Triggers {
   }
 
   /**
-   * Cluster mode: other engines appear as providers (sessions with `node` set). One on this engine
+   * Cluster mode: other engines appear as providers (RemotePeers: `node` set). One on this engine
    * goes first; another engine's only when none is here, and never for a binding that another
    * engine handed us (`owner` is its RemotePeer), so a binding is never forwarded twice.
    */
