@@ -21,7 +21,7 @@
  * Why the burst: at one call in flight a 0.5 s warm-up is ~1,500 calls, and the engine's call path
  * was still being compiled by V8's optimising tier 3.5 s after its first call (`node --trace-opt`),
  * while a relay's one handler is optimised within a second: the 1-in-flight cells measured JIT
- * warm-up, not a long-running daemon (bench/RESULTS.md, session 5).
+ * warm-up, not a long-running daemon (bench/RESULTS.md, 2026-11-22, 3035bb7).
  */
 import { registerWorker, type Worker } from 'svc-sdk';
 import { cpuMicros } from './harness.js';

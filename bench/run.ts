@@ -9,7 +9,8 @@
  * interleaved, not consecutive. Before anything is measured each server gets a burst of 20,000
  * calls (V8 has then optimised every process's call path) and a warm-up at each number in flight.
  * The median of the rounds is shown. Why (the VM's drift, JIT warm-up): interleaved-caller.ts and
- * bench/RESULTS.md, session 5.
+ * bench/RESULTS.md, 2026-11-22, 3035bb7. The V8 optimisation probes (jit-probes.ts) run first: a
+ * call path that deoptimised at a rare branch would measure V8 recompiling it.
  *
  *   npm run bench                     5 rounds, 0.5 s warm-up + 2 s measured per server and number in flight (~2.5 min)
  *   npm run bench -- --quick          1 round, 0.3 s + 1 s (~30 s)
@@ -18,6 +19,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
 import { fmt, median, runMain, startNode, UsageError, type Proc } from './harness.js';
+import { checkJitProbes } from './jit-probes.js';
 
 
 interface Target {
@@ -144,6 +146,9 @@ async function main(): Promise<void> {
       (process.env.SVC_BENCH_ENGINE_OPTIONS ? `engine options: ${process.env.SVC_BENCH_ENGINE_OPTIONS}\n` : '') +
       '\n',
   );
+  // A call path that deoptimises at a rare branch would measure V8 recompiling it: probe first.
+  checkJitProbes();
+  process.stdout.write('\n');
   // Other work on the machine shows up as noise; the load average says how much there was.
   const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
   const loadBefore = load();

@@ -1,4 +1,4 @@
-import type { Session } from './session.js';
+import type { Peer } from './peer.js';
 
 /**
  * Byte budgets of what the engine stores for its peers: descriptions, request and response formats,
@@ -69,7 +69,7 @@ export function boundValue(v: unknown, limit: number, what: string): { value: un
  * types', its bindings' configs, its worker metadata): each value at most `maxValue` characters,
  * all of one peer's together at most `maxPerWorker`. Charged per key ("f:<id>" for a function,
  * …), so that registering the same id again replaces its charge; everything a peer holds goes with
- * its session.
+ * its peer.
  */
 export class StoredValues {
   constructor(
@@ -82,7 +82,7 @@ export class StoredValues {
    * not), and charge them. `frameChars`: the length of the frame that carried them, an upper bound
    * of their size: when it is within `maxValue` no field needs measuring on its own.
    */
-  bound<T extends object>(s: Session, key: string, fields: T, frameChars = Infinity): { fields: T; over: string[] } {
+  bound<T extends object>(s: Peer, key: string, fields: T, frameChars = Infinity): { fields: T; over: string[] } {
     this.release(s, key);
     const out = { ...fields } as Record<string, unknown>;
     const over: string[] = [];
@@ -110,14 +110,14 @@ export class StoredValues {
     return { fields: out as T, over };
   }
 
-  release(s: Session, key: string): void {
+  release(s: Peer, key: string): void {
     const had = s.stored.get(key);
     if (had === undefined) return;
     s.stored.delete(key);
     s.storedBytes -= had;
   }
 
-  private charge(s: Session, key: string, size: number): void {
+  private charge(s: Peer, key: string, size: number): void {
     s.stored.set(key, size);
     s.storedBytes += size;
   }

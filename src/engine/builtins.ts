@@ -1,10 +1,12 @@
 import { traceIdOfTraceparent } from 'svc-sdk/internal';
 import { boundValue, cutString, head, type StoredValues } from './budgets.js';
 import { EngineError } from './errors.js';
-import { LINE_OVERHEAD, LOG_LEVELS, levelIndex, type LogBuffer } from './logs.js';
+import type { LogRing } from './hot/log-ring.js';
+import { LINE_OVERHEAD, LOG_LEVELS, levelIndex } from './logs.js';
 import { ENGINE_VERSION } from './options.js';
 import type { Invocations } from './invocations.js';
 import type { Registry } from './registry.js';
+import type { Peer } from './peer.js';
 import type { Session } from './session.js';
 import type { Triggers } from './triggers.js';
 import { reservedNameRefusal } from './worker-names.js';
@@ -13,10 +15,10 @@ export interface BuiltinDeps {
   registry: Registry;
   triggers: Triggers;
   invocations: Invocations;
-  logs: LogBuffer;
+  logs: LogRing;
   sessions: () => Iterable<Session>;
   startedAt: number;
-  onWorkerRegistered: (s: Session) => void;
+  onWorkerRegistered: (s: Peer) => void;
   /** Budgets of what a peer's registration stores (worker metadata here). */
   stored: StoredValues;
   /** An answer must fit in a frame: listings stay within half of it. */
@@ -45,16 +47,16 @@ function str(data: Record<string, unknown>, field: string, fn: string): string {
 }
 
 /** The engine's own functions, callable by id like any other (`svc trigger engine::workers::list`). */
-export function installBuiltins(d: BuiltinDeps): void {
-  const r = d.registry;
+export function installBuiltins(deps: BuiltinDeps): void {
+  const registry = deps.registry;
 
-  r.addBuiltin('engine::workers::register', 'Attach metadata (name, runtime, version, pid, …) to the calling connection', (data, caller) => {
+  registry.addBuiltin('engine::workers::register', 'Attach metadata (name, runtime, version, pid, …) to the calling connection', (data, caller) => {
     if (!caller) return null;
     const m = obj(data);
     const { _caller_worker_id: _ignored, name, ...meta } = m;
     // Merged with what earlier calls gave, and bounded as a whole (budgets.ts): a worker calling
     // this again and again cannot grow its metadata without limit.
-    caller.metadata = d.stored.bound(caller, 'metadata', { metadata: { ...caller.metadata, ...meta } }).fields.metadata as Record<string, unknown>;
+    caller.metadata = deps.stored.bound(caller, 'metadata', { metadata: { ...caller.metadata, ...meta } }).fields.metadata as Record<string, unknown>;
     if (m.role === 'client' || m.role === 'worker') caller.role = m.role;
     // The name of a built-in or of the engine's own clients is refused to anyone else; the rest
     // of the registration stands (an error frame tells the worker, which SDKs report, and a
@@ -64,7 +66,7 @@ export function installBuiltins(d: BuiltinDeps): void {
       caller.name = head(name, 200);
       caller.metadata.name = caller.name;
     }
-    d.onWorkerRegistered(caller);
+    deps.onWorkerRegistered(caller);
     if (refusal) {
       caller.sendError(refusal, { type: 'invokefunction', id: 'engine::workers::register' });
       throw new EngineError(refusal.code, refusal.message);
@@ -73,23 +75,23 @@ export function installBuiltins(d: BuiltinDeps): void {
   });
 
   const visibleWorkers = (includeClients: boolean): Session[] =>
-    [...d.sessions()].filter((s) => includeClients || s.role !== 'client');
+    [...deps.sessions()].filter((s) => includeClients || s.role !== 'client');
 
-  r.addBuiltin('engine::workers::list', 'Connected workers with their functions and load', (data) => ({
+  registry.addBuiltin('engine::workers::list', 'Connected workers with their functions and load', (data) => ({
     workers: visibleWorkers(obj(data).include_clients === true).map((s) => s.describe()),
   }));
 
-  r.addBuiltin('engine::workers::info', 'One worker by worker_id or name', (data) => {
+  registry.addBuiltin('engine::workers::info', 'One worker by worker_id or name', (data) => {
     const m = obj(data);
     const key = str(m, m.worker_id !== undefined ? 'worker_id' : 'name', 'engine::workers::info');
-    const s = [...d.sessions()].find((x) => x.id === key || x.name === key);
+    const s = [...deps.sessions()].find((x) => x.id === key || x.name === key);
     if (!s) throw new EngineError('worker_not_found', `Worker ${key} not found`);
     return s.describe();
   });
 
   // `counts`: in-flight calls per function, counted once per request (a scan of every call in flight).
-  const describeFunction = (id: string, counts = d.invocations.countByFunction()): Record<string, unknown> | null => {
-    const e = r.get(id);
+  const describeFunction = (id: string, counts = deps.invocations.countByFunction()): Record<string, unknown> | null => {
+    const e = registry.get(id);
     if (!e) return null;
     const inFlight = counts.get(id) ?? 0;
     return {
@@ -104,44 +106,44 @@ export function installBuiltins(d: BuiltinDeps): void {
     };
   };
 
-  r.addBuiltin('engine::functions::list', 'Registered functions, with the workers serving each', (data) => {
+  registry.addBuiltin('engine::functions::list', 'Registered functions, with the workers serving each', (data) => {
     const includeBuiltins = obj(data).include_builtins !== false;
-    const counts = d.invocations.countByFunction();
+    const counts = deps.invocations.countByFunction();
     return {
-      functions: r
+      functions: registry
         .list()
         .filter((e) => includeBuiltins || !e.builtin)
         .map((e) => describeFunction(e.id, counts)),
     };
   });
 
-  r.addBuiltin('engine::functions::info', 'One function by function_id', (data) => {
+  registry.addBuiltin('engine::functions::info', 'One function by function_id', (data) => {
     const id = str(obj(data), 'function_id', 'engine::functions::info');
     const f = describeFunction(id);
     if (!f) throw new EngineError('function_not_found', `Function ${id} not found`);
     return f;
   });
 
-  r.addBuiltin('engine::triggers::list', 'Trigger types and their providers', () => ({ trigger_types: d.triggers.listTypes() }));
-  r.addBuiltin('engine::registered-triggers::list', 'Trigger bindings (function ↔ event source)', () => ({ triggers: d.triggers.listBindings() }));
+  registry.addBuiltin('engine::triggers::list', 'Trigger types and their providers', () => ({ trigger_types: deps.triggers.listTypes() }));
+  registry.addBuiltin('engine::registered-triggers::list', 'Trigger bindings (function ↔ event source)', () => ({ triggers: deps.triggers.listBindings() }));
 
-  r.addBuiltin('engine::queues::list', 'Calls in flight per function', () => {
-    const counts = d.invocations.countByFunction();
+  registry.addBuiltin('engine::queues::list', 'Calls in flight per function', () => {
+    const counts = deps.invocations.countByFunction();
     return { queues: [...counts].map(([function_id, in_flight]) => ({ function_id, in_flight, waiting: 0 })) };
   });
 
-  // Logger lines arrive at the call rate: nothing here allocates per line (LogBuffer.addLine
+  // Logger lines arrive at the call rate: nothing here allocates per line (LogRing.addLine
   // stores the strings and data the frame's parse made), and the time is read once per call.
   // Their size: a frame within max_stored_value_bytes cannot hold a message or data over it, and
   // its lines share its length as their charge; only lines of a larger frame are measured (and cut
   // with a marker when over, budgets.ts), at a cost like that of the frame's parse.
-  const maxValue = d.stored.maxValue;
+  const maxValue = deps.stored.maxValue;
   const message = (v: unknown): string => cutString(typeof v === 'string' ? v : (JSON.stringify(v ?? '') ?? ''), maxValue, 'message');
   /** Adds one line, measuring it unless `size` (its share of a small frame) is given. */
   const addLine = (
     level: number,
     msg: unknown,
-    caller: Session | null,
+    caller: Peer | null,
     functionId: unknown,
     invocationId: unknown,
     traceId: string | undefined,
@@ -158,25 +160,25 @@ export function installBuiltins(d: BuiltinDeps): void {
     } else {
       text = typeof msg === 'string' ? msg : (JSON.stringify(msg ?? '') ?? '');
     }
-    d.logs.addLine(level, false, text, caller?.id, caller?.name, idOf(functionId), idOf(invocationId), traceId, data, ms, size);
+    deps.logs.addLine(level, false, text, caller?.id, caller?.name, idOf(functionId), idOf(invocationId), traceId, data, ms, size);
   };
   /** A line's share of a frame small enough to hold no value over the budget; 0: measure each line. */
   const share = (frameChars: number, lines: number): number => (frameChars !== 0 && frameChars <= maxValue ? Math.ceil(frameChars / Math.max(1, lines)) : 0);
-  const addObject = (level: number, m: Record<string, unknown>, caller: Session | null, ms: number, size: number): void => {
+  const addObject = (level: number, m: Record<string, unknown>, caller: Peer | null, ms: number, size: number): void => {
     addLine(level, m.message, caller, m.function_id, m.invocation_id, traceIdOf(m.traceparent), m.data, ms, size);
   };
   for (const level of LOG_LEVELS) {
     const index = levelIndex(level)!;
-    r.addBuiltin(`engine::log::${level}`, `Store a ${level} log line from the calling worker`, (data, caller, frameChars) => {
+    registry.addBuiltin(`engine::log::${level}`, `Store a ${level} log line from the calling worker`, (data, caller, frameChars) => {
       addObject(index, obj(data), caller, Date.now(), share(frameChars, 1));
       return null;
     });
   }
   // The SDKs send the lines of one event-loop turn in one call: a frame per line would cost a
-  // routed call's worth of work each (bench/RESULTS.md, tracing and logging). A line is an object
-  // (as the single-line calls take) or, smaller to send and to parse, a row
-  // [level, message, data, function_id, invocation_id, trace_id] (null or left off: absent).
-  r.addBuiltin(
+  // routed call's worth of work each. A line is an object (as the single-line calls take) or,
+  // smaller to send and to parse, a row [level, message, data, function_id, invocation_id,
+  // trace_id] (null or left off: absent).
+  registry.addBuiltin(
     'engine::log::batch',
     'Store several log lines: {lines: [{level, message, data?, function_id?, invocation_id?, traceparent?} | [level, message, data?, function_id?, invocation_id?, trace_id?]]}',
     (data, caller, frameChars) => {
@@ -199,13 +201,13 @@ export function installBuiltins(d: BuiltinDeps): void {
     },
   );
 
-  r.addBuiltin('engine::logs::list', 'Stored log lines, oldest first; filter by worker, level, text, since_seq, limit', (data) => {
+  registry.addBuiltin('engine::logs::list', 'Stored log lines, oldest first; filter by worker, level, text, since_seq, limit', (data) => {
     const m = obj(data);
     if (m.level !== undefined && levelIndex(m.level) === undefined) {
       throw new EngineError('invalid_payload', `engine::logs::list: "level" must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(m.level)}`);
     }
     return {
-      logs: d.logs.list(
+      logs: deps.logs.list(
         {
           ...(typeof m.limit === 'number' ? { limit: m.limit } : {}),
           ...(typeof m.worker === 'string' ? { worker: m.worker } : {}),
@@ -213,21 +215,21 @@ export function installBuiltins(d: BuiltinDeps): void {
           ...(typeof m.since_seq === 'number' ? { since_seq: m.since_seq } : {}),
           ...(typeof m.text === 'string' ? { text: m.text } : {}),
         },
-        d.maxFrameBytes / 2,
+        deps.maxFrameBytes / 2,
       ),
     };
   });
 
-  r.addBuiltin('engine::health::check', 'Engine status and counts', () => {
-    const all = [...d.sessions()];
+  registry.addBuiltin('engine::health::check', 'Engine status and counts', () => {
+    const all = [...deps.sessions()];
     return {
       status: 'ok',
       version: ENGINE_VERSION,
-      uptime_ms: Date.now() - d.startedAt,
+      uptime_ms: Date.now() - deps.startedAt,
       workers: all.filter((s) => s.role !== 'client').length,
       connections: all.length,
-      functions: r.list().filter((e) => !e.builtin).length,
-      in_flight: d.invocations.size,
+      functions: registry.list().filter((e) => !e.builtin).length,
+      in_flight: deps.invocations.size,
     };
   });
 }

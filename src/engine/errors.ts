@@ -1,3 +1,4 @@
+import { SvcError } from 'svc-sdk';
 import { functionIdProblem, type ErrorBody } from 'svc-sdk/protocol';
 import { printableJson } from './printable.js';
 
@@ -67,16 +68,11 @@ export const engineErrors = {
   }),
 };
 
-/** A builtin handler throws this to answer with a specific code. */
-export class EngineError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-  body(): ErrorBody {
-    return { code: this.code, message: this.message };
+/** A builtin handler throws this to answer with a specific code (its `body()` is the answer). */
+export class EngineError extends SvcError {
+  constructor(code: string, message: string) {
+    super(code, message);
+    this.name = 'EngineError';
   }
 }
 

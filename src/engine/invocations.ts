@@ -1,60 +1,50 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorBody, InvocationResultMsg, InvokeFunctionMsg } from 'svc-sdk/protocol';
-import { ChurnMap, exceedsBytes } from 'svc-sdk/internal';
 import type { Access } from './auth.js';
-import { Deadlines, type DeadlineEntry } from './deadlines.js';
+import type { Call, CallOutcome, Reply } from './call.js';
 import { EngineError, engineErrors } from './errors.js';
+import { callDataTail, forwardedResult, invokeText, jsonString, resultText } from './hot/call-frames.js';
+import { Deadlines } from './hot/deadlines.js';
+import { hex12 } from './hot/hex12.js';
+import { ChurnMap, exceedsBytes } from './hot/shared-with-sdk.js';
+import type { SpanRing } from './hot/span-ring.js';
+import { counterOf, IdGenerator } from './ids.js';
 import type { EngineOptions } from './options.js';
+import type { Peer } from './peer.js';
 import type { BuiltinHandler, Registry } from './registry.js';
-import type { Session } from './session.js';
-import { callDataTail, forwardedResult, invokeText, jsonString, resultText } from './call-frames.js';
-import { counterOf, hex12, IdGenerator, parseTraceparent, type SpanSource, type SpanStatus, type TraceBuffer } from './traces.js';
-
-export interface Invocation extends SpanSource, DeadlineEntry {
-  /** Minted by the engine and sent to the callee; callers' own ids never reach callees. */
-  id: string;
-  /** The caller's invocation_id; undefined for fire-and-forget. */
-  callerInvocationId: string | undefined;
-  /** Its JSON, once made (for the answer). */
-  callerIdJson: string | undefined;
-  caller: Session | null;
-  /** For calls the engine makes itself. */
-  internal: ((body: { result?: unknown; error?: ErrorBody }) => void) | undefined;
-  callee: Session;
-  /** The registry's id string (shared, so a span in the trace ring does not keep a copy alive). */
-  functionId: string;
-  /**
-   * What the caller asked for, as JSON text for its answer: differs from functionId when an
-   * enqueue went to engine::queue::enqueue.
-   */
-  requestedIdJson: string;
-  timeoutMs: number;
-  /** Length of the frame sent to the callee and of the caller's id: in the bytes in flight until the call ends. */
-  bytes: number;
-}
-
-export interface CallOutcome {
-  result?: unknown;
-  error?: ErrorBody;
-  traceparent?: string | null;
-  baggage?: string | null;
-}
-
-type Reply = (outcome: CallOutcome) => void;
+import { parseTraceparent, type SpanStatus } from './traces.js';
 
 /**
- * Every call in flight, from dispatch to result. Each has a deadline, and each ends exactly once:
- * with the callee's result, a timeout, or `invocation_stopped` when a side disconnects. Nothing is
- * held forever, so memory stays bounded by what is genuinely in flight.
+ * Every call in flight, from the frame that asks for it to the answer that ends it. Each has a
+ * deadline and ends exactly once: with the callee's result, a timeout, a cancel, or
+ * `invocation_stopped` when a side leaves. Nothing is held forever, so memory stays bounded by what
+ * is genuinely in flight.
+ *
+ * The steps of one call, each a method below, in this order:
+ *
+ *   invoke    a peer's `invokefunction` arrives (router.ts); the engine's own calls start at call()
+ *   admit     may this caller start a call now: its rights, its own limits, shutdown
+ *   dispatch  a builtin answers itself (runBuiltin); otherwise the engine's limits, the callee
+ *             (Registry.pick), the call's ids and trace, the callee's frame written with its Call
+ *             (Peer.sendCall), and then the books: the deadline, the in-flight tables, the bytes
+ *   complete  the callee's result arrives; or the call ends otherwise: fail (its result could not
+ *             be accepted), cancel (its caller gave up), expire (its deadline passed), halt (a side
+ *             left), haltAll (shutdown)
+ *   deliver   the caller is answered: answer() writes its frame, or an engine-made call's reply runs
+ *   finish    the books are closed and the call's span recorded
+ *
+ * A call that admit or dispatch refuses never becomes a Call: answer() writes the refusal. Both
+ * dispatch and complete write the frame the other side waits for before they keep or close the
+ * books (hot/README.md, "write first").
  */
 export class Invocations {
   /**
-   * Every call in flight by its number (IdGenerator.next), like each callee's `incoming`: a number
-   * key costs no hash of a 36-character string.
+   * Every call in flight by its id number (ids.ts), like each callee's `incoming`: a number key
+   * costs no hash of a 36-character string.
    */
-  private readonly all = new ChurnMap<number, Invocation>();
-  private readonly deadlines = new Deadlines<Invocation>((inv) => this.expire(inv));
-  /** Invocation, span and trace ids: the trace buffer's generator, so that its numbers render the same. */
+  private readonly calls = new ChurnMap<number, Call>();
+  private readonly deadlines = new Deadlines<Call>((call) => this.expire(call));
+  /** Invocation, span and trace ids: the span ring's generator, so that its numbers render the same. */
   private readonly ids: IdGenerator;
   private idleWaiters: Array<() => void> = [];
   /** The callee frames of the calls in flight together (engine.limits.max_in_flight_bytes). */
@@ -67,27 +57,30 @@ export class Invocations {
     private readonly opts: EngineOptions,
     private readonly warn: (message: string, data?: Record<string, unknown>) => void,
     /** null: tracing off. */
-    private readonly traces: TraceBuffer | null = null,
+    private readonly spans: SpanRing | null = null,
   ) {
-    this.ids = traces ? traces.ids : new IdGenerator();
+    this.ids = spans ? spans.ids : new IdGenerator();
   }
 
   get size(): number {
-    return this.all.size;
+    return this.calls.size;
   }
 
   /** In-flight counts by function id (for `engine::queues::list`). */
   countByFunction(): Map<string, number> {
     const m = new Map<string, number>();
-    for (const inv of this.all.values()) m.set(inv.functionId, (m.get(inv.functionId) ?? 0) + 1);
+    for (const call of this.calls.values()) m.set(call.functionId, (m.get(call.functionId) ?? 0) + 1);
     return m;
   }
 
+  // ---- starting a call ---------------------------------------------------------------------------
+
   /**
-   * A call from a connected peer. Answers the caller (unless fire-and-forget) in every case.
-   * `text`: the frame as it arrived, whose payload is passed on as text when its layout allows.
+   * A call from a peer. Answers the caller (unless fire-and-forget) in every case. `text`: the frame
+   * as it arrived, whose payload is passed on as text when its layout allows. `access`: the rights
+   * it runs with (a provider's call for a trigger binding runs with the binder's).
    */
-  invoke(caller: Session, msg: InvokeFunctionMsg, text?: string, access: Access = caller.access): void {
+  invoke(caller: Peer, msg: InvokeFunctionMsg, text?: string, access: Access = caller.access): void {
     const isVoid = msg.invocation_id == null || msg.action?.type === 'void';
     const callerId = isVoid ? undefined : (msg.invocation_id as string);
     const refusal = this.admit(caller, callerId, msg.function_id, access) ?? this.dispatch(caller, callerId, msg, undefined, text);
@@ -95,13 +88,13 @@ export class Invocations {
   }
 
   /** Answer a peer's call with `error` without starting it. */
-  refuse(caller: Session, msg: InvokeFunctionMsg, error: ErrorBody): void {
+  refuse(caller: Peer, msg: InvokeFunctionMsg, error: ErrorBody): void {
     const isVoid = msg.invocation_id == null || msg.action?.type === 'void';
     this.answer(caller, isVoid ? undefined : jsonOf(msg.invocation_id as string), JSON.stringify(msg.function_id), { error });
   }
 
   /** Why a peer's call may not start now, or null. `access`: the rights it runs with. */
-  private admit(caller: Session, callerId: string | undefined, fid: string, access: Access): ErrorBody | null {
+  private admit(caller: Peer, callerId: string | undefined, fid: string, access: Access): ErrorBody | null {
     const denied = access.callRefusal(fid);
     if (denied) return denied;
     if (callerId !== undefined) {
@@ -116,42 +109,7 @@ export class Invocations {
     return null;
   }
 
-  /** The caller's answer (call-frames.ts writes it); `callerIdJson` undefined: fire-and-forget. */
-  private answer(caller: Session | null, callerIdJson: string | undefined, fidJson: string, o: CallOutcome): void {
-    if (caller === null || callerIdJson === undefined) {
-      if (o.error) this.warn(`fire-and-forget call of ${JSON.parse(fidJson) as string}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code });
-      return;
-    }
-    caller.sendText(this.answerText(caller, callerIdJson, fidJson, o));
-  }
-
-  /**
-   * A builtin's answer: as any other, and over max_frame_bytes replaced by a `result_too_large`
-   * error (listings have no other bound; a frame that large would close the caller's connection).
-   */
-  private answerBuiltin(caller: Session | null, callerIdJson: string | undefined, fidJson: string, o: CallOutcome): void {
-    if (caller === null || callerIdJson === undefined) return this.answer(caller, callerIdJson, fidJson, o);
-    let text = this.answerText(caller, callerIdJson, fidJson, o);
-    const size = exceedsBytes(text, this.opts.maxFrameBytes);
-    if (size !== false) text = resultText(callerIdJson, fidJson, undefined, engineErrors.builtinResultTooLarge(JSON.parse(fidJson) as string, size, this.opts.maxFrameBytes), null, null);
-    caller.sendText(text);
-  }
-
-  /**
-   * The answer frame. Never throws: an answer that cannot be written (a value JSON cannot encode)
-   * becomes an `internal_error` answer, so that the caller is answered either way.
-   */
-  private answerText(caller: Session, callerIdJson: string, fidJson: string, o: CallOutcome): string {
-    try {
-      return resultText(callerIdJson, fidJson, o.result, o.error, o.traceparent, o.baggage);
-    } catch (err) {
-      const fid = JSON.parse(fidJson) as string;
-      this.warn(`cannot write the answer of ${fid} to ${caller.name}: ${(err as Error).message}`);
-      return resultText(callerIdJson, fidJson, undefined, engineErrors.unwritable(fid, 'the result', err), null, null);
-    }
-  }
-
-  /** A call the engine makes itself (CLI-less tooling, cluster forwarding). */
+  /** A call the engine makes itself (CLI-less tooling): no caller peer; its answer settles the promise. */
   call(functionId: string, data: unknown, timeoutMs?: number): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const reply = (o: CallOutcome): void => (o.error ? reject(new EngineError(o.error.code, o.error.message)) : resolve(o.result));
@@ -163,9 +121,9 @@ export class Invocations {
   /**
    * Start a call: a builtin answers itself, anything else goes to a provider. Returns the error that
    * refuses it instead of answering, so that the hot path makes no answer closure per call.
-   * `internal`: the answer path of a call the engine makes itself (no caller session).
+   * `internal`: the answer path of a call the engine makes itself (no caller).
    */
-  private dispatch(caller: Session | null, callerId: string | undefined, msg: InvokeFunctionMsg, internal: Reply | undefined, text?: string): ErrorBody | null {
+  private dispatch(caller: Peer | null, callerId: string | undefined, msg: InvokeFunctionMsg, internal: Reply | undefined, text?: string): ErrorBody | null {
     let fid = msg.function_id;
     let data = msg.data === undefined ? {} : msg.data;
     if (msg.action?.type === 'enqueue') {
@@ -184,22 +142,22 @@ export class Invocations {
       this.runBuiltin(entry.builtin, data, caller, reply, text === undefined ? 0 : text.length);
       return null;
     }
-    if (this.all.size >= this.opts.maxInFlightTotal || this.bytesInFlight >= this.opts.maxInFlightBytes) return this.overloaded();
-    // A call another engine forwarded (caller is its cluster proxy) is served here or not at all.
+    if (this.calls.size >= this.opts.maxInFlightTotal || this.bytesInFlight >= this.opts.maxInFlightBytes) return this.overloaded();
+    // A call another engine forwarded (its caller is that engine's RemotePeer) is served here or not at all.
     const callee = this.registry.pick(entry, caller?.node !== undefined);
     if (!callee) return engineErrors.functionNotFound(fid);
     // pick() chose the least loaded provider: if it is full, all are.
     if (callee.incoming.size >= this.opts.maxInFlightPerWorker) {
       return engineErrors.overloaded(`Every worker serving ${fid} has ${callee.incoming.size} calls in flight (engine.limits.max_in_flight_per_worker); retry later`);
     }
-    const no = this.ids.next();
-    const hex = hex12(no);
+    const idNumber = this.ids.next();
+    const hex = hex12(idNumber);
     const id = this.ids.invocationPrefix + hex;
     // The callee gets a traceparent naming this call's span, so its own calls become children.
     let traceparent = msg.traceparent;
     let traceId = '';
     let parentSpanId = '';
-    if (this.traces) {
+    if (this.spans) {
       const parent = parseTraceparent(traceparent);
       if (parent) {
         traceId = parent.traceId;
@@ -209,59 +167,61 @@ export class Invocations {
         traceparent = this.ids.rootTraceparent(hex);
       }
     }
-    // The payload passes on as it came when the frame has our SDKs' layout (call-frames.ts).
+    // The payload passes on as it came when the frame has our SDKs' layout (hot/call-frames.ts). A
+    // frame that cannot be written (data JSON cannot encode, only possible for the engine's own
+    // calls) refuses the call: the caller is answered.
     const dataTail = text !== undefined && callerId !== undefined && msg.action === undefined ? callDataTail(text, entry.idJson, callerId, msg.timeout_ms, msg.binding_id) : null;
-    // Written before anything else is kept: at one call in flight the work ahead of the write
-    // delays the call, the rest overlaps the callee's work (bench/RESULTS.md, session 5). Nothing
-    // can answer the call before this returns. A frame that cannot be written (data JSON cannot
-    // encode, only possible for the engine's own calls) refuses the call: the caller is answered.
     let frame: string;
     try {
-      frame = invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.traces !== null);
+      frame = invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.spans !== null);
     } catch (err) {
       return engineErrors.unwritable(fid, 'the call', err);
     }
-    callee.sendCall(frame, timeoutMs);
-    const now = performance.now();
-    const inv: Invocation = {
+    const call: Call = {
       id,
-      no,
-      callerInvocationId: callerId,
-      callerIdJson: jsonOf(callerId),
+      idNumber,
       caller,
-      internal,
       callee,
+      callerInvocationId: callerId,
+      callerIdJson: undefined,
+      internal,
       functionId: entry.id,
       requestedIdJson: fid === msg.function_id ? entry.idJson : JSON.stringify(msg.function_id),
-      startedAt: now,
+      startedAt: performance.now(),
       timeoutMs,
-      // The caller's own id is held too, as long as the call: it may be as long as a frame.
-      bytes: frame.length + (callerId === undefined ? 0 : callerId.length),
       traceId,
       parentSpanId,
+      bytes: 0,
       deadlineAt: 0,
       lane: null,
       prevDue: null,
       nextDue: null,
     };
-    this.deadlines.add(inv, timeoutMs, now);
+    // The frame is written before the books are kept: at one call in flight the work ahead of the
+    // write delays the call, the rest overlaps the callee's work. Nothing can answer the call
+    // before this returns.
+    callee.sendCall(call, frame);
+    call.callerIdJson = jsonOf(callerId);
+    // The caller's own id is held too, as long as the call: it may be as long as a frame.
+    call.bytes = frame.length + (callerId === undefined ? 0 : callerId.length);
+    this.deadlines.add(call, timeoutMs, call.startedAt);
     // Fire-and-forget calls are tracked too: they count as the callee's load until answered.
-    if (caller && callerId !== undefined) caller.outgoing.set(callerId, inv);
-    this.all.set(no, inv);
-    callee.incoming.set(no, inv);
-    this.bytesInFlight += inv.bytes;
+    if (caller && callerId !== undefined) caller.outgoing.set(callerId, call);
+    this.calls.set(idNumber, call);
+    callee.incoming.set(idNumber, call);
+    this.bytesInFlight += call.bytes;
     return null;
   }
 
   /** Why a call cannot start now: the engine holds as many calls, or as many bytes of them, as it may. */
   private overloaded(): ErrorBody {
-    return this.all.size >= this.opts.maxInFlightTotal
-      ? engineErrors.overloaded(`The engine has ${this.all.size} calls in flight (engine.limits.max_in_flight_total); retry later`)
+    return this.calls.size >= this.opts.maxInFlightTotal
+      ? engineErrors.overloaded(`The engine has ${this.calls.size} calls in flight (engine.limits.max_in_flight_total); retry later`)
       : engineErrors.overloaded(`The calls in flight carry ${this.bytesInFlight} bytes, the engine's limit (engine.limits.max_in_flight_bytes = ${this.opts.maxInFlightBytes}); retry later`);
   }
 
   /** A builtin's answer, whatever happens in it: `reply` never throws, and anything else is caught here. */
-  private runBuiltin(handler: BuiltinHandler, data: unknown, caller: Session | null, reply: Reply, frameChars: number): void {
+  private runBuiltin(handler: BuiltinHandler, data: unknown, caller: Peer | null, reply: Reply, frameChars: number): void {
     Promise.resolve()
       .then(() => handler(data, caller, frameChars))
       .then(
@@ -274,109 +234,150 @@ export class Invocations {
       .catch((err: unknown) => this.warn(`internal error answering a call of a builtin: ${(err as Error).stack ?? String(err)}`));
   }
 
+  // ---- ending a call -----------------------------------------------------------------------------
+
   /**
-   * A result from a callee. Only the session the call was sent to may complete it. `text`: the
-   * frame as it arrived, passed on to the caller when its layout allows.
+   * A result from a callee. Only the peer the call was sent to may complete it. `text`: the frame as
+   * it arrived, passed on to the caller when its layout allows.
    */
-  complete(from: Session, msg: InvocationResultMsg, text?: string): void {
-    const inv = from.incomingCall(msg.invocation_id);
-    if (!inv) {
+  complete(from: Peer, msg: InvocationResultMsg, text?: string): void {
+    const call = from.incomingCall(msg.invocation_id);
+    if (!call) {
       // Late (after a timeout) or unknown: nobody waits for it. Another worker's call: say so.
-      const other = this.all.get(counterOf(msg.invocation_id));
+      const other = this.calls.get(counterOf(msg.invocation_id));
       if (other && other.id === msg.invocation_id) {
         this.warn(`ignored a result for invocation ${msg.invocation_id} from ${from.name}: the call was sent to ${other.callee.name}`);
       }
       return;
     }
     const error = msg.error ?? undefined;
-    // The caller is answered first and the call's books closed after (as in dispatch): at one call
-    // in flight only the work ahead of the write delays the answer.
-    const { caller, callerIdJson } = inv;
-    const forwarded =
-      text !== undefined && !inv.internal && caller !== null && callerIdJson !== undefined
-        ? forwardedResult(text, msg, inv.id, inv.functionId, inv.requestedIdJson, callerIdJson)
+    // The caller is answered first and the books closed after (as in dispatch).
+    const { caller, callerIdJson } = call;
+    const passedOn =
+      text !== undefined && !call.internal && caller !== null && callerIdJson !== undefined
+        ? forwardedResult(text, msg, call.id, call.functionId, call.requestedIdJson, callerIdJson)
         : null;
     try {
-      if (forwarded !== null) caller?.sendText(forwarded);
-      else this.deliver(inv, error ? { error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
+      if (passedOn !== null) caller?.sendText(passedOn);
+      else this.deliver(call, error ? { error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
     } finally {
       // Even if answering failed: the call is over either way.
-      this.finish(inv, error ? 'error' : 'ok', error);
+      this.finish(call, error ? 'error' : 'ok', error);
     }
   }
 
   /** The callee's result frame could not be accepted (e.g. too large): the caller gets this error instead. */
-  fail(from: Session, invocationId: string, error: ErrorBody): void {
-    const inv = from.incomingCall(invocationId);
-    if (!inv) return;
-    this.finish(inv, 'error', error);
-    this.deliver(inv, { error });
+  fail(from: Peer, invocationId: string, error: ErrorBody): void {
+    const call = from.incomingCall(invocationId);
+    if (call) this.end(call, 'error', error);
   }
 
   /** The caller gave up on its call (svc extension `cancel`). */
-  cancel(caller: Session, callerInvocationId: string, reason: string): void {
-    const inv = caller.outgoing.get(callerInvocationId);
-    if (!inv) return;
-    this.finish(inv, 'cancelled');
-    this.tellCancel(inv, reason);
+  cancel(caller: Peer, callerInvocationId: string, reason: string): void {
+    const call = caller.outgoing.get(callerInvocationId);
+    if (!call) return;
+    this.finish(call, 'cancelled');
+    this.tellCancel(call, reason);
   }
 
-  /** A session is gone: its callers learn at once, its callees are told to stop. */
-  halt(session: Session, why: string): void {
-    for (const inv of [...session.incoming.values()]) {
-      const error = engineErrors.invocationStopped(inv.functionId, why);
-      this.finish(inv, 'stopped', error);
-      this.deliver(inv, { error });
-    }
-    for (const inv of [...session.outgoing.values()]) {
-      this.finish(inv, 'cancelled');
-      this.tellCancel(inv, 'caller disconnected');
+  /** The deadline passed (hot/deadlines.ts): the caller gets `timeout`, the callee a cancel. */
+  private expire(call: Call): void {
+    if (this.calls.get(call.idNumber) !== call) return;
+    this.end(call, 'timeout', engineErrors.timeout(call.functionId, call.timeoutMs));
+    this.tellCancel(call, 'timeout');
+  }
+
+  /** A peer is gone: its callers learn at once, its callees are told to stop. */
+  halt(peer: Peer, why: string): void {
+    for (const call of [...peer.incoming.values()]) this.end(call, 'stopped', engineErrors.invocationStopped(call.functionId, why));
+    for (const call of [...peer.outgoing.values()]) {
+      this.finish(call, 'cancelled');
+      this.tellCancel(call, 'caller disconnected');
     }
   }
 
   /** End everything still in flight (after the shutdown grace period). */
   haltAll(error: ErrorBody): void {
-    for (const inv of [...this.all.values()]) {
-      this.finish(inv, 'stopped', error);
-      this.deliver(inv, { error });
-      this.tellCancel(inv, error.message);
+    for (const call of [...this.calls.values()]) {
+      this.end(call, 'stopped', error);
+      this.tellCancel(call, error.message);
     }
   }
 
   whenIdle(): Promise<void> {
-    if (this.all.size === 0) return Promise.resolve();
+    if (this.calls.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private expire(inv: Invocation): void {
-    if (this.all.get(inv.no) !== inv) return;
-    const error = engineErrors.timeout(inv.functionId, inv.timeoutMs);
-    this.finish(inv, 'timeout', error);
-    this.deliver(inv, { error });
-    this.tellCancel(inv, 'timeout');
-  }
-
-  private tellCancel(inv: Invocation, reason: string): void {
-    if (inv.callee.features.has('cancel')) inv.callee.send({ type: 'cancel', invocation_id: inv.id, reason });
-  }
-
-  private finish(inv: Invocation, status: SpanStatus, error?: ErrorBody): void {
-    this.deadlines.remove(inv);
-    if (this.traces) this.traces.record(inv, status, error);
-    this.all.delete(inv.no);
-    this.bytesInFlight -= inv.bytes;
-    inv.callee.incoming.delete(inv.no);
-    if (inv.caller && inv.callerInvocationId !== undefined) inv.caller.outgoing.delete(inv.callerInvocationId);
-    if (this.all.size === 0 && this.idleWaiters.length > 0) {
-      const w = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const f of w) f();
+  /** A call ends before its result: its caller is answered with `error`, then its books are closed. */
+  private end(call: Call, status: SpanStatus, error: ErrorBody): void {
+    try {
+      this.deliver(call, { error });
+    } finally {
+      this.finish(call, status, error);
     }
   }
 
-  private deliver(inv: Invocation, outcome: CallOutcome): void {
-    if (inv.internal) inv.internal(outcome);
-    else this.answer(inv.caller, inv.callerIdJson, inv.requestedIdJson, outcome);
+  private tellCancel(call: Call, reason: string): void {
+    if (call.callee.features.has('cancel')) call.callee.send({ type: 'cancel', invocation_id: call.id, reason });
+  }
+
+  /** The caller's answer: the engine's own reply, or the frame answer() writes. */
+  private deliver(call: Call, outcome: CallOutcome): void {
+    if (call.internal) call.internal(outcome);
+    else this.answer(call.caller, call.callerIdJson, call.requestedIdJson, outcome);
+  }
+
+  /** The call's books closed: deadline, tables, bytes in flight; its span recorded. */
+  private finish(call: Call, status: SpanStatus, error?: ErrorBody): void {
+    this.deadlines.remove(call);
+    if (this.spans) this.spans.record(call, status, error);
+    this.calls.delete(call.idNumber);
+    this.bytesInFlight -= call.bytes;
+    call.callee.incoming.delete(call.idNumber);
+    if (call.caller && call.callerInvocationId !== undefined) call.caller.outgoing.delete(call.callerInvocationId);
+    if (this.calls.size === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const f of waiters) f();
+    }
+  }
+
+  // ---- answers -----------------------------------------------------------------------------------
+
+  /** The caller's answer (hot/call-frames.ts writes it); `callerIdJson` undefined: fire-and-forget. */
+  private answer(caller: Peer | null, callerIdJson: string | undefined, fidJson: string, o: CallOutcome): void {
+    if (caller === null || callerIdJson === undefined) {
+      if (o.error) this.warn(`fire-and-forget call of ${JSON.parse(fidJson) as string}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code });
+      return;
+    }
+    caller.sendText(this.answerText(caller, callerIdJson, fidJson, o));
+  }
+
+  /**
+   * A builtin's answer: as any other, and over max_frame_bytes replaced by a `result_too_large`
+   * error (listings have no other bound; a frame that large would close the caller's connection).
+   */
+  private answerBuiltin(caller: Peer | null, callerIdJson: string | undefined, fidJson: string, o: CallOutcome): void {
+    if (caller === null || callerIdJson === undefined) return this.answer(caller, callerIdJson, fidJson, o);
+    let text = this.answerText(caller, callerIdJson, fidJson, o);
+    const size = exceedsBytes(text, this.opts.maxFrameBytes);
+    if (size !== false) text = resultText(callerIdJson, fidJson, undefined, engineErrors.builtinResultTooLarge(JSON.parse(fidJson) as string, size, this.opts.maxFrameBytes), null, null);
+    caller.sendText(text);
+  }
+
+  /**
+   * The answer frame. Never throws: an answer that cannot be written (a value JSON cannot encode)
+   * becomes an `internal_error` answer, so that the caller is answered either way.
+   */
+  private answerText(caller: Peer, callerIdJson: string, fidJson: string, o: CallOutcome): string {
+    try {
+      return resultText(callerIdJson, fidJson, o.result, o.error, o.traceparent, o.baggage);
+    } catch (err) {
+      const fid = JSON.parse(fidJson) as string;
+      this.warn(`cannot write the answer of ${fid} to ${caller.name}: ${(err as Error).message}`);
+      return resultText(callerIdJson, fidJson, undefined, engineErrors.unwritable(fid, 'the result', err), null, null);
+    }
   }
 }
 

@@ -1,12 +1,12 @@
 import type { RegisterFunctionMsg } from 'svc-sdk/protocol';
-import type { Session } from './session.js';
+import type { Peer } from './peer.js';
 
 /**
  * A function the engine answers itself (`engine::*`). `caller` is null for engine-internal calls.
  * `frameChars`: the length of the frame that carried the call (0 when it came in no frame), an
  * upper bound of the size of anything in `data`.
  */
-export type BuiltinHandler = (data: unknown, caller: Session | null, frameChars: number) => unknown;
+export type BuiltinHandler = (data: unknown, caller: Peer | null, frameChars: number) => unknown;
 
 export interface FunctionEntry {
   id: string;
@@ -17,14 +17,14 @@ export interface FunctionEntry {
   response_format?: unknown;
   metadata?: Record<string, unknown>;
   /** Live workers serving this id: replicas. Empty for builtins. */
-  providers: Session[];
+  providers: Peer[];
   builtin?: BuiltinHandler;
   /** Round-robin cursor among providers with equal load. */
   cursor: number;
 }
 
 /**
- * Function ids and who serves them. Several sessions registering one id are replicas; the id stays
+ * Function ids and who serves them. Several peers registering one id are replicas; the id stays
  * callable until its last provider leaves.
  */
 export class Registry {
@@ -44,7 +44,7 @@ export class Registry {
   }
 
   /** Returns false when the id belongs to a builtin and cannot be served by a worker. */
-  add(session: Session, msg: RegisterFunctionMsg): boolean {
+  add(peer: Peer, msg: RegisterFunctionMsg): boolean {
     let entry = this.functions.get(msg.id);
     if (entry?.builtin) return false;
     if (!entry) {
@@ -56,25 +56,25 @@ export class Registry {
     if (msg.request_format !== undefined) entry.request_format = msg.request_format;
     if (msg.response_format !== undefined) entry.response_format = msg.response_format;
     if (msg.metadata !== undefined) entry.metadata = msg.metadata;
-    if (!entry.providers.includes(session)) entry.providers.push(session);
-    session.functions.add(msg.id);
+    if (!entry.providers.includes(peer)) entry.providers.push(peer);
+    peer.functions.add(msg.id);
     this.changed();
     return true;
   }
 
-  remove(session: Session, id: string): void {
-    session.functions.delete(id);
+  remove(peer: Peer, id: string): void {
+    peer.functions.delete(id);
     const entry = this.functions.get(id);
     if (!entry || entry.builtin) return;
-    const i = entry.providers.indexOf(session);
+    const i = entry.providers.indexOf(peer);
     if (i < 0) return;
     entry.providers.splice(i, 1);
     if (entry.providers.length === 0) this.functions.delete(id);
     this.changed();
   }
 
-  removeAll(session: Session): void {
-    for (const id of [...session.functions]) this.remove(session, id);
+  removeAll(peer: Peer): void {
+    for (const id of [...peer.functions]) this.remove(peer, id);
   }
 
   get(id: string): FunctionEntry | undefined {
@@ -85,16 +85,16 @@ export class Registry {
    * Least in-flight first; among equals, round-robin from a moving cursor so that equal replicas
    * take turns instead of the first one taking everything at low load.
    *
-   * Cluster mode: other engines appear as providers too (sessions with `node` set). A provider on
+   * Cluster mode: other engines appear as providers too (RemotePeers: `node` set). A provider on
    * this engine always wins over another engine; `localOnly` (a call another engine forwarded)
    * excludes other engines, so a call is never forwarded twice.
    */
-  pick(entry: FunctionEntry, localOnly = false): Session | undefined {
+  pick(entry: FunctionEntry, localOnly = false): Peer | undefined {
     const p = entry.providers;
     const n = p.length;
     if (n === 0) return undefined;
     if (n === 1) return p[0]!.open && !(localOnly && p[0]!.node !== undefined) ? p[0] : undefined;
-    let best: Session | undefined;
+    let best: Peer | undefined;
     let bestIdx = 0;
     for (let k = 0; k < n; k++) {
       const idx = (entry.cursor + k) % n;

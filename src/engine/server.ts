@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { SvcError } from 'svc-sdk';
 import { STALE_WORKER_CLOSE } from 'svc-sdk/protocol';
 import { Access, isLoopbackHost, presentedToken, TokenTable } from './auth.js';
 import { cutString, StoredValues } from './budgets.js';
@@ -9,7 +10,9 @@ import { Cluster, ClusterError } from './cluster/cluster.js';
 import { EngineRun, presentedRunSecret, type RunIdentity } from './engine-run.js';
 import { installClusterBuiltins } from './cluster/listing.js';
 import { Invocations } from './invocations.js';
-import { LogBuffer, type LogEntry } from './logs.js';
+import { LogRing } from './hot/log-ring.js';
+import { SpanRing } from './hot/span-ring.js';
+import type { LogEntry } from './logs.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from './options.js';
 import { normalizeOrigin, originRefusal } from './origin.js';
 import { printable } from './printable.js';
@@ -18,7 +21,6 @@ import { Router } from './router.js';
 import { Session } from './session.js';
 import { Triggers } from './triggers.js';
 import { installTraceBuiltins } from './trace-builtins.js';
-import { TraceBuffer } from './traces.js';
 
 /**
  * The engine daemon: a WebSocket server that workers connect to. It owns the sessions and wires
@@ -27,9 +29,9 @@ import { TraceBuffer } from './traces.js';
 export class Engine {
   readonly opts: EngineOptions;
   readonly registry = new Registry();
-  readonly logs: LogBuffer;
+  readonly logs: LogRing;
   /** null when tracing is off (engine.tracing: false). */
-  readonly traces: TraceBuffer | null;
+  readonly traces: SpanRing | null;
   readonly triggers: Triggers;
   readonly invocations: Invocations;
   /** null unless cluster mode is on (engine.cluster). */
@@ -53,12 +55,12 @@ export class Engine {
 
   constructor(options: Partial<EngineOptions> = {}) {
     this.opts = { ...DEFAULT_ENGINE_OPTIONS, ...options };
-    this.logs = new LogBuffer(this.opts.logBufferSize, this.opts.maxLogBytes);
+    this.logs = new LogRing(this.opts.logBufferSize, this.opts.maxLogBytes);
     this.stored = new StoredValues(this.opts.maxStoredValueBytes, this.opts.maxStoredBytesPerWorker);
     this.tokens = new TokenTable([...this.opts.tokens]);
     const warn = (message: string, data?: Record<string, unknown>): void => this.event('warn', message, data);
     this.triggers = new Triggers(warn);
-    this.traces = this.opts.tracing ? new TraceBuffer(this.opts.traceBufferSize, undefined, this.opts.maxTraceBytes, this.opts.maxStoredValueBytes) : null;
+    this.traces = this.opts.tracing ? new SpanRing(this.opts.traceBufferSize, undefined, this.opts.maxTraceBytes, this.opts.maxStoredValueBytes) : null;
     this.invocations = new Invocations(this.registry, this.opts, warn, this.traces);
     this.router = new Router({
       opts: this.opts,
@@ -171,7 +173,7 @@ export class Engine {
 
   address(): { host: string; port: number; url: string } {
     const a = this.http?.address() as AddressInfo | undefined;
-    if (!a) throw new Error('engine is not listening');
+    if (!a) throw new SvcError('internal_error', 'The engine is not listening: address() is known once start() has resolved');
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
     const shown = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
     return { host: a.address, port: a.port, url: `ws://${shown}:${a.port}` };
@@ -286,7 +288,7 @@ export class Engine {
     this.sessions.delete(s.id);
     this.invocations.halt(s, `${s.name} ${why.startsWith('worker') ? why.slice(7) : why}`.trim());
     this.registry.removeAll(s);
-    this.triggers.removeSession(s);
+    this.triggers.removePeer(s);
     if (s.role !== 'client') this.event('info', `worker ${s.name} left: ${why}`, { worker_id: s.id });
   }
 
@@ -401,12 +403,11 @@ export class Engine {
   }
 }
 
-export class EngineStartError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
+/** The engine could not start listening (`insecure_listen`, the cluster's codes; docs/errors.md). */
+export class EngineStartError extends SvcError {
+  constructor(code: string, message: string) {
+    super(code, message);
+    this.name = 'EngineStartError';
   }
 }
 

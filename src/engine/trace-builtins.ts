@@ -1,13 +1,13 @@
 import { EngineError } from './errors.js';
 import type { Registry } from './registry.js';
-import type { TraceBuffer } from './traces.js';
+import type { SpanRing } from './hot/span-ring.js';
 
 function obj(data: unknown): Record<string, unknown> {
   return typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>) : {};
 }
 
 /** `engine::traces::list` and `engine::traces::get`; with tracing off they answer empty, saying so. */
-export function installTraceBuiltins(registry: Registry, traces: TraceBuffer | null): void {
+export function installTraceBuiltins(registry: Registry, traces: SpanRing | null): void {
   registry.addBuiltin('engine::traces::list', 'Recent traces, newest first, with their root span; filter by function_id, worker, errors_only, limit', (data) => {
     const m = obj(data);
     if (m.limit !== undefined && !(typeof m.limit === 'number' && Number.isInteger(m.limit) && m.limit > 0)) {

@@ -1,7 +1,7 @@
 import type { ErrorBody, RegisterTriggerMsg, RegisterTriggerTypeMsg, TriggerRegistrationResultMsg } from 'svc-sdk/protocol';
 import { Access, BindingAccess, type Rights } from './auth.js';
 import { engineErrors } from './errors.js';
-import type { Session } from './session.js';
+import type { Peer } from './peer.js';
 
 export interface TriggerType {
   id: string;
@@ -9,9 +9,9 @@ export interface TriggerType {
   trigger_request_format?: unknown;
   call_request_format?: unknown;
   /** In registration order; the first live one is active and holds the bindings, the rest stand by. */
-  providers: Session[];
+  providers: Peer[];
   /** Per provider, what it declared a binder must be allowed to call (`binding_requires_call`). */
-  requires: Map<Session, readonly string[]>;
+  requires: Map<Peer, readonly string[]>;
 }
 
 /** A `registertrigger` one engine of a cluster hands another: with the binder's rights, which only the first engine knows. */
@@ -23,14 +23,14 @@ export interface Binding {
   function_id: string;
   config: unknown;
   metadata?: unknown;
-  owner: Session;
+  owner: Peer;
   /**
    * The binder's rights: its owner's token, or for a binding another engine handed over, the
    * rights that engine sent with it. The provider's calls for the binding run with these.
    */
   access: Access;
   /** The provider it was handed to; undefined while parked. */
-  provider: Session | undefined;
+  provider: Peer | undefined;
   status: 'pending' | 'active' | 'parked';
 }
 
@@ -46,7 +46,7 @@ export class Triggers {
 
   constructor(private readonly warn: (message: string) => void) {}
 
-  registerType(session: Session, msg: RegisterTriggerTypeMsg): void {
+  registerType(peer: Peer, msg: RegisterTriggerTypeMsg): void {
     let type = this.types.get(msg.id);
     if (!type) {
       type = { id: msg.id, providers: [], requires: new Map() };
@@ -56,31 +56,31 @@ export class Triggers {
     if (msg.trigger_request_format !== undefined) type.trigger_request_format = msg.trigger_request_format;
     if (msg.call_request_format !== undefined) type.call_request_format = msg.call_request_format;
     const before = this.requiredCalls(type).join('\n');
-    if (msg.binding_requires_call?.length) type.requires.set(session, [...msg.binding_requires_call]);
-    else type.requires.delete(session);
-    session.triggerTypes.add(msg.id);
-    const known = type.providers.includes(session);
-    if (!known) type.providers.push(session);
+    if (msg.binding_requires_call?.length) type.requires.set(peer, [...msg.binding_requires_call]);
+    else type.requires.delete(peer);
+    peer.triggerTypes.add(msg.id);
+    const known = type.providers.includes(peer);
+    if (!known) type.providers.push(peer);
     // Other rights asked for now: bindings made before must hold them too.
     if (this.requiredCalls(type).join('\n') !== before) this.recheck(type);
     if (known) return;
-    if (this.activeProvider(type) === session) {
+    if (this.activeProvider(type) === peer) {
       for (const b of this.bindings.values()) {
-        if (b.trigger_type === type.id && !b.provider && this.activeProvider(type, b.owner) === session) this.handTo(b, session);
+        if (b.trigger_type === type.id && !b.provider && this.activeProvider(type, b.owner) === peer) this.handTo(b, peer);
       }
     }
   }
 
-  unregisterType(session: Session, id: string): void {
-    session.triggerTypes.delete(id);
+  unregisterType(peer: Peer, id: string): void {
+    peer.triggerTypes.delete(id);
     const type = this.types.get(id);
     if (!type) return;
-    const i = type.providers.indexOf(session);
+    const i = type.providers.indexOf(peer);
     if (i < 0) return;
     type.providers.splice(i, 1);
-    type.requires.delete(session);
+    type.requires.delete(peer);
     for (const b of this.bindings.values()) {
-      if (b.provider !== session) continue;
+      if (b.provider !== peer) continue;
       b.provider = undefined;
       const next = this.activeProvider(type, b.owner);
       if (next) this.handTo(b, next);
@@ -93,8 +93,8 @@ export class Triggers {
     }
   }
 
-  /** `access`: the binder's rights (its owner's token; for a proxy, what the other engine sent). */
-  register(owner: Session, msg: RegisterTriggerMsg, access: Access = owner.access): void {
+  /** `access`: the binder's rights (its owner's token; for another engine's RemotePeer, what that engine sent). */
+  register(owner: Peer, msg: RegisterTriggerMsg, access: Access = owner.access): void {
     const existing = this.bindings.get(msg.id);
     if (existing) {
       // Same id again: a replay after reconnect (the old connection may not be cleaned up yet) or a
@@ -125,7 +125,7 @@ export class Triggers {
     }
   }
 
-  unregister(owner: Session, id: string): void {
+  unregister(owner: Peer, id: string): void {
     const b = this.bindings.get(id);
     if (!b || b.owner !== owner) return;
     this.remove(b);
@@ -135,7 +135,7 @@ export class Triggers {
    * What `provider` may call for binding `id` (`invokefunction` with `binding_id`): the binder's
    * rights within the provider's own (auth.ts, BindingAccess); or why it may not call for it.
    */
-  callAccess(provider: Session, id: string): Access | ErrorBody {
+  callAccess(provider: Peer, id: string): Access | ErrorBody {
     const b = this.bindings.get(id);
     if (!b) return engineErrors.bindingNotFound(id);
     if (b.provider !== provider) return engineErrors.notBindingProvider(id, provider.name);
@@ -143,7 +143,7 @@ export class Triggers {
   }
 
   /** A provider answered a forwarded binding. Errors always go back to the owner (as in iii); success only to svc SDKs. */
-  result(provider: Session, msg: TriggerRegistrationResultMsg): void {
+  result(provider: Peer, msg: TriggerRegistrationResultMsg): void {
     const b = this.bindings.get(msg.id);
     if (!b || b.provider !== provider) return;
     if (msg.error) {
@@ -156,14 +156,14 @@ export class Triggers {
     if (b.owner.features.has('ack')) this.reply(b);
   }
 
-  /** Everything a departing session held: its bindings go, bindings it provided move on or park. */
-  removeSession(session: Session): void {
-    for (const id of [...session.triggers]) {
+  /** Everything a departing peer held: its bindings go, bindings it provided move on or park. */
+  removePeer(peer: Peer): void {
+    for (const id of [...peer.triggers]) {
       const b = this.bindings.get(id);
-      if (b && b.owner === session) this.remove(b);
+      if (b && b.owner === peer) this.remove(b);
     }
-    session.triggers.clear();
-    for (const id of [...session.triggerTypes]) this.unregisterType(session, id);
+    peer.triggers.clear();
+    for (const id of [...peer.triggerTypes]) this.unregisterType(peer, id);
   }
 
   listTypes(): Array<Record<string, unknown>> {
@@ -197,11 +197,11 @@ export class Triggers {
   }
 
   /**
-   * Cluster mode: other engines appear as providers (sessions with `node` set). One on this engine
+   * Cluster mode: other engines appear as providers (RemotePeers: `node` set). One on this engine
    * goes first; another engine's only when none is here, and never for a binding that another
-   * engine handed us (`owner` is its proxy), so a binding is never forwarded twice.
+   * engine handed us (`owner` is its RemotePeer), so a binding is never forwarded twice.
    */
-  private activeProvider(type: TriggerType, owner?: Session): Session | undefined {
+  private activeProvider(type: TriggerType, owner?: Peer): Peer | undefined {
     const local = type.providers.find((p) => p.open && p.node === undefined);
     if (local || owner?.node !== undefined) return local;
     return type.providers.find((p) => p.open);
@@ -235,7 +235,7 @@ export class Triggers {
     }
   }
 
-  private handTo(b: Binding, provider: Session): void {
+  private handTo(b: Binding, provider: Peer): void {
     const type = this.types.get(b.trigger_type);
     const refusal = type ? this.bindRefusal(type, b.access) : null;
     if (refusal) return this.drop(b, refusal);

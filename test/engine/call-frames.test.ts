@@ -1,14 +1,15 @@
 /**
  * The hot path of a routed call: the call/result validator (asCallFrame) against the general one,
- * and payloads passed on as text (src/engine/call-frames.ts), which must reach the other side
+ * and payloads passed on as text (src/engine/hot/call-frames.ts), which must reach the other side
  * exactly as they would have re-serialised, with the engine's own keys winning.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { registerWorker, type Worker } from 'svc-sdk';
 import { asCallFrame, validateMessage, type InvocationResultMsg } from 'svc-sdk/protocol';
-import { callDataTail, forwardedResult, jsonString, PASS_ON_MIN_CHARS } from '../../src/engine/call-frames.js';
-import { counterOf, hex12, IdGenerator } from '../../src/engine/traces.js';
+import { callDataTail, forwardedResult, jsonString, PASS_ON_MIN_CHARS } from '../../src/engine/hot/call-frames.js';
+import { hex12 } from '../../src/engine/hot/hex12.js';
+import { counterOf, IdGenerator } from '../../src/engine/ids.js';
 import { startEngine } from '../helpers/engine.js';
 import { RawClient } from '../helpers/raw-client.js';
 

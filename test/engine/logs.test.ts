@@ -1,17 +1,18 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Logger, type Worker } from 'svc-sdk';
-import { LogBuffer, type LogEntry } from '../../src/engine/logs.js';
+import { LogRing } from '../../src/engine/hot/log-ring.js';
+import type { LogEntry } from '../../src/engine/logs.js';
 import { startEngine } from '../helpers/engine.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { eventually, WorkerPool } from '../helpers/util.js';
 
-describe('LogBuffer', () => {
-  const worker = (b: LogBuffer, message: string, extra: Partial<LogEntry> = {}): number =>
+describe('LogRing', () => {
+  const worker = (b: LogRing, message: string, extra: Partial<LogEntry> = {}): number =>
     b.add({ level: 'info', message, source: 'worker', worker_id: 'w-1', worker_name: 'alpha', ...extra });
 
   test('keeps the newest `capacity` lines, oldest first, numbered from 1', () => {
-    const b = new LogBuffer(3);
+    const b = new LogRing(3);
     for (let i = 1; i <= 7; i++) assert.equal(worker(b, `line ${i}`), i);
     const all = b.list();
     assert.deepEqual(
@@ -27,12 +28,12 @@ describe('LogBuffer', () => {
   });
 
   test('filters: since_seq, level (a minimum), worker (name or id), text, and the newest `limit`', () => {
-    const b = new LogBuffer(100);
+    const b = new LogRing(100);
     worker(b, 'a debug', { level: 'debug' });
     worker(b, 'b warn', { level: 'warn', worker_name: 'beta', worker_id: 'w-2' });
     b.add({ level: 'error', message: 'c engine', source: 'engine' });
     worker(b, 'd info');
-    const msgs = (q: Parameters<LogBuffer['list']>[0]): string[] => b.list(q).map((e) => e.message);
+    const msgs = (q: Parameters<LogRing['list']>[0]): string[] => b.list(q).map((e) => e.message);
     assert.deepEqual(msgs({ since_seq: 2 }), ['c engine', 'd info']);
     assert.deepEqual(msgs({ since_seq: 4 }), []);
     assert.deepEqual(msgs({ level: 'warn' }), ['b warn', 'c engine']);
@@ -45,7 +46,7 @@ describe('LogBuffer', () => {
   });
 
   test('entries carry exactly the fields given; engine lines have source "engine"', () => {
-    const b = new LogBuffer(10);
+    const b = new LogRing(10);
     const data = { n: 1 };
     worker(b, 'full', { function_id: 'f::g', invocation_id: 'inv-1', trace_id: 'a'.repeat(32), data });
     b.add({ level: 'warn', message: 'engine event', source: 'engine' });
@@ -60,7 +61,7 @@ describe('LogBuffer', () => {
   });
 
   test('subscribers get every line as it is added, until they unsubscribe', () => {
-    const b = new LogBuffer(2);
+    const b = new LogRing(2);
     const seen: LogEntry[] = [];
     const off = b.subscribe((e) => seen.push(e));
     for (let i = 1; i <= 5; i++) worker(b, `line ${i}`);

@@ -1,7 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { InvocationError, Logger, type Worker } from 'svc-sdk';
-import { parseTraceparent, TraceBuffer, type Span } from '../../src/engine/traces.js';
+import { SpanRing } from '../../src/engine/hot/span-ring.js';
+import { parseTraceparent, type Span } from '../../src/engine/traces.js';
 import { startEngine } from '../helpers/engine.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { eventually, sleep, WorkerPool } from '../helpers/util.js';
@@ -237,7 +238,7 @@ describe('tracing off', () => {
   });
 });
 
-describe('TraceBuffer', () => {
+describe('SpanRing', () => {
   const span = (trace: string, n: number, parent: string | null = null): Span => ({
     trace_id: trace,
     span_id: `${trace.slice(0, 8)}${String(n).padStart(8, '0')}`,
@@ -255,7 +256,7 @@ describe('TraceBuffer', () => {
   });
 
   test('keeps the newest spans within its capacity; the oldest go first', () => {
-    const b = new TraceBuffer(5);
+    const b = new SpanRing(5);
     for (const t of ['a', 'b', 'c']) for (let i = 0; i < 2; i++) b.add(span(t.repeat(32), i));
     assert.equal(b.spanCount, 5);
     assert.deepEqual(
@@ -282,7 +283,7 @@ describe('TraceBuffer', () => {
   });
 
   test('orders spans depth-first: children right after their parent, siblings by start', () => {
-    const b = new TraceBuffer(100);
+    const b = new SpanRing(100);
     const tid = 'e'.repeat(32);
     const root = span(tid, 1);
     const childLate = { ...span(tid, 5, root.span_id), start_ms: 1010 };

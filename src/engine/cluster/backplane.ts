@@ -1,5 +1,5 @@
 import { createClient, type RedisClientType } from 'redis';
-import { redactAddress } from 'svc-sdk';
+import { redactAddress, SvcError } from 'svc-sdk';
 import type { Message } from 'svc-sdk/protocol';
 
 /**
@@ -22,7 +22,11 @@ export interface Lease {
   url: string;
 }
 
-/** One batch of frames from one engine to another (one PUBLISH). */
+/**
+ * One batch of frames from one engine to another (one PUBLISH), as JSON: `{"from": <node id>,
+ * "inc": <its incarnation>, "frames": [<frame>, …]}`. Frames are queued as the JSON text each peer
+ * gets (Peer.sendText) and written into the array as they are, so nothing is serialised twice.
+ */
 interface Envelope {
   from: string;
   inc: string;
@@ -30,10 +34,10 @@ interface Envelope {
 }
 
 export interface BackplaneHandlers {
-  /** Frames another engine sent to this one, in order. */
-  frames(from: string, inc: string, frames: Message[]): void;
-  /** Frames that reached no subscriber: the target engine is gone (or not yet subscribed). */
-  undeliverable(node: string, frames: Message[]): void;
+  /** Frames another engine (node id `from`, incarnation `incarnation`) sent to this one, in order. */
+  frames(from: string, incarnation: string, frames: Message[]): void;
+  /** Frames (JSON text) that reached no subscriber: the target engine is gone (or not yet subscribed). */
+  undeliverable(node: string, frames: string[]): void;
   /** Some engine published a change (or left): re-read the view now rather than at the next tick. */
   changed(): void;
   error(message: string): void;
@@ -42,17 +46,24 @@ export interface BackplaneHandlers {
 export class Backplane {
   private cmd: Client | null = null;
   private sub: Client | null = null;
-  private readonly outbox = new Map<string, Message[]>();
+  /** Frames (JSON text) queued per engine during this event-loop turn. */
+  private readonly outbox = new Map<string, string[]>();
   private flushScheduled = false;
   private lastError = '';
+
+  /** What every envelope from this engine begins with. */
+  private readonly envelopeHead: string;
 
   constructor(
     private readonly url: string,
     private readonly prefix: string,
     readonly node: string,
-    readonly inc: string,
-    private readonly h: BackplaneHandlers,
-  ) {}
+    /** This engine's incarnation (the `inc` of its lease and envelopes). */
+    readonly incarnation: string,
+    private readonly handlers: BackplaneHandlers,
+  ) {
+    this.envelopeHead = '{"from":' + JSON.stringify(node) + ',"inc":' + JSON.stringify(incarnation) + ',"frames":[';
+  }
 
   private key(...parts: string[]): string {
     return `{${this.prefix}}:${parts.join(':')}`;
@@ -74,7 +85,7 @@ export class Backplane {
   }
 
   private client(): Client {
-    if (!this.cmd) throw new Error('the backplane is closed');
+    if (!this.cmd) throw new SvcError('cluster_unavailable', 'The backplane is closed: this engine has left the cluster or has not joined it yet');
     return this.cmd;
   }
 
@@ -96,7 +107,7 @@ export class Backplane {
       connected = true;
     } catch (e) {
       await Promise.allSettled([cmd.destroy(), sub.destroy()]);
-      throw new Error(`cannot connect to ${redactAddress(this.url)}: ${(e as Error).message || this.lastError}`);
+      throw new SvcError('cluster_unavailable', `cannot connect to ${redactAddress(this.url)}: ${(e as Error).message || this.lastError}`);
     }
     this.cmd = cmd;
     this.sub = sub;
@@ -107,7 +118,7 @@ export class Backplane {
     const sub = this.sub!;
     await sub.subscribe(this.inbox(this.node), (text) => this.receive(text));
     await sub.subscribe(this.eventsChannel, (text) => {
-      if (text !== this.node) this.h.changed();
+      if (text !== this.node) this.handlers.changed();
     });
   }
 
@@ -115,7 +126,7 @@ export class Backplane {
     // node-redis reconnects by itself; report each distinct failure once, not every retry.
     if (e.message === this.lastError) return;
     this.lastError = e.message;
-    this.h.error(e.message);
+    this.handlers.error(e.message);
   }
 
   private receive(text: string): void {
@@ -123,11 +134,11 @@ export class Backplane {
     try {
       env = JSON.parse(text) as Envelope;
     } catch {
-      this.h.error(`ignored a backplane message that is not JSON: ${text.slice(0, 100)}`);
+      this.handlers.error(`ignored a backplane message that is not JSON: ${text.slice(0, 100)}`);
       return;
     }
     if (typeof env.from !== 'string' || !Array.isArray(env.frames)) return;
-    this.h.frames(env.from, env.inc, env.frames);
+    this.handlers.frames(env.from, env.inc, env.frames);
   }
 
   /** The lease of another engine holding this node id, if any. */
@@ -177,8 +188,8 @@ export class Backplane {
     return (await this.client().mGet(nodes.map((n) => this.snapshotKey(n)))) as Array<string | null>;
   }
 
-  /** Queue a frame for another engine. Frames of one event-loop turn leave in one PUBLISH per engine. */
-  send(node: string, frame: Message): void {
+  /** Queue a frame (JSON text) for another engine. Frames of one event-loop turn leave in one PUBLISH per engine. */
+  send(node: string, frame: string): void {
     let q = this.outbox.get(node);
     if (!q) {
       q = [];
@@ -194,29 +205,18 @@ export class Backplane {
   private flush(): void {
     this.flushScheduled = false;
     const cmd = this.cmd;
-    for (const [node, queued] of this.outbox) {
-      let frames = queued;
-      let text: string;
-      try {
-        text = JSON.stringify({ from: this.node, inc: this.inc, frames } satisfies Envelope);
-      } catch (e) {
-        // A frame JSON cannot encode (none can come from a peer: the engine parsed them) must not
-        // lose the others, nor end the process from this callback: it is dropped and reported.
-        frames = frames.filter(encodable);
-        this.h.error(`dropped ${queued.length - frames.length} frame(s) for engine ${node} that cannot be encoded: ${(e as Error).message}`);
-        text = JSON.stringify({ from: this.node, inc: this.inc, frames } satisfies Envelope);
-      }
+    for (const [node, frames] of this.outbox) {
       if (!cmd) {
-        this.h.undeliverable(node, frames);
+        this.handlers.undeliverable(node, frames);
         continue;
       }
-      cmd.publish(this.inbox(node), text).then(
+      cmd.publish(this.inbox(node), this.envelopeHead + frames.join(',') + ']}').then(
         (receivers) => {
-          if (receivers === 0) this.h.undeliverable(node, frames);
+          if (receivers === 0) this.handlers.undeliverable(node, frames);
         },
         (e: Error) => {
           this.reportError(e);
-          this.h.undeliverable(node, frames);
+          this.handlers.undeliverable(node, frames);
         },
       );
     }
@@ -245,15 +245,6 @@ export class Backplane {
     this.cmd = null;
     await Promise.allSettled(clients.map((c) => c.close()));
     await Promise.allSettled(clients.map((c) => c.destroy()));
-  }
-}
-
-function encodable(v: unknown): boolean {
-  try {
-    JSON.stringify(v);
-    return true;
-  } catch {
-    return false;
   }
 }
 

@@ -1,15 +1,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { redactAddress } from 'svc-sdk';
+import { redactAddress, SvcError } from 'svc-sdk';
 import type { Message } from 'svc-sdk/protocol';
 import { engineErrors } from '../errors.js';
 import type { Invocations } from '../invocations.js';
 import type { LogEntry } from '../logs.js';
 import type { Registry } from '../registry.js';
+import type { Peer } from '../peer.js';
 import type { Session } from '../session.js';
 import type { Triggers } from '../triggers.js';
 import { Backplane, type Lease } from './backplane.js';
-import { RemoteSession } from './remote-session.js';
+import { RemotePeer } from './remote-peer.js';
 import { buildSnapshot, type NodeSnapshot } from './snapshot.js';
 
 /** `engine.cluster` of config.yaml (docs/cluster.md). */
@@ -37,46 +38,49 @@ export interface ClusterDeps {
   triggers: Triggers;
   invocations: Invocations;
   /** The router's entry for decoded, trusted frames. */
-  deliver: (from: Session, msg: Message) => void;
+  deliver: (from: Peer, msg: Message) => void;
   sessions: () => Iterable<Session>;
   event: (level: LogEntry['level'], message: string, data?: Record<string, unknown>) => void;
   maxInvocationTimeoutMs: number;
 }
 
 /** Another engine as this one knows it. */
-export interface Peer {
+export interface ClusterNode {
   node: string;
-  proxy: RemoteSession;
+  /** It, as a peer in this engine's registry and triggers table. */
+  peer: RemotePeer;
   url: string;
   /** Version of the snapshot applied; -1 before the first. */
-  ver: number;
+  version: number;
   snapshot: NodeSnapshot | null;
   joinedAt: number;
 }
 
-export class ClusterError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
+/** Cluster mode could not start: `cluster_unavailable`, `cluster_node_conflict` (docs/errors.md). */
+export class ClusterError extends SvcError {
+  constructor(code: 'cluster_unavailable' | 'cluster_node_conflict', message: string) {
+    super(code, message);
+    this.name = 'ClusterError';
   }
 }
 
 /**
  * Cluster mode: this engine's part in a group of engines sharing one Redis. It publishes what
- * its own workers provide (snapshot + lease), keeps every other engine as a RemoteSession in the
+ * its own workers provide (snapshot + lease), keeps every other engine as a RemotePeer in the
  * registry and the triggers table (so routing, deadlines, halting and trigger hand-over work as
  * for local peers), carries the frames between engines, and removes an engine whose lease lapsed.
  */
 export class Cluster {
   readonly nodeId: string;
-  readonly inc = randomUUID();
+  /** This engine process: a restart under the same node id is a new incarnation. */
+  readonly incarnation = randomUUID();
   private readonly backplane: Backplane;
-  readonly peers = new Map<string, Peer>();
-  /** Proxy session id → peer, to recognise proxies in listings. */
-  readonly byProxyId = new Map<string, Peer>();
-  private ver = 0;
+  /** The other engines, by node id. */
+  readonly nodes = new Map<string, ClusterNode>();
+  /** RemotePeer id → its engine, to recognise other engines among a function's providers in listings. */
+  readonly byPeerId = new Map<string, ClusterNode>();
+  /** Version of this engine's published snapshot. */
+  private version = 0;
   private published = '';
   private url = '';
   private readonly startedAt = new Date().toISOString();
@@ -91,17 +95,17 @@ export class Cluster {
 
   constructor(
     private readonly opts: ClusterOptions,
-    private readonly d: ClusterDeps,
+    private readonly deps: ClusterDeps,
   ) {
     this.nodeId = opts.nodeId ?? defaultNodeId();
-    this.backplane = new Backplane(opts.redisUrl, opts.prefix, this.nodeId, this.inc, {
-      frames: (from, inc, frames) => this.onFrames(from, inc, frames),
+    this.backplane = new Backplane(opts.redisUrl, opts.prefix, this.nodeId, this.incarnation, {
+      frames: (from, incarnation, frames) => this.onFrames(from, incarnation, frames),
       undeliverable: (node, frames) => this.onUndeliverable(node, frames),
       // A failed read is retried by the next heartbeat.
       changed: () => void this.refresh().catch(() => undefined),
-      error: (message) => this.d.event('warn', `cluster: redis ${redactAddress(this.opts.redisUrl)}: ${message}`),
+      error: (message) => this.deps.event('warn', `cluster: redis ${redactAddress(this.opts.redisUrl)}: ${message}`),
     });
-    this.d.registry.onChange(() => this.schedulePublish());
+    this.deps.registry.onChange(() => this.schedulePublish());
   }
 
   /** This engine's own address, as published. */
@@ -132,7 +136,7 @@ export class Cluster {
     }
     this.timer = setInterval(() => void this.tick(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
     this.timer.unref();
-    this.d.event('info', `cluster: joined as node ${this.nodeId} (${this.peers.size} other engine(s)) via ${redactAddress(this.opts.redisUrl)}`);
+    this.deps.event('info', `cluster: joined as node ${this.nodeId} (${this.nodes.size} other engine(s)) via ${redactAddress(this.opts.redisUrl)}`);
   }
 
   /**
@@ -141,7 +145,7 @@ export class Cluster {
    */
   private async claimNodeId(): Promise<void> {
     const first = await this.backplane.currentLease(this.nodeId);
-    if (!first || first.inc === this.inc) return;
+    if (!first || first.inc === this.incarnation) return;
     const end = Date.now() + this.opts.leaseMs + 500;
     while (Date.now() < end) {
       await new Promise((r) => setTimeout(r, 100));
@@ -167,18 +171,18 @@ export class Cluster {
     if (this.timer) clearInterval(this.timer);
     if (this.publishTimer) clearTimeout(this.publishTimer);
     await within(2000, this.backplane.leave()).catch(() => undefined);
-    for (const node of [...this.peers.keys()]) this.drop(node, 'this engine stopped');
+    for (const node of [...this.nodes.keys()]) this.drop(node, 'this engine stopped');
   }
 
   // ---- publishing --------------------------------------------------------------------------------
 
   private lease(): Lease {
-    return { inc: this.inc, ver: this.ver, url: this.url };
+    return { inc: this.incarnation, ver: this.version, url: this.url };
   }
 
   private snapshotBody(): string {
     return JSON.stringify(
-      buildSnapshot({ node: this.nodeId, inc: this.inc, url: this.url, started_at: this.startedAt }, this.d.registry, this.d.triggers, this.d.sessions(), this.withdrawn),
+      buildSnapshot({ node: this.nodeId, inc: this.incarnation, url: this.url, started_at: this.startedAt }, this.deps.registry, this.deps.triggers, this.deps.sessions(), this.withdrawn),
     );
   }
 
@@ -194,8 +198,8 @@ export class Cluster {
   private async publishNow(): Promise<void> {
     const body = this.snapshotBody();
     if (body === this.published) return;
-    this.ver++;
-    const snap = JSON.stringify({ ...(JSON.parse(body) as object), ver: this.ver });
+    this.version++;
+    const snap = JSON.stringify({ ...(JSON.parse(body) as object), ver: this.version });
     await this.backplane.publish(this.lease(), snap, this.opts.leaseMs);
     this.published = body;
   }
@@ -210,15 +214,15 @@ export class Cluster {
       this.lastOk = Date.now();
       if (this.offline) {
         this.offline = false;
-        this.d.event('info', `cluster: backplane ${redactAddress(this.opts.redisUrl)} reachable again`);
+        this.deps.event('info', `cluster: backplane ${redactAddress(this.opts.redisUrl)} reachable again`);
       }
     } catch (e) {
       // Without the backplane this engine cannot reach the others, and they already count it as
       // gone once its lease lapses: do the same on this side, so calls fail fast instead of hanging.
       if (!this.offline && Date.now() - this.lastOk > this.opts.leaseMs) {
         this.offline = true;
-        this.d.event('error', `cluster: lost the backplane ${redactAddress(this.opts.redisUrl)} for over ${this.opts.leaseMs} ms (${(e as Error).message}); serving local workers only`);
-        for (const node of [...this.peers.keys()]) this.drop(node, 'unreachable: this engine lost the backplane');
+        this.deps.event('error', `cluster: lost the backplane ${redactAddress(this.opts.redisUrl)} for over ${this.opts.leaseMs} ms (${(e as Error).message}); serving local workers only`);
+        for (const node of [...this.nodes.keys()]) this.drop(node, 'unreachable: this engine lost the backplane');
       }
     }
   }
@@ -248,21 +252,21 @@ export class Cluster {
   private async readView(): Promise<void> {
     if (this.stopped) return;
     const leases = await this.backplane.leases();
-    for (const [node, peer] of [...this.peers]) {
-      const l = leases.get(node);
-      if (!l) this.drop(node, 'left the cluster (lease expired or released)');
-      else if (l.inc !== peer.proxy.incarnation) this.drop(node, 'restarted');
+    for (const [id, node] of [...this.nodes]) {
+      const l = leases.get(id);
+      if (!l) this.drop(id, 'left the cluster (lease expired or released)');
+      else if (l.inc !== node.peer.incarnation) this.drop(id, 'restarted');
     }
     const need: string[] = [];
-    for (const [node, l] of leases) {
-      if (node === this.nodeId) continue;
-      const p = this.peers.get(node);
-      if (!p || p.ver !== l.ver) need.push(node);
+    for (const [id, l] of leases) {
+      if (id === this.nodeId) continue;
+      const known = this.nodes.get(id);
+      if (!known || known.version !== l.ver) need.push(id);
     }
     const texts = await this.backplane.snapshots(need);
-    need.forEach((node, i) => {
+    need.forEach((id, i) => {
       const text = texts[i];
-      const lease = leases.get(node)!;
+      const lease = leases.get(id)!;
       if (!text) return;
       let snap: NodeSnapshot;
       try {
@@ -271,101 +275,108 @@ export class Cluster {
         return;
       }
       if (snap.inc !== lease.inc) return; // a restart raced this read; the next one sorts it out
-      const peer = this.peerFor(node, snap.inc, snap.url);
-      if (!peer || snap.ver <= peer.ver) return;
-      this.apply(peer, snap);
+      const node = this.nodeFor(id, snap.inc, snap.url);
+      if (!node || snap.ver <= node.version) return;
+      this.apply(node, snap);
     });
   }
 
-  private peerFor(node: string, inc: string, url = ''): Peer | undefined {
-    if (node === this.nodeId || this.stopped) return undefined;
-    let peer = this.peers.get(node);
-    if (peer && peer.proxy.incarnation !== inc) {
-      this.drop(node, 'restarted');
-      peer = undefined;
+  /** The engine `id` as known here, made when it is new (or restarted as `incarnation`). */
+  private nodeFor(id: string, incarnation: string, url = ''): ClusterNode | undefined {
+    if (id === this.nodeId || this.stopped) return undefined;
+    let node = this.nodes.get(id);
+    if (node && node.peer.incarnation !== incarnation) {
+      this.drop(id, 'restarted');
+      node = undefined;
     }
-    if (!peer) {
-      const proxy = new RemoteSession(node, inc, (to, msg) => this.backplane.send(to, msg));
-      peer = { node, proxy, url, ver: -1, snapshot: null, joinedAt: Date.now() };
-      this.peers.set(node, peer);
-      this.byProxyId.set(proxy.id, peer);
-      this.d.event('info', `cluster: engine ${node} joined${url ? ` (${url})` : ''}`);
+    if (!node) {
+      const peer = new RemotePeer(id, incarnation, (to, frame) => this.backplane.send(to, frame));
+      node = { node: id, peer, url, version: -1, snapshot: null, joinedAt: Date.now() };
+      this.nodes.set(id, node);
+      this.byPeerId.set(peer.id, node);
+      this.deps.event('info', `cluster: engine ${id} joined${url ? ` (${url})` : ''}`);
     }
-    if (url) peer.url = url;
-    return peer;
+    if (url) node.url = url;
+    return node;
   }
 
   /** Make the registry and the triggers table match what that engine now provides. */
-  private apply(peer: Peer, snap: NodeSnapshot): void {
-    const { registry, triggers } = this.d;
-    const proxy = peer.proxy;
-    peer.ver = snap.ver;
-    peer.snapshot = snap;
+  private apply(node: ClusterNode, snap: NodeSnapshot): void {
+    const { registry, triggers } = this.deps;
+    const peer = node.peer;
+    node.version = snap.ver;
+    node.snapshot = snap;
     const fnIds = new Set(snap.functions.map((f) => f.id));
-    for (const id of [...proxy.functions]) if (!fnIds.has(id)) registry.remove(proxy, id);
+    for (const id of [...peer.functions]) if (!fnIds.has(id)) registry.remove(peer, id);
     for (const f of snap.functions) {
-      if (proxy.functions.has(f.id)) continue;
+      if (peer.functions.has(f.id)) continue;
       const { workers: _w, ...desc } = f;
-      registry.add(proxy, { type: 'registerfunction', ...desc });
+      registry.add(peer, { type: 'registerfunction', ...desc });
     }
     const typeIds = new Set(snap.trigger_types.map((t) => t.id));
-    for (const id of [...proxy.triggerTypes]) if (!typeIds.has(id)) this.withdrawType(proxy, id);
+    for (const id of [...peer.triggerTypes]) if (!typeIds.has(id)) this.withdrawType(peer, id);
     // Registered again when known too: what a type asks of its binders may have changed.
-    for (const t of snap.trigger_types) triggers.registerType(proxy, { type: 'registertriggertype', ...t });
+    for (const t of snap.trigger_types) triggers.registerType(peer, { type: 'registertriggertype', ...t });
   }
 
   /** That engine no longer provides a trigger type: take our bindings back from it, hand them on. */
-  private withdrawType(proxy: RemoteSession, id: string): void {
-    for (const b of this.d.triggers.listBindings()) {
+  private withdrawType(peer: RemotePeer, id: string): void {
+    for (const b of this.deps.triggers.listBindings()) {
       const provider = b.provider as { worker_id: string } | null;
-      if (b.trigger_type === id && provider?.worker_id === proxy.id) proxy.send({ type: 'unregistertrigger', id: b.id as string, trigger_type: id });
+      if (b.trigger_type === id && provider?.worker_id === peer.id) peer.send({ type: 'unregistertrigger', id: b.id as string, trigger_type: id });
     }
-    this.d.triggers.unregisterType(proxy, id);
+    this.deps.triggers.unregisterType(peer, id);
   }
 
   /** An engine is gone: exactly what happens when a connection closes, for everything it stood for. */
-  private drop(node: string, why: string): void {
-    const peer = this.peers.get(node);
-    if (!peer) return;
-    this.peers.delete(node);
-    this.byProxyId.delete(peer.proxy.id);
-    const s = peer.proxy;
-    s.closed = true;
-    this.d.invocations.halt(s, `engine ${node} ${why}`);
-    this.d.registry.removeAll(s);
-    this.d.triggers.removeSession(s);
-    if (!this.stopped) this.d.event('warn', `cluster: engine ${node} ${why}`);
+  private drop(id: string, why: string): void {
+    const node = this.nodes.get(id);
+    if (!node) return;
+    this.nodes.delete(id);
+    this.byPeerId.delete(node.peer.id);
+    const peer = node.peer;
+    peer.closed = true;
+    this.deps.invocations.halt(peer, `engine ${id} ${why}`);
+    this.deps.registry.removeAll(peer);
+    this.deps.triggers.removePeer(peer);
+    if (!this.stopped) this.deps.event('warn', `cluster: engine ${id} ${why}`);
   }
 
   // ---- frames between engines ------------------------------------------------------------------
 
-  private onFrames(from: string, inc: string, frames: Message[]): void {
-    const peer = this.peerFor(from, inc);
-    if (!peer) return;
-    peer.proxy.suspectUntil = 0;
+  private onFrames(from: string, incarnation: string, frames: Message[]): void {
+    const node = this.nodeFor(from, incarnation);
+    if (!node) return;
+    node.peer.suspectUntil = 0;
     for (const m of frames) {
       // The deadline was set by the calling engine's limits; ours may be tighter.
-      if (m.type === 'invokefunction' && typeof m.timeout_ms === 'number' && m.timeout_ms > this.d.maxInvocationTimeoutMs) {
-        this.d.deliver(peer.proxy, { ...m, timeout_ms: this.d.maxInvocationTimeoutMs });
+      if (m.type === 'invokefunction' && typeof m.timeout_ms === 'number' && m.timeout_ms > this.deps.maxInvocationTimeoutMs) {
+        this.deps.deliver(node.peer, { ...m, timeout_ms: this.deps.maxInvocationTimeoutMs });
       } else {
-        this.d.deliver(peer.proxy, m);
+        this.deps.deliver(node.peer, m);
       }
     }
   }
 
-  /** Nobody subscribes to that engine's channel: it is gone. Calls sent there end now, not at their deadline. */
-  private onUndeliverable(node: string, frames: Message[]): void {
-    const peer = this.peers.get(node);
-    if (!peer) return;
-    peer.proxy.suspectUntil = Date.now() + this.opts.leaseMs;
+  /**
+   * Nobody subscribes to that engine's channel: it is gone. Calls sent there end now, not at their
+   * deadline: each is answered as its callee's engine would answer a callee that left.
+   */
+  private onUndeliverable(id: string, frames: string[]): void {
+    const node = this.nodes.get(id);
+    if (!node) return;
+    node.peer.suspectUntil = Date.now() + this.opts.leaseMs;
     void this.refresh().catch(() => undefined);
-    for (const m of frames) {
+    for (const text of frames) {
+      // Every frame here was written by this engine (so it parses); only calls need an answer.
+      if (!text.startsWith('{"type":"invokefunction"')) continue;
+      const m = JSON.parse(text) as Message;
       if (m.type !== 'invokefunction' || !m.invocation_id) continue;
-      this.d.deliver(peer.proxy, {
+      this.deps.deliver(node.peer, {
         type: 'invocationresult',
         invocation_id: m.invocation_id,
         function_id: m.function_id,
-        error: engineErrors.invocationStopped(m.function_id, `engine ${node} is not reachable`),
+        error: engineErrors.invocationStopped(m.function_id, `engine ${id} is not reachable`),
       });
     }
   }
@@ -376,7 +387,7 @@ function within<T>(ms: number, p: Promise<T>): Promise<T> {
   return Promise.race([
     p,
     new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
+      timer = setTimeout(() => reject(new SvcError('cluster_unavailable', `no answer from Redis within ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
 }

@@ -1,3 +1,4 @@
+import { SvcError } from 'svc-sdk';
 import { EngineError } from '../errors.js';
 import type { Registry } from '../registry.js';
 import type { Cluster } from './cluster.js';
@@ -16,7 +17,7 @@ function obj(data: unknown): Obj {
 export function installClusterBuiltins(registry: Registry, cluster: Cluster): void {
   const wrap = (id: string, description: string, f: (local: (data: unknown) => Promise<unknown>, data: unknown) => unknown): void => {
     const original = registry.get(id)?.builtin;
-    if (!original) throw new Error(`builtin ${id} missing`);
+    if (!original) throw new SvcError('internal_error', `The cluster listing wraps builtin ${id}, which is not installed`);
     registry.addBuiltin(id, description, (data, caller, frameChars) => f(async (d) => original(d, caller, frameChars), data));
   };
   const self = cluster.nodeId;
@@ -24,10 +25,10 @@ export function installClusterBuiltins(registry: Registry, cluster: Cluster): vo
   const remoteWorkers = (): Obj[] => {
     const out: Obj[] = [];
     const now = Date.now();
-    for (const peer of cluster.peers.values()) {
-      for (const w of peer.snapshot?.workers ?? []) {
+    for (const node of cluster.nodes.values()) {
+      for (const w of node.snapshot?.workers ?? []) {
         const since = Date.parse(String(w.connected_at));
-        out.push({ ...w, uptime_ms: Number.isFinite(since) ? now - since : null, in_flight: null, engine: peer.node });
+        out.push({ ...w, uptime_ms: Number.isFinite(since) ? now - since : null, in_flight: null, engine: node.node });
       }
     }
     return out;
@@ -52,17 +53,17 @@ export function installClusterBuiltins(registry: Registry, cluster: Cluster): vo
     }
   });
 
-  /** A function's providers: proxies of other engines expand into the workers there. */
+  /** A function's providers: other engines (their RemotePeers) expand into the workers there. */
   const expand = (f: Obj): Obj => {
     const workers: Obj[] = [];
     for (const w of (f.workers as Obj[] | undefined) ?? []) {
-      const peer = cluster.byProxyId.get(String(w.worker_id));
-      if (!peer) {
+      const node = cluster.byPeerId.get(String(w.worker_id));
+      if (!node) {
         workers.push({ ...w, engine: self });
         continue;
       }
-      const remote = peer.snapshot?.functions.find((x) => x.id === f.function_id);
-      for (const rw of remote?.workers ?? []) workers.push({ ...rw, engine: peer.node });
+      const remote = node.snapshot?.functions.find((x) => x.id === f.function_id);
+      for (const rw of remote?.workers ?? []) workers.push({ ...rw, engine: node.node });
     }
     return { ...f, workers, engines: [...new Set(workers.map((w) => w.engine))] };
   };
@@ -79,13 +80,13 @@ export function installClusterBuiltins(registry: Registry, cluster: Cluster): vo
     lease_ms: cluster.leaseMs,
     nodes: [
       { node_id: self, self: true, url: cluster.address || null },
-      ...[...cluster.peers.values()].map((p) => ({
-        node_id: p.node,
+      ...[...cluster.nodes.values()].map((n) => ({
+        node_id: n.node,
         self: false,
-        url: p.url || null,
-        functions: p.snapshot?.functions.length ?? 0,
-        workers: p.snapshot?.workers.length ?? 0,
-        joined_at: new Date(p.joinedAt).toISOString(),
+        url: n.url || null,
+        functions: n.snapshot?.functions.length ?? 0,
+        workers: n.snapshot?.workers.length ?? 0,
+        joined_at: new Date(n.joinedAt).toISOString(),
       })),
     ],
   }));

@@ -10,7 +10,9 @@ import type { Triggers } from '../triggers.js';
  */
 export interface NodeSnapshot {
   node: string;
+  /** The engine's incarnation, as in its lease (the keys are those stored in Redis: docs/cluster.md). */
   inc: string;
+  /** The snapshot's version, as in the lease that names it. */
   ver: number;
   url: string;
   started_at: string;

@@ -15,8 +15,8 @@ import type { InvocationResultMsg, InvokeFunctionMsg } from 'svc-sdk/protocol';
 
 /**
  * Below this many characters a frame's payload is serialised again rather than passed on: checking
- * the layout costs about what re-serialising a payload of a few hundred bytes does (bench/RESULTS.md,
- * session 3), and above it re-serialising costs more the bigger the payload.
+ * the layout costs about what re-serialising a payload of a few hundred bytes does, and above it
+ * re-serialising costs more the bigger the payload (README.md in this directory).
  */
 export const PASS_ON_MIN_CHARS = 512;
 
@@ -58,19 +58,19 @@ export function invokeText(
   data: unknown,
   dataTail: string | null,
   traceparent: string | undefined,
-  /** Tracing is on: `traceparent` is the engine's (hex and dashes, nothing to escape). */
-  ours: boolean,
+  /** Tracing is on: `traceparent` is the engine's own (hex and dashes, nothing to escape). */
+  engineTraceparent: boolean,
 ): string {
   let t: string;
   if (dataTail !== null) {
     t = '{"type":"invokefunction","function_id":' + fidJson + ',"data":' + dataTail + ',"invocation_id":"' + engineId + '"';
     // Without tracing the caller's traceparent is passed on unchanged, and it is in the tail.
-    if (ours && traceparent) t += ',"traceparent":"' + traceparent + '"';
+    if (engineTraceparent && traceparent) t += ',"traceparent":"' + traceparent + '"';
     return t + '}';
   }
   // `engineId` is UUID-shaped: nothing to escape.
   t = '{"type":"invokefunction","invocation_id":"' + engineId + '","function_id":' + fidJson + ',"data":' + (JSON.stringify(data) ?? 'null');
-  if (traceparent) t += ',"traceparent":' + (ours ? '"' + traceparent + '"' : JSON.stringify(traceparent));
+  if (traceparent) t += ',"traceparent":' + (engineTraceparent ? '"' + traceparent + '"' : JSON.stringify(traceparent));
   if (msg.baggage) t += ',"baggage":' + JSON.stringify(msg.baggage);
   if (msg.metadata !== undefined) t += ',"metadata":' + JSON.stringify(msg.metadata);
   return t + '}';
@@ -96,9 +96,9 @@ const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /**
  * JSON.stringify(s) for a string, quicker for the common one that needs no escape (a UUID): the
- * caller's invocation_id is rendered on every call, and the test costs half of JSON.stringify
- * (bench/RESULTS.md, session 4). A string with any surrogate, even a well-paired one, takes
- * JSON.stringify, which decides what to escape.
+ * caller's invocation_id is rendered on every call, and the test costs half of JSON.stringify. A
+ * string with any surrogate, even a well-paired one, takes JSON.stringify, which decides what to
+ * escape.
  */
 export function jsonString(s: string): string {
   return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : '"' + s + '"';

@@ -1,0 +1,10 @@
+/**
+ * The speed tricks the engine shares with svc-sdk's own call path. They live in the SDK, which the
+ * engine depends on, so that both sides use one implementation; the engine imports them from here
+ * only. README.md in this directory says why each exists and which bench shows it.
+ *
+ * - ChurnMap: a Map for entries that come and go at the call rate (the in-flight tables).
+ * - sendCoalesced: frames written to one socket in one event-loop turn leave in one syscall.
+ * - exceedsBytes: a frame's UTF-8 size, measured only when it might be over a limit.
+ */
+export { ChurnMap, exceedsBytes, sendCoalesced } from 'svc-sdk/internal';
