@@ -10,7 +10,7 @@
  * priming, which must deoptimise, or the probe proves nothing (a V8 that changed its heuristics or
  * its status bits would show up there).
  */
-import { decodeFrame } from 'svc-sdk';
+import { decodeFrame } from 'svc-sdk/protocol';
 import { hex12 } from '../src/engine/hot/hex12.js';
 import { LogRing } from '../src/engine/hot/log-ring.js';
 import { ChurnMap } from '../src/engine/hot/shared-with-sdk.js';

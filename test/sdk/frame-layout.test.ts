@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { INVOKE_KEY_ORDER, RESULT_KEY_ORDER } from 'svc-sdk/protocol';
 import { invokeFrame, resultFrame } from 'svc-sdk/internal';
-import { callDataTail, forwardedResult } from '../../src/engine/call-frames.js';
+import { callDataTail, forwardedResult } from '../../src/engine/hot/call-frames.js';
 
 const big = { blob: 'x'.repeat(1000), n: [1, 2, 3] };
 

@@ -32,7 +32,8 @@ function sourceFiles(dir: string, extensions: string[]): string[] {
   const walk = (at: string): void => {
     for (const entry of readdirSync(at, { withFileTypes: true })) {
       if (entry.isDirectory()) {
-        if (!SKIPPED_DIRS.has(entry.name) && !entry.name.startsWith('.venv') && !entry.name.endsWith('.egg-info')) walk(join(at, entry.name));
+        // Hidden directories (.venv, .iii-venv, caches) hold installed or generated files, not ours.
+        if (!SKIPPED_DIRS.has(entry.name) && !entry.name.startsWith('.') && !entry.name.endsWith('.egg-info')) walk(join(at, entry.name));
       } else if (extensions.some((e) => entry.name.endsWith(e)) && !entry.name.endsWith('.d.ts')) {
         out.push(join(at, entry.name));
       }
