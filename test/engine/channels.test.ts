@@ -211,6 +211,35 @@ describe('channels', { timeout: 120_000 }, () => {
   });
 });
 
+describe('a channel reader that stops reading', { timeout: 60_000 }, () => {
+  let eng: Eng;
+  const pool = new WorkerPool(() => eng.url);
+  before(async () => {
+    eng = await startEngine({ pingIntervalMs: 300 });
+  });
+  after(async () => {
+    await pool.closeAll();
+    await eng.stop();
+  });
+
+  test('is dropped after a ping period without an answer; its writer is told channel_reader_closed', async () => {
+    const w = pool.make('stalled');
+    await w.ready();
+    const pair = await w.createChannel();
+    const reader = new WebSocket(channelUrl(eng.url, pair.reader));
+    await once(reader, 'open');
+    reader.on('error', () => {});
+    // A peer that stops reading its socket: it answers no ping either.
+    reader.pause();
+    const writer = w.openWriter(pair.writer);
+    writer.write(Buffer.alloc(4 * 1024 * 1024));
+    const [err] = (await once(writer, 'error')) as [SvcError];
+    assert.equal(err.code, 'channel_reader_closed');
+    assert.equal(eng.engine.channels.size, 0);
+    reader.terminate();
+  });
+});
+
 describe('channels with tokens', { timeout: 60_000 }, () => {
   let eng: Eng;
   const ADMIN = 'admin-secret-0123456789';
