@@ -112,13 +112,10 @@ export class Channels {
     if (mine?.size === 0) this.byOwner.delete(c.owner);
   }
 
-  /** Engine shutdown: every channel ends (1001 to its sockets). */
+  /** Engine shutdown: every channel ends for both sides with `shutting_down`. */
   close(): void {
     clearInterval(this.liveness);
-    for (const c of [...this.byId.values()]) {
-      for (const ws of c.sockets()) ws.close(1001, 'engine shutting down');
-      c.abort('shutting_down', 'the engine shut down');
-    }
+    for (const c of [...this.byId.values()]) c.abort('shutting_down', 'the engine shut down before the stream ended');
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
   }

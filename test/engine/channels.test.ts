@@ -240,6 +240,25 @@ describe('a channel reader that stops reading', { timeout: 60_000 }, () => {
   });
 });
 
+test('engine shutdown ends an open channel for both sides with shutting_down', { timeout: 30_000 }, async () => {
+  const eng = await startEngine();
+  const pool = new WorkerPool(() => eng.url);
+  const w = pool.make('stopping');
+  await w.ready();
+  const pair = await w.createChannel();
+  const reader = w.openReader(pair.reader);
+  const writer = w.openWriter(pair.writer);
+  writer.write('partial');
+  await once(reader, 'data');
+  const failures = Promise.all([once(reader, 'error'), once(writer, 'error')]);
+  const stopping = eng.stop();
+  const [[readErr], [writeErr]] = (await failures) as [[SvcError], [SvcError]];
+  assert.equal(readErr.code, 'shutting_down');
+  assert.equal(writeErr.code, 'shutting_down');
+  await stopping;
+  await pool.closeAll();
+});
+
 describe('channels with tokens', { timeout: 60_000 }, () => {
   let eng: Eng;
   const ADMIN = 'admin-secret-0123456789';
