@@ -12,29 +12,13 @@ import pytest
 
 from svc_sdk import Worker
 
-from .conftest import FIXTURES, Engine, WorkerFactory, python_env, wait_for
-from .test_iii_compat import iii_python
+from .conftest import Engine, WorkerFactory, wait_for
+from .test_iii_compat import run_iii_fixture
 
 
 @pytest.fixture
 def iii_channel_worker(engine: Engine) -> Iterator[subprocess.Popen[str]]:
-    env = python_env()
-    env["OTEL_ENABLED"] = "false"
-    proc = subprocess.Popen(
-        [str(iii_python()), str(FIXTURES / "iii_channel_worker.py"), engine.url],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        pytest.fail(f"the iii-sdk worker did not start: {line}{proc.stderr.read() if proc.stderr else ''}")
-    yield proc
-    proc.kill()
-    proc.wait(10)
+    yield from run_iii_fixture(engine, "iii_channel_worker.py")
 
 
 def _listed(worker: Worker, function_id: str) -> bool:
