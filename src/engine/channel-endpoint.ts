@@ -53,8 +53,14 @@ export class Channels {
 
   /** An upgrade on `/ws/channels/…`: opened onto its channel, or answered with why not. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const url = new URL(req.url ?? '/', 'http://engine');
-    const id = decodeURIComponent(url.pathname.slice('/ws/channels/'.length));
+    let url: URL;
+    let id: string;
+    try {
+      url = new URL(req.url ?? '/', 'http://engine');
+      id = decodeURIComponent(url.pathname.slice('/ws/channels/'.length));
+    } catch {
+      return refuseUpgrade(socket, 400, 'invalid_channel_ref', 'The channel URL is malformed (its percent-encoding)');
+    }
     const dir = url.searchParams.get('dir');
     const key = url.searchParams.get('key') ?? '';
     if (dir !== 'read' && dir !== 'write') {

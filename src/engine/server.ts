@@ -163,7 +163,13 @@ export class Engine {
       if (this.tokens.enabled && !this.tokens.find(presentedToken(req))) {
         return refuseUpgrade(socket, 401, 'unauthorized', 'This engine requires a token on channel sockets too: Authorization: Bearer <token> or ?token=');
       }
-      this.channels.upgrade(req, socket, head);
+      try {
+        this.channels.upgrade(req, socket, head);
+      } catch (e) {
+        // Nothing an upgrade carries may end the engine: a bug here costs this socket only.
+        this.event('error', `channel upgrade failed: ${(e as Error).message}`);
+        socket.destroy();
+      }
     });
     this.wss = wss;
     wss.on('error', (err) => this.event('error', `server error: ${err.message}`));

@@ -171,6 +171,7 @@ describe('channels', { timeout: 120_000 }, () => {
     assert.deepEqual(await refusal(channelUrl(eng.url, { ...pair.reader, access_key: pair.writer.access_key })), { status: 403, code: 'channel_key_invalid' });
     assert.deepEqual(await refusal(channelUrl(eng.url, { ...pair.reader, access_key: 'x' })), { status: 403, code: 'channel_key_invalid' });
     assert.deepEqual(await refusal(channelUrl(eng.url, pair.reader).replace('dir=read', 'dir=both')), { status: 400, code: 'invalid_channel_ref' });
+    assert.deepEqual(await refusal(`${eng.url}/ws/channels/%E0%A4%A?dir=read&key=x`), { status: 400, code: 'invalid_channel_ref' });
     assert.deepEqual(await refusal(channelUrl(eng.url, pair.reader), { origin: 'https://evil.example' }), { status: 403, code: 'origin_not_allowed' });
     const first = new WebSocket(channelUrl(eng.url, pair.reader));
     await once(first, 'open');
