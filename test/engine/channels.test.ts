@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { pipeline } from 'node:stream/promises';
 import WebSocket from 'ws';
 import { channelUrl, SvcError, type ChannelRef, type Worker } from 'svc-sdk';
 import { startEngine } from '../helpers/engine.js';
