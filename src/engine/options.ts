@@ -1,5 +1,6 @@
 import type { TokenSpec } from './auth.js';
 import type { ClusterOptions } from './cluster/cluster.js';
+import type { MetricsOptions } from './metrics/metrics-server.js';
 import { DEFAULT_ENGINE_PORT, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES } from 'svc-sdk';
 
 /** Everything the engine can be told; config.yaml's `engine:` block maps onto this (src/engine/config/engine-config.ts). */
@@ -62,6 +63,8 @@ export interface EngineOptions {
   maxInFlightBytes: number;
   /** Cluster mode (docs/cluster.md): several engines sharing one Redis. null: a single engine. */
   cluster: ClusterOptions | null;
+  /** Prometheus metrics on http://host:port/metrics (docs/observability.md). null: off. */
+  metrics: MetricsOptions | null;
 }
 
 export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
@@ -91,6 +94,7 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   slowConsumerMs: 5000,
   maxInFlightBytes: 256 * 1024 * 1024,
   cluster: null,
+  metrics: null,
 };
 
 export const ENGINE_VERSION = '0.1.0';

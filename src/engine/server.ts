@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { SvcError } from 'svc-sdk';
 import { STALE_WORKER_CLOSE } from 'svc-sdk/protocol';
@@ -11,6 +11,9 @@ import { EngineRun, presentedRunSecret, type RunIdentity } from './engine-run.js
 import { installClusterBuiltins } from './cluster/listing.js';
 import { Invocations } from './invocations.js';
 import { LogRing } from './hot/log-ring.js';
+import { CallMetrics } from './metrics/call-metrics.js';
+import { MetricsServer } from './metrics/metrics-server.js';
+import { engineRegistry, type EngineMetricSources } from './metrics/prometheus.js';
 import { SpanRing } from './hot/span-ring.js';
 import type { LogEntry } from './logs.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from './options.js';
@@ -48,6 +51,11 @@ export class Engine {
   readonly tokens: TokenTable;
   /** This run's id and the run secrets it issued to the instances it started and to its own clients. */
   readonly run = new EngineRun();
+  /** What /metrics counts of calls; null when engine.metrics is off. */
+  readonly callMetrics: CallMetrics | null;
+  private metricsServer: MetricsServer | null = null;
+  /** Traffic of the connections that have closed (the open ones are summed when scraped). */
+  private readonly closedTraffic = { framesIn: 0, framesOut: 0, bytesIn: 0, bytesOut: 0 };
   private liveness: NodeJS.Timeout | null = null;
   private sendBufferWatch: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
@@ -61,7 +69,9 @@ export class Engine {
     const warn = (message: string, data?: Record<string, unknown>): void => this.event('warn', message, data);
     this.triggers = new Triggers(warn);
     this.traces = this.opts.tracing ? new SpanRing(this.opts.traceBufferSize, undefined, this.opts.maxTraceBytes, this.opts.maxStoredValueBytes) : null;
-    this.invocations = new Invocations(this.registry, this.opts, warn, this.traces);
+    const m = this.opts.metrics;
+    this.callMetrics = m ? new CallMetrics(m.maxFunctionSeries, m.maxErrorCodeSeries) : null;
+    this.invocations = new Invocations(this.registry, this.opts, warn, this.traces, this.callMetrics);
     this.router = new Router({
       opts: this.opts,
       registry: this.registry,
@@ -153,13 +163,23 @@ export class Engine {
       const admitted = this.authenticate(ws, req);
       if (!admitted) return;
       if (path === '/otel') return this.acceptTelemetry(ws);
-      this.accept(ws, req.socket.remoteAddress ?? 'unknown', admitted.access, admitted.identity);
+      this.accept(ws, req.socket, admitted.access, admitted.identity);
     });
     this.liveness = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
     this.liveness.unref();
     // Not checked per frame: the call path stays as it was, and a buffer grows at most a tick's worth.
     this.sendBufferWatch = setInterval(() => this.checkSendBuffers(), Math.max(20, Math.min(250, this.opts.slowConsumerMs / 4)));
     this.sendBufferWatch.unref();
+    if (this.opts.metrics && this.callMetrics) {
+      const { host, port } = this.opts.metrics;
+      this.metricsServer = new MetricsServer(engineRegistry(this.metricSources(this.callMetrics)));
+      try {
+        await this.metricsServer.start(host, port);
+      } catch (e) {
+        await this.stop(0);
+        throw new EngineStartError('metrics_unavailable', `engine.metrics: cannot serve /metrics on ${host}:${port}: ${(e as Error).message}`);
+      }
+    }
     if (this.cluster) {
       try {
         await this.cluster.start(this.address().url);
@@ -177,6 +197,29 @@ export class Engine {
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
     const shown = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
     return { host: a.address, port: a.port, url: `ws://${shown}:${a.port}` };
+  }
+
+  /** Where Prometheus scrapes this engine (engine.metrics); null when metrics are off. */
+  metricsAddress(): { host: string; port: number; url: string } | null {
+    return this.metricsServer?.address() ?? null;
+  }
+
+  private metricSources(calls: CallMetrics): EngineMetricSources {
+    return {
+      calls,
+      inFlight: () => ({ calls: this.invocations.size, bytes: this.invocations.bytes }),
+      connections: () => {
+        let client = 0;
+        for (const s of this.sessions.values()) if (s.role === 'client') client++;
+        return { worker: this.sessions.size - client, client, telemetry: this.telemetry.size };
+      },
+      traffic: () => {
+        const t = { ...this.closedTraffic };
+        for (const s of this.sessions.values()) addTraffic(t, s);
+        return t;
+      },
+      functions: () => this.registry.size,
+    };
   }
 
   get sessionCount(): number {
@@ -255,17 +298,19 @@ export class Engine {
     return new Access(spec);
   }
 
-  private accept(ws: WebSocket, ip: string, access: Access, identity: RunIdentity | null): void {
+  private accept(ws: WebSocket, socket: Socket, access: Access, identity: RunIdentity | null): void {
+    const ip = socket.remoteAddress ?? 'unknown';
     if (this.stopping) {
       ws.close(1001, 'engine shutting down');
       return;
     }
-    const s = new Session(ws, ip);
+    const s = new Session(ws, ip, socket);
     s.access = access;
     s.identity = identity;
     this.sessions.set(s.id, s);
     ws.on('message', (data, isBinary) => {
       s.alive = true;
+      s.framesIn++;
       // Binary frames are tolerated (iii SDKs send OTLP telemetry in them) and ignored.
       if (isBinary) return;
       this.router.onText(s, data.toString());
@@ -286,6 +331,7 @@ export class Engine {
     s.closed = true;
     if (terminate) s.terminate();
     this.sessions.delete(s.id);
+    addTraffic(this.closedTraffic, s);
     this.invocations.halt(s, `${s.name} ${why.startsWith('worker') ? why.slice(7) : why}`.trim());
     this.registry.removeAll(s);
     this.triggers.removePeer(s);
@@ -398,6 +444,7 @@ export class Engine {
       }
       for (const s of [...this.sessions.values()]) this.cleanup(s, 'engine stopped', true);
       await this.cluster?.stop();
+      await this.metricsServer?.stop();
     })();
     return this.stopping;
   }
@@ -409,6 +456,13 @@ export class EngineStartError extends SvcError {
     super(code, message);
     this.name = 'EngineStartError';
   }
+}
+
+function addTraffic(into: { framesIn: number; framesOut: number; bytesIn: number; bytesOut: number }, s: Session): void {
+  into.framesIn += s.framesIn;
+  into.framesOut += s.framesOut;
+  into.bytesIn += s.socket?.bytesRead ?? 0;
+  into.bytesOut += s.socket?.bytesWritten ?? 0;
 }
 
 function refuse(ws: WebSocket, code: string, message: string, closeCode: number): void {

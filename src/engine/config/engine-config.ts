@@ -3,6 +3,7 @@ import { normalizeOrigin } from '../origin.js';
 import { parseAuth } from './auth-config.js';
 import { parseCluster } from './cluster-config.js';
 import { ConfigFileError, isMapping } from './config-error.js';
+import { parseMetrics } from './metrics-config.js';
 
 /**
  * config.yaml's `engine:` block → EngineOptions: every key checked, unknown keys refused, absent
@@ -45,7 +46,7 @@ export const LIMIT_KEYS: Readonly<Record<string, keyof EngineOptions>> = {
 };
 
 /** The blocks inside `engine:` with parsers of their own. */
-const NESTED_KEYS = ['auth', 'limits', 'cluster'];
+const NESTED_KEYS = ['auth', 'limits', 'cluster', 'metrics'];
 
 /**
  * Parse the `engine:` block (`raw` as YAML gave it; absent is `{}`). Throws ConfigFileError naming
@@ -66,6 +67,10 @@ export function parseEngineConfig(file: string, raw: unknown, env: NodeJS.Proces
     }
     if (key === 'cluster') {
       engine.cluster = parseCluster(file, value, env);
+      continue;
+    }
+    if (key === 'metrics') {
+      engine.metrics = parseMetrics(file, value);
       continue;
     }
     const spec = Object.hasOwn(ENGINE_KEYS, key) ? ENGINE_KEYS[key] : undefined;
