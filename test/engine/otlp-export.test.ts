@@ -1,0 +1,161 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Worker } from 'svc-sdk';
+import { parseEngineConfig } from '../../src/engine/config/engine-config.js';
+import type { TelemetryOptions } from '../../src/engine/telemetry/telemetry-options.js';
+import { startEngine } from '../helpers/engine.js';
+import { Collector } from '../helpers/otelcol.js';
+import { eventually, freePort, sleep, WorkerPool } from '../helpers/util.js';
+
+type Eng = Awaited<ReturnType<typeof startEngine>>;
+
+const telemetry = (endpoint: string, protocol: TelemetryOptions['protocol']): TelemetryOptions => ({
+  endpoint,
+  protocol,
+  serviceName: 'svc-engine-test',
+  samplingRatio: 1,
+  maxBatchSpans: 512,
+  exportIntervalMs: 100,
+});
+
+/** A chain front → mid → leaf on three workers; returns a client to call it with. */
+async function chain(eng: Eng, pool: WorkerPool): Promise<Worker> {
+  const front = pool.make('front-worker');
+  const mid = pool.make('mid-worker');
+  const leaf = pool.make('leaf-worker');
+  front.registerFunction('o::front', async (d: unknown) => front.trigger({ function_id: 'o::mid', payload: d }));
+  mid.registerFunction('o::mid', async (d: unknown) => mid.trigger({ function_id: 'o::leaf', payload: d }));
+  leaf.registerFunction('o::leaf', async () => ({ ok: true }));
+  const client = pool.make('otlp-client');
+  await Promise.all([front, mid, leaf, client].map((w) => w.ready()));
+  await eventually(() => assert.ok(['o::front', 'o::mid', 'o::leaf'].every((id) => eng.engine.registry.get(id))));
+  return client;
+}
+
+/** The engine's own record of a trace (engine::traces::get) and what the collector received of it agree. */
+async function assertExported(eng: Eng, collector: Collector, client: Worker): Promise<void> {
+  await client.trigger({ function_id: 'o::front', payload: {} });
+  const ring = eng.engine.traces!;
+  const [latest] = ring.list({ limit: 1 });
+  assert.ok(latest);
+  const ours = ring.get(latest.trace_id)!.spans;
+  assert.equal(ours.length, 3);
+  await eventually(() => assert.equal(collector.spans().filter((s) => s.traceId === latest.trace_id).length, 3), 10_000).catch((e: Error) => {
+    throw new Error(`${e.message}\ncollector output:\n${collector.log.slice(-4000)}`);
+  });
+  const theirs = collector.spans().filter((s) => s.traceId === latest.trace_id);
+  for (const span of ours) {
+    const got = theirs.find((s) => s.spanId === span.span_id);
+    assert.ok(got, `span ${span.function_id} exported`);
+    assert.equal(got.name, span.function_id);
+    assert.equal(got.parentId, span.parent_span_id ?? '');
+    assert.equal(got.service, 'svc-engine-test');
+    assert.equal(got.attributes['svc.callee.worker'], span.callee_worker_name);
+    assert.equal(got.attributes['svc.caller.worker'], span.caller_worker_name);
+  }
+  // Parent links: leaf's parent is mid's span, mid's is front's.
+  const byName = new Map(theirs.map((s) => [s.name, s]));
+  assert.equal(byName.get('o::leaf')!.parentId, byName.get('o::mid')!.spanId);
+  assert.equal(byName.get('o::mid')!.parentId, byName.get('o::front')!.spanId);
+}
+
+describe('OTLP span export to a real OpenTelemetry Collector', () => {
+  let collector: Collector;
+  before(async () => {
+    collector = await Collector.start();
+  });
+  after(async () => {
+    await collector.stop();
+  });
+
+  for (const protocol of ['http/protobuf', 'grpc'] as const) {
+    test(`${protocol}: every span of a trace arrives, with its parent links and attributes`, async () => {
+      const eng = await startEngine({ telemetry: telemetry(protocol === 'grpc' ? collector.grpcEndpoint : collector.httpEndpoint, protocol) });
+      const pool = new WorkerPool(() => eng.url);
+      try {
+        await assertExported(eng, collector, await chain(eng, pool));
+        assert.equal(eng.engine.spanExport!.counts.dropped.export_failed, 0);
+      } finally {
+        await pool.closeAll();
+        await eng.stop();
+      }
+    });
+  }
+
+  test('sampling_ratio 0 exports nothing', async () => {
+    const eng = await startEngine({ telemetry: { ...telemetry(collector.httpEndpoint, 'http/protobuf'), samplingRatio: 0 } });
+    const pool = new WorkerPool(() => eng.url);
+    try {
+      const client = await chain(eng, pool);
+      await client.trigger({ function_id: 'o::front', payload: {} });
+      const [latest] = eng.engine.traces!.list({ limit: 1 });
+      await eng.engine.spanExport!.tick();
+      await sleep(300);
+      assert.equal(collector.spans().filter((s) => s.traceId === latest!.trace_id).length, 0);
+      assert.equal(eng.engine.spanExport!.counts.exported, 0);
+    } finally {
+      await pool.closeAll();
+      await eng.stop();
+    }
+  });
+});
+
+describe('OTLP span export with the collector down', () => {
+  test('calls are unaffected; failed batches are dropped and counted, one warning, then export waits', async () => {
+    const nowhere = `http://127.0.0.1:${await freePort()}`;
+    const eng = await startEngine({ traceBufferSize: 50, telemetry: telemetry(nowhere, 'http/protobuf'), metrics: { host: '127.0.0.1', port: 0, maxFunctionSeries: 10, maxErrorCodeSeries: 10 } });
+    const pool = new WorkerPool(() => eng.url);
+    const warnings: string[] = [];
+    try {
+      const client = await chain(eng, pool);
+      for (let i = 0; i < 5; i++) assert.deepEqual(await client.trigger({ function_id: 'o::front', payload: {} }), { ok: true });
+      const exp = eng.engine.spanExport!;
+      await eventually(() => assert.ok(exp.counts.dropped.export_failed >= 15), 15_000);
+      const failed = exp.counts.dropped.export_failed;
+      // In backoff: more calls (more than the ring holds) are neither read nor converted...
+      for (let i = 0; i < 30; i++) await client.trigger({ function_id: 'o::front', payload: {} });
+      await exp.tick();
+      assert.equal(exp.counts.dropped.export_failed, failed);
+      for (const line of eng.engine.logs.list({ level: 'warn' })) warnings.push(line.message);
+      assert.equal(warnings.filter((w) => w.startsWith('OTLP span export failed')).length, 1, warnings.join('\n'));
+      // ...and after it, the spans the ring overwrote meanwhile count as dropped.
+      await eventually(() => assert.ok(exp.counts.dropped.ring_overrun > 0), 10_000);
+      const text = await (await fetch(eng.engine.metricsAddress()!.url)).text();
+      assert.match(text, /svc_engine_otlp_spans_dropped_total\{reason="export_failed"\} [1-9]/);
+      assert.match(text, /svc_engine_otlp_spans_dropped_total\{reason="ring_overrun"\} [1-9]/);
+    } finally {
+      await pool.closeAll();
+      await eng.stop();
+    }
+  });
+});
+
+describe('engine.telemetry in config.yaml', () => {
+  const env = {};
+  test('absent: from OTEL_EXPORTER_OTLP_ENDPOINT, else off; false: off', () => {
+    assert.equal(parseEngineConfig('c.yaml', {}, env).telemetry, null);
+    const fromEnv = parseEngineConfig('c.yaml', {}, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_SERVICE_NAME: 'api' }).telemetry;
+    assert.equal(fromEnv?.protocol, 'grpc');
+    assert.equal(fromEnv?.serviceName, 'api');
+    assert.equal(fromEnv?.endpoint, undefined, 'the exporter reads the endpoint from the environment itself');
+    assert.equal(parseEngineConfig('c.yaml', { telemetry: false }, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).telemetry, null);
+    assert.equal(parseEngineConfig('c.yaml', { telemetry: true }, { OTEL_SDK_DISABLED: 'true' }).telemetry, null);
+  });
+
+  test('a mapping, with ${ENV} in header values', () => {
+    const t = parseEngineConfig(
+      'c.yaml',
+      { telemetry: { endpoint: 'https://api.honeycomb.io', headers: { 'x-honeycomb-team': '${HC_KEY}' }, sampling_ratio: 0.25, service_name: 'svc' } },
+      { HC_KEY: 'secret' },
+    ).telemetry;
+    assert.deepEqual(t, { protocol: 'http/protobuf', serviceName: 'svc', samplingRatio: 0.25, maxBatchSpans: 512, exportIntervalMs: 1000, endpoint: 'https://api.honeycomb.io', headers: { 'x-honeycomb-team': 'secret' } });
+  });
+
+  test('bad values are refused naming the key', () => {
+    assert.throws(() => parseEngineConfig('c.yaml', { telemetry: { protocol: 'http/json' } }, env), /engine\.telemetry\.protocol: must be one of http\/protobuf, grpc/);
+    assert.throws(() => parseEngineConfig('c.yaml', { telemetry: { sampling_ratio: 2 } }, env), /engine\.telemetry\.sampling_ratio: must be a number from 0 to 1/);
+    assert.throws(() => parseEngineConfig('c.yaml', { telemetry: { endpoint: 'collector:4317' } }, env), /engine\.telemetry\.endpoint: must be an http/);
+    assert.throws(() => parseEngineConfig('c.yaml', { telemetry: { url: 'x' } }, env), /engine\.telemetry\.url: unknown key/);
+    assert.throws(() => parseEngineConfig('c.yaml', { tracing: false, telemetry: true }, env), /engine\.tracing is false/);
+  });
+});
