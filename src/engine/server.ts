@@ -14,8 +14,7 @@ import { LogRing } from './hot/log-ring.js';
 import { CallMetrics } from './metrics/call-metrics.js';
 import { MetricsServer } from './metrics/metrics-server.js';
 import { engineRegistry, type EngineMetricSources } from './metrics/prometheus.js';
-import { createSpanExporter, engineResource } from './telemetry/otlp-spans.js';
-import { SpanExport } from './telemetry/span-export.js';
+import { EngineTelemetry } from './telemetry/engine-telemetry.js';
 import { SpanRing } from './hot/span-ring.js';
 import type { LogEntry } from './logs.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from './options.js';
@@ -56,8 +55,8 @@ export class Engine {
   /** What /metrics counts of calls; null when engine.metrics is off. */
   readonly callMetrics: CallMetrics | null;
   private metricsServer: MetricsServer | null = null;
-  /** OTLP export of the span ring (engine.telemetry); null when off. */
-  readonly spanExport: SpanExport | null = null;
+  /** OTLP export of the span and log rings (engine.telemetry); null when off. */
+  readonly otlp: EngineTelemetry | null = null;
   /** Traffic of the connections that have closed (the open ones are summed when scraped). */
   private readonly closedTraffic = { framesIn: 0, framesOut: 0, bytesIn: 0, bytesOut: 0 };
   private liveness: NodeJS.Timeout | null = null;
@@ -77,7 +76,7 @@ export class Engine {
     this.callMetrics = m ? new CallMetrics(m.maxFunctionSeries, m.maxErrorCodeSeries) : null;
     this.invocations = new Invocations(this.registry, this.opts, warn, this.traces, this.callMetrics);
     const t = this.opts.telemetry;
-    if (t && this.traces) this.spanExport = new SpanExport(this.traces, t, engineResource(t.serviceName, this.run.id), createSpanExporter(t), warn);
+    if (t && this.traces) this.otlp = new EngineTelemetry(t, this.traces, this.logs, this.run.id, warn);
     this.router = new Router({
       opts: this.opts,
       registry: this.registry,
@@ -176,7 +175,7 @@ export class Engine {
     // Not checked per frame: the call path stays as it was, and a buffer grows at most a tick's worth.
     this.sendBufferWatch = setInterval(() => this.checkSendBuffers(), Math.max(20, Math.min(250, this.opts.slowConsumerMs / 4)));
     this.sendBufferWatch.unref();
-    this.spanExport?.start();
+    this.otlp?.start();
     if (this.opts.metrics && this.callMetrics) {
       const { host, port } = this.opts.metrics;
       this.metricsServer = new MetricsServer(engineRegistry(this.metricSources(this.callMetrics)));
@@ -226,7 +225,7 @@ export class Engine {
         return t;
       },
       functions: () => this.registry.size,
-      spanExport: () => this.spanExport?.counts ?? null,
+      telemetry: () => this.otlp?.counts() ?? null,
     };
   }
 
@@ -452,7 +451,7 @@ export class Engine {
       }
       for (const s of [...this.sessions.values()]) this.cleanup(s, 'engine stopped', true);
       await this.cluster?.stop();
-      await this.spanExport?.stop();
+      await this.otlp?.stop();
       await this.metricsServer?.stop();
     })();
     return this.stopping;

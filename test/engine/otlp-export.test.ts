@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Worker } from 'svc-sdk';
+import { Logger, type Worker } from 'svc-sdk';
 import { parseEngineConfig } from '../../src/engine/config/engine-config.js';
 import type { TelemetryOptions } from '../../src/engine/telemetry/telemetry-options.js';
 import { startEngine } from '../helpers/engine.js';
@@ -16,6 +16,7 @@ const telemetry = (endpoint: string, protocol: TelemetryOptions['protocol']): Te
   samplingRatio: 1,
   maxBatchSpans: 512,
   exportIntervalMs: 100,
+  logs: true,
 });
 
 /** A chain front → mid → leaf on three workers; returns a client to call it with. */
@@ -25,7 +26,11 @@ async function chain(eng: Eng, pool: WorkerPool): Promise<Worker> {
   const leaf = pool.make('leaf-worker');
   front.registerFunction('o::front', async (d: unknown) => front.trigger({ function_id: 'o::mid', payload: d }));
   mid.registerFunction('o::mid', async (d: unknown) => mid.trigger({ function_id: 'o::leaf', payload: d }));
-  leaf.registerFunction('o::leaf', async () => ({ ok: true }));
+  const logger = new Logger(leaf);
+  leaf.registerFunction('o::leaf', async () => {
+    logger.info('leaf ran', { n: 1 });
+    return { ok: true };
+  });
   const client = pool.make('otlp-client');
   await Promise.all([front, mid, leaf, client].map((w) => w.ready()));
   await eventually(() => assert.ok(['o::front', 'o::mid', 'o::leaf'].every((id) => eng.engine.registry.get(id))));
@@ -57,6 +62,14 @@ async function assertExported(eng: Eng, collector: Collector, client: Worker): P
   const byName = new Map(theirs.map((s) => [s.name, s]));
   assert.equal(byName.get('o::leaf')!.parentId, byName.get('o::mid')!.spanId);
   assert.equal(byName.get('o::mid')!.parentId, byName.get('o::front')!.spanId);
+  // The leaf's log line arrives with its trace id, under the leaf call's span.
+  await eventually(() => assert.ok(collector.logs().some((l) => l.traceId === latest.trace_id)), 10_000);
+  const line = collector.logs().find((l) => l.traceId === latest.trace_id)!;
+  assert.equal(line.body, 'leaf ran');
+  assert.equal(line.severity, 'INFO');
+  assert.equal(line.spanId, byName.get('o::leaf')!.spanId);
+  assert.equal(line.attributes['svc.worker'], 'leaf-worker');
+  assert.equal(line.service, 'svc-engine-test');
 }
 
 describe('OTLP span export to a real OpenTelemetry Collector', () => {
@@ -74,7 +87,7 @@ describe('OTLP span export to a real OpenTelemetry Collector', () => {
       const pool = new WorkerPool(() => eng.url);
       try {
         await assertExported(eng, collector, await chain(eng, pool));
-        assert.equal(eng.engine.spanExport!.counts.dropped.export_failed, 0);
+        assert.equal(eng.engine.otlp!.spans.counts.dropped.export_failed, 0);
       } finally {
         await pool.closeAll();
         await eng.stop();
@@ -89,10 +102,10 @@ describe('OTLP span export to a real OpenTelemetry Collector', () => {
       const client = await chain(eng, pool);
       await client.trigger({ function_id: 'o::front', payload: {} });
       const [latest] = eng.engine.traces!.list({ limit: 1 });
-      await eng.engine.spanExport!.tick();
+      await eng.engine.otlp!.flush();
       await sleep(300);
       assert.equal(collector.spans().filter((s) => s.traceId === latest!.trace_id).length, 0);
-      assert.equal(eng.engine.spanExport!.counts.exported, 0);
+      assert.equal(eng.engine.otlp!.spans.counts.exported, 0);
     } finally {
       await pool.closeAll();
       await eng.stop();
@@ -109,7 +122,7 @@ describe('OTLP span export with the collector down', () => {
     try {
       const client = await chain(eng, pool);
       for (let i = 0; i < 5; i++) assert.deepEqual(await client.trigger({ function_id: 'o::front', payload: {} }), { ok: true });
-      const exp = eng.engine.spanExport!;
+      const exp = eng.engine.otlp!.spans;
       await eventually(() => assert.ok(exp.counts.dropped.export_failed >= 15), 15_000);
       const failed = exp.counts.dropped.export_failed;
       // In backoff: more calls (more than the ring holds) are neither read nor converted...
@@ -121,8 +134,8 @@ describe('OTLP span export with the collector down', () => {
       // ...and after it, the spans the ring overwrote meanwhile count as dropped.
       await eventually(() => assert.ok(exp.counts.dropped.ring_overrun > 0), 10_000);
       const text = await (await fetch(eng.engine.metricsAddress()!.url)).text();
-      assert.match(text, /svc_engine_otlp_spans_dropped_total\{reason="export_failed"\} [1-9]/);
-      assert.match(text, /svc_engine_otlp_spans_dropped_total\{reason="ring_overrun"\} [1-9]/);
+      assert.match(text, /svc_engine_otlp_dropped_total\{signal="traces",reason="export_failed"\} [1-9]/);
+      assert.match(text, /svc_engine_otlp_dropped_total\{signal="traces",reason="ring_overrun"\} [1-9]/);
     } finally {
       await pool.closeAll();
       await eng.stop();
@@ -148,7 +161,7 @@ describe('engine.telemetry in config.yaml', () => {
       { telemetry: { endpoint: 'https://api.honeycomb.io', headers: { 'x-honeycomb-team': '${HC_KEY}' }, sampling_ratio: 0.25, service_name: 'svc' } },
       { HC_KEY: 'secret' },
     ).telemetry;
-    assert.deepEqual(t, { protocol: 'http/protobuf', serviceName: 'svc', samplingRatio: 0.25, maxBatchSpans: 512, exportIntervalMs: 1000, endpoint: 'https://api.honeycomb.io', headers: { 'x-honeycomb-team': 'secret' } });
+    assert.deepEqual(t, { protocol: 'http/protobuf', serviceName: 'svc', samplingRatio: 0.25, maxBatchSpans: 512, exportIntervalMs: 1000, logs: true, endpoint: 'https://api.honeycomb.io', headers: { 'x-honeycomb-team': 'secret' } });
   });
 
   test('bad values are refused naming the key', () => {

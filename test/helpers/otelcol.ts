@@ -14,6 +14,16 @@ export interface CollectedSpan {
   attributes: Record<string, string>;
 }
 
+/** A log record as the debug exporter printed it. */
+export interface CollectedLog {
+  body: string;
+  severity: string;
+  traceId: string;
+  spanId: string;
+  service: string;
+  attributes: Record<string, string>;
+}
+
 /**
  * A real OpenTelemetry Collector (svc-otelcol, scripts/build-otelcol.sh: built once from the Go
  * module proxy and cached) with an OTLP receiver on free gRPC and HTTP ports, printing what it
@@ -50,6 +60,7 @@ export class Collector {
         '  telemetry: { metrics: { level: none } }',
         '  pipelines:',
         '    traces: { receivers: [otlp], exporters: [debug] }',
+        '    logs: { receivers: [otlp], exporters: [debug] }',
         '',
       ].join('\n'),
     );
@@ -76,6 +87,29 @@ export class Collector {
         const attributes: Record<string, string> = {};
         for (const a of (block.split('Attributes:')[1] ?? '').matchAll(/-> ([\w.]+): \w+\((.*)\)/g)) attributes[a[1]!] = a[2]!;
         out.push({ traceId: m[1]!, parentId: m[2]!, spanId: m[3]!, name: m[4]!.trim(), service, attributes });
+      }
+    }
+    return out;
+  }
+
+  /** Every log record received so far. */
+  logs(): CollectedLog[] {
+    const out: CollectedLog[] = [];
+    for (const resource of this.output.split('ResourceLog #').slice(1)) {
+      const [head, ...records] = resource.split(/\nLogRecord #\d+\n/);
+      const service = /-> service\.name: Str\(([^)]*)\)/.exec(head ?? '')?.[1] ?? '';
+      for (const block of records) {
+        const attributes: Record<string, string> = {};
+        const [, attrs = '', rest = ''] = /Attributes:\n([\s\S]*?)\n(Trace ID[\s\S]*)/.exec(block) ?? [];
+        for (const a of attrs.matchAll(/-> ([\w.]+): \w+\((.*)\)/g)) attributes[a[1]!] = a[2]!;
+        out.push({
+          body: /Body: \w+\((.*)\)/.exec(block)?.[1] ?? '',
+          severity: /SeverityText: (\w*)/.exec(block)?.[1] ?? '',
+          traceId: /Trace ID: (\w*)/.exec(rest)?.[1] ?? '',
+          spanId: /Span ID: (\w*)/.exec(rest)?.[1] ?? '',
+          service,
+          attributes,
+        });
       }
     }
     return out;

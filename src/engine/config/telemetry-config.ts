@@ -2,12 +2,12 @@ import { exportAllowedByEnv, OTLP_PROTOCOLS, telemetryFromEnv, withEnvDefaults, 
 import { ConfigFileError, expandEnv, isMapping } from './config-error.js';
 
 /**
- * `engine.telemetry` of config.yaml (docs/observability.md): OTLP export of the engine's spans.
+ * `engine.telemetry` of config.yaml (docs/observability.md): OTLP export of the engine's spans and log lines.
  * Absent: on when OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) is set, else off; false: off;
  * true or a mapping: on, what it leaves out taken from the OTEL_* environment variables. Header
  * values may name environment variables (`${HONEYCOMB_API_KEY}`).
  */
-const TELEMETRY_KEYS = ['endpoint', 'protocol', 'headers', 'service_name', 'sampling_ratio', 'max_batch_spans', 'export_interval_ms'];
+const TELEMETRY_KEYS = ['endpoint', 'protocol', 'headers', 'service_name', 'sampling_ratio', 'logs', 'max_batch_spans', 'export_interval_ms'];
 
 export function parseTelemetry(file: string, raw: unknown, env: NodeJS.ProcessEnv = process.env): TelemetryOptions | null {
   if (raw === undefined || raw === null) return telemetryFromEnv(env);
@@ -42,6 +42,10 @@ export function parseTelemetry(file: string, raw: unknown, env: NodeJS.ProcessEn
       case 'sampling_ratio':
         if (typeof v !== 'number' || !(v >= 0 && v <= 1)) throw new ConfigFileError(file, `${key}: must be a number from 0 to 1, got ${JSON.stringify(v)}`);
         given.samplingRatio = v;
+        break;
+      case 'logs':
+        if (typeof v !== 'boolean') throw new ConfigFileError(file, `${key}: must be true or false, got ${JSON.stringify(v)}`);
+        given.logs = v;
         break;
       case 'max_batch_spans':
       case 'export_interval_ms':

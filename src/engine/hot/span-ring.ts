@@ -85,14 +85,14 @@ export class SpanRing {
    * Up to `max` spans from position `from` on, oldest first, and the position after them; spans the
    * ring no longer holds (overwritten since, or recorded before a counter wrap) are `missed`.
    */
-  readFrom(from: number, max: number): { spans: Span[]; next: number; missed: number } {
+  readFrom(from: number, max: number): { items: Span[]; next: number; missed: number } {
     const oldest = this.total - this.count;
     const start = Math.max(from, oldest);
     const end = Math.min(this.total, start + max);
     const spans: Span[] = [];
     const n = this.capacity;
     for (let p = start; p < end; p++) spans.push(this.spanAt((this.next - (this.total - p) + n * 2) % n));
-    return { spans, next: end, missed: Math.max(0, start - from) };
+    return { items: spans, next: end, missed: Math.max(0, start - from) };
   }
 
   /** Characters of the span errors held. */

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
-import type { SpanExportCounts } from '../telemetry/span-export.js';
+import type { ExportCounts } from '../telemetry/ring-export.js';
 import { CallMetrics, LATENCY_BUCKETS_S, STATUSES } from './call-metrics.js';
 
 /**
@@ -19,8 +19,8 @@ export interface EngineMetricSources {
   traffic(): { framesIn: number; framesOut: number; bytesIn: number; bytesOut: number };
   /** Function ids registered, the engine's own included. */
   functions(): number;
-  /** What the OTLP span export did; null when it is off. */
-  spanExport(): SpanExportCounts | null;
+  /** What the OTLP export did (logs null when only spans are exported); null when it is off. */
+  telemetry(): { spans: ExportCounts; logs: ExportCounts | null } | null;
 }
 
 export const METRIC_PREFIX = 'svc_engine_';
@@ -57,12 +57,28 @@ export function engineRegistry(src: EngineMetricSources, withProcessMetrics = tr
   totalCounter(registry, `${p}frames_sent_total`, 'WebSocket frames sent to peers.', [], traffic('framesOut'));
   totalCounter(registry, `${p}received_bytes_total`, 'Bytes read from peer sockets.', [], traffic('bytesIn'));
   totalCounter(registry, `${p}sent_bytes_total`, 'Bytes written to peer sockets.', [], traffic('bytesOut'));
-  totalCounter(registry, `${p}otlp_spans_exported_total`, 'Spans the OTLP export sent (engine.telemetry).', [], (inc) => inc({}, src.spanExport()?.exported ?? 0));
-  totalCounter(registry, `${p}otlp_spans_dropped_total`, 'Spans the OTLP export dropped: export_failed (the collector refused or was unreachable), ring_overrun (overwritten before they were read).', ['reason'], (inc) => {
-    const dropped = src.spanExport()?.dropped ?? { export_failed: 0, ring_overrun: 0 };
-    inc({ reason: 'export_failed' }, dropped.export_failed);
-    inc({ reason: 'ring_overrun' }, dropped.ring_overrun);
+  const signals = (): Array<[string, ExportCounts | null | undefined]> => {
+    const t = src.telemetry();
+    return [
+      ['traces', t?.spans],
+      ['logs', t?.logs],
+    ];
+  };
+  totalCounter(registry, `${p}otlp_exported_total`, 'Spans (signal="traces") and log lines (signal="logs") the OTLP export sent (engine.telemetry).', ['signal'], (inc) => {
+    for (const [signal, c] of signals()) inc({ signal }, c?.exported ?? 0);
   });
+  totalCounter(
+    registry,
+    `${p}otlp_dropped_total`,
+    'Spans and log lines the OTLP export dropped: export_failed (the collector refused or was unreachable), ring_overrun (overwritten before they were read).',
+    ['signal', 'reason'],
+    (inc) => {
+      for (const [signal, c] of signals()) {
+        inc({ signal, reason: 'export_failed' }, c?.dropped.export_failed ?? 0);
+        inc({ signal, reason: 'ring_overrun' }, c?.dropped.ring_overrun ?? 0);
+      }
+    },
+  );
   return registry;
 }
 

@@ -1,5 +1,5 @@
 /**
- * engine.telemetry (docs/observability.md): OTLP export of the engine's spans. What config.yaml
+ * engine.telemetry (docs/observability.md): OTLP export of the engine's spans and log lines. What config.yaml
  * leaves out is taken from the OpenTelemetry environment variables, as the OpenTelemetry
  * specification says (the exporters read OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _HEADERS, _TIMEOUT,
  * certificates themselves; protocol, service name and sampler are read here).
@@ -19,8 +19,10 @@ export interface TelemetryOptions {
   samplingRatio: number;
   /** Spans per export request. */
   maxBatchSpans: number;
-  /** How often the ring is read for new spans (ms). */
+  /** How often the rings are read for new spans and log lines (ms). */
   exportIntervalMs: number;
+  /** Export the log lines too (workers' Loggers and the engine's own events), with their trace ids. */
+  logs: boolean;
 }
 
 export const DEFAULT_TELEMETRY: Omit<TelemetryOptions, 'endpoint' | 'headers'> = {
@@ -29,6 +31,7 @@ export const DEFAULT_TELEMETRY: Omit<TelemetryOptions, 'endpoint' | 'headers'> =
   samplingRatio: 1,
   maxBatchSpans: 512,
   exportIntervalMs: 1000,
+  logs: true,
 };
 
 /**
@@ -47,6 +50,11 @@ export function exportAllowedByEnv(env: NodeJS.ProcessEnv): boolean {
   return env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true' && env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() !== 'none';
 }
 
+/** OTEL_LOGS_EXPORTER=none keeps the log lines home. */
+function logsAllowedByEnv(env: NodeJS.ProcessEnv): boolean {
+  return env.OTEL_LOGS_EXPORTER?.trim().toLowerCase() !== 'none';
+}
+
 /** What config.yaml gave, completed from the environment, then the defaults. */
 export function withEnvDefaults(given: Partial<TelemetryOptions>, env: NodeJS.ProcessEnv): TelemetryOptions {
   const envProtocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim();
@@ -57,6 +65,7 @@ export function withEnvDefaults(given: Partial<TelemetryOptions>, env: NodeJS.Pr
     ...(env.OTEL_SERVICE_NAME?.trim() ? { serviceName: env.OTEL_SERVICE_NAME.trim() } : {}),
     ...(envRatio !== undefined ? { samplingRatio: envRatio } : {}),
     ...given,
+    logs: (given.logs ?? true) && logsAllowedByEnv(env),
   };
 }
 

@@ -1,14 +1,24 @@
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
-import type { Resource } from '@opentelemetry/resources';
-import { SamplingDecision, TraceIdRatioBasedSampler, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
-import type { SpanRing } from '../hot/span-ring.js';
-import { toReadableSpan } from './otlp-spans.js';
 import type { TelemetryOptions } from './telemetry-options.js';
 
-/** What the export did, for /metrics. */
-export interface SpanExportCounts {
+/** A ring the export reads from a position of its own (hot/span-ring.ts, hot/log-ring.ts). */
+export interface ExportSource<T> {
+  /** Items recorded so far: the position after the newest. */
+  readonly recorded: number;
+  /** Up to `max` items from position `from` on, oldest first; `missed`: those the ring no longer holds. */
+  readFrom(from: number, max: number): { items: T[]; next: number; missed: number };
+}
+
+/** One of the official OTLP exporters (spans or log records). */
+export interface OtlpExporter<R> {
+  export(batch: R[], done: (result: ExportResult) => void): void;
+  shutdown(): Promise<void>;
+}
+
+/** What an export did, for /metrics. */
+export interface ExportCounts {
   exported: number;
-  /** Spans not exported: their export failed, or the ring overwrote them before they were read. */
+  /** Not exported: their export failed, or the ring overwrote them before they were read. */
   dropped: { export_failed: number; ring_overrun: number };
 }
 
@@ -17,19 +27,18 @@ const MAX_BACKOFF_MS = 30_000;
 const WARN_EVERY_MS = 30_000;
 
 /**
- * OTLP export of the engine's spans, off the call path. Calls record their spans in the span ring
- * as they always do (hot/span-ring.ts); this reads the ring from a position of its own on a timer,
- * turns the spans it samples into OpenTelemetry spans and hands them to the official exporter, one
- * batch (max_batch_spans) in flight at a time.
+ * OTLP export of one of the engine's rings (spans, log lines), off the call path. Calls record
+ * spans and lines in the rings as they always do; this reads a ring from a position of its own on
+ * a timer, converts what `convert` keeps (null: sampled out) and hands it to the official
+ * exporter, one batch (max_batch_spans) in flight at a time.
  *
- * The ring is the export queue: nothing else holds spans waiting for export, so memory stays what
- * engine.trace_buffer_size and max_trace_bytes allow whatever the collector does. While the
- * collector is down, a failed batch is dropped and counted, and the next attempt waits (1 s
- * doubling to 30 s) without reading or converting anything: calls do not pay for an outage. Spans
- * the ring overwrote in the meantime are counted as dropped when reading resumes. Failures are
- * reported by `warn` at most every 30 s.
+ * The ring is the export queue: nothing else holds items waiting for export, so memory stays what
+ * the ring's bounds allow whatever the collector does. While the collector is down, a failed batch
+ * is dropped and counted, and the next attempt waits (1 s doubling to 30 s) without reading or
+ * converting anything: calls do not pay for an outage. Items the ring overwrote in the meantime
+ * are counted as dropped when reading resumes. Failures are reported by `warn` at most every 30 s.
  */
-export class SpanExport {
+export class RingExport<T, R> {
   private position: number;
   private timer: NodeJS.Timeout | null = null;
   private inFlight: Promise<void> | null = null;
@@ -37,20 +46,20 @@ export class SpanExport {
   private backoffMs = 0;
   private lastWarnAt = -Infinity;
   private failedSinceWarn = 0;
-  private readonly sampler: TraceIdRatioBasedSampler | null;
-  readonly counts: SpanExportCounts = { exported: 0, dropped: { export_failed: 0, ring_overrun: 0 } };
+  readonly counts: ExportCounts = { exported: 0, dropped: { export_failed: 0, ring_overrun: 0 } };
   private stopped = false;
 
   constructor(
-    private readonly ring: SpanRing,
+    /** What is exported, for the warning: "span", "log line". */
+    private readonly what: string,
+    private readonly ring: ExportSource<T>,
     private readonly opts: TelemetryOptions,
-    private readonly resource: Resource,
-    private readonly exporter: SpanExporter,
+    private readonly convert: (item: T) => R | null,
+    private readonly exporter: OtlpExporter<R>,
     private readonly warn: (message: string) => void,
   ) {
-    // Spans recorded before export started are not sent.
+    // What was recorded before export started is not sent.
     this.position = ring.recorded;
-    this.sampler = opts.samplingRatio >= 1 ? null : new TraceIdRatioBasedSampler(opts.samplingRatio);
   }
 
   start(): void {
@@ -68,11 +77,14 @@ export class SpanExport {
 
   private async drain(): Promise<void> {
     while (!this.stopped && this.position < this.ring.recorded) {
-      const { spans, next, missed } = this.ring.readFrom(this.position, this.opts.maxBatchSpans);
+      const { items, next, missed } = this.ring.readFrom(this.position, this.opts.maxBatchSpans);
       this.position = next;
       this.counts.dropped.ring_overrun += missed;
-      const batch: ReadableSpan[] = [];
-      for (const s of spans) if (this.sampled(s.trace_id)) batch.push(toReadableSpan(s, this.resource));
+      const batch: R[] = [];
+      for (const item of items) {
+        const r = this.convert(item);
+        if (r !== null) batch.push(r);
+      }
       if (batch.length === 0) continue;
       const result = await this.send(batch);
       if (result.code === ExportResultCode.SUCCESS) {
@@ -89,11 +101,7 @@ export class SpanExport {
     }
   }
 
-  private sampled(traceId: string): boolean {
-    return this.sampler === null || this.sampler.shouldSample(undefined, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
-  }
-
-  private send(batch: ReadableSpan[]): Promise<ExportResult> {
+  private send(batch: R[]): Promise<ExportResult> {
     return new Promise((resolve) => {
       try {
         this.exporter.export(batch, resolve);
@@ -108,7 +116,7 @@ export class SpanExport {
     if (now - this.lastWarnAt < WARN_EVERY_MS) return;
     this.lastWarnAt = now;
     this.warn(
-      `OTLP span export failed (${error?.message ?? 'unknown error'}): ${this.failedSinceWarn} span(s) dropped since the last warning, ${this.counts.dropped.export_failed} in all; next attempt in ${this.backoffMs} ms (engine.telemetry)`,
+      `OTLP ${this.what} export failed (${error?.message ?? 'unknown error'}): ${this.failedSinceWarn} ${this.what}(s) dropped since the last warning, ${this.counts.dropped.export_failed} in all; next attempt in ${this.backoffMs} ms (engine.telemetry)`,
     );
     this.failedSinceWarn = 0;
   }
