@@ -13,7 +13,8 @@ import { Invocations } from './invocations.js';
 import { LogRing } from './hot/log-ring.js';
 import { CallMetrics } from './metrics/call-metrics.js';
 import { MetricsServer } from './metrics/metrics-server.js';
-import { engineRegistry, type EngineMetricSources } from './metrics/prometheus.js';
+import { engineMetricSources, Traffic } from './metrics/engine-sources.js';
+import { engineRegistry } from './metrics/prometheus.js';
 import { EngineTelemetry } from './telemetry/engine-telemetry.js';
 import { SpanRing } from './hot/span-ring.js';
 import type { LogEntry } from './logs.js';
@@ -57,8 +58,8 @@ export class Engine {
   private metricsServer: MetricsServer | null = null;
   /** OTLP export of the span and log rings (engine.telemetry); null when off. */
   readonly otlp: EngineTelemetry | null = null;
-  /** Traffic of the connections that have closed (the open ones are summed when scraped). */
-  private readonly closedTraffic = { framesIn: 0, framesOut: 0, bytesIn: 0, bytesOut: 0 };
+  /** Frames and bytes of the connections (/metrics). */
+  private readonly traffic = new Traffic();
   private liveness: NodeJS.Timeout | null = null;
   private sendBufferWatch: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
@@ -178,7 +179,16 @@ export class Engine {
     this.otlp?.start();
     if (this.opts.metrics && this.callMetrics) {
       const { host, port } = this.opts.metrics;
-      this.metricsServer = new MetricsServer(engineRegistry(this.metricSources(this.callMetrics)));
+      const sources = engineMetricSources({
+        calls: this.callMetrics,
+        invocations: this.invocations,
+        registry: this.registry,
+        sessions: () => this.sessions.values(),
+        telemetrySockets: () => this.telemetry.size,
+        traffic: this.traffic,
+        otlp: () => this.otlp,
+      });
+      this.metricsServer = new MetricsServer(engineRegistry(sources));
       try {
         await this.metricsServer.start(host, port);
       } catch (e) {
@@ -208,25 +218,6 @@ export class Engine {
   /** Where Prometheus scrapes this engine (engine.metrics); null when metrics are off. */
   metricsAddress(): { host: string; port: number; url: string } | null {
     return this.metricsServer?.address() ?? null;
-  }
-
-  private metricSources(calls: CallMetrics): EngineMetricSources {
-    return {
-      calls,
-      inFlight: () => ({ calls: this.invocations.size, bytes: this.invocations.bytes }),
-      connections: () => {
-        let client = 0;
-        for (const s of this.sessions.values()) if (s.role === 'client') client++;
-        return { worker: this.sessions.size - client, client, telemetry: this.telemetry.size };
-      },
-      traffic: () => {
-        const t = { ...this.closedTraffic };
-        for (const s of this.sessions.values()) addTraffic(t, s);
-        return t;
-      },
-      functions: () => this.registry.size,
-      telemetry: () => this.otlp?.counts() ?? null,
-    };
   }
 
   get sessionCount(): number {
@@ -338,7 +329,7 @@ export class Engine {
     s.closed = true;
     if (terminate) s.terminate();
     this.sessions.delete(s.id);
-    addTraffic(this.closedTraffic, s);
+    this.traffic.closed(s);
     this.invocations.halt(s, `${s.name} ${why.startsWith('worker') ? why.slice(7) : why}`.trim());
     this.registry.removeAll(s);
     this.triggers.removePeer(s);
@@ -464,13 +455,6 @@ export class EngineStartError extends SvcError {
     super(code, message);
     this.name = 'EngineStartError';
   }
-}
-
-function addTraffic(into: { framesIn: number; framesOut: number; bytesIn: number; bytesOut: number }, s: Session): void {
-  into.framesIn += s.framesIn;
-  into.framesOut += s.framesOut;
-  into.bytesIn += s.socket?.bytesRead ?? 0;
-  into.bytesOut += s.socket?.bytesWritten ?? 0;
 }
 
 function refuse(ws: WebSocket, code: string, message: string, closeCode: number): void {
