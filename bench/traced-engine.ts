@@ -12,7 +12,7 @@ if (mode !== 'on' && mode !== 'off') {
   process.exit(2);
 }
 const endpoint = process.argv[3];
-const telemetry = endpoint ? { endpoint, protocol: 'http/protobuf' as const, serviceName: 'svc-bench', samplingRatio: 1, maxBatchSpans: 512, exportIntervalMs: 1000, logs: true } : null;
+const telemetry = endpoint ? { endpoint, protocol: 'http/protobuf' as const, serviceName: 'svc-bench', samplingRatio: 1, maxBatchSpans: 512, exportIntervalMs: 1000, logs: true, metrics: false, metricsIntervalMs: 60_000 } : null;
 const engine = new Engine({ host: '127.0.0.1', port: 0, printEvents: false, tracing: mode === 'on', telemetry });
 const { url } = await engine.start();
 process.stdout.write(`READY ${url}\n`);

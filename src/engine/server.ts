@@ -74,7 +74,8 @@ export class Engine {
     this.triggers = new Triggers(warn);
     this.traces = this.opts.tracing ? new SpanRing(this.opts.traceBufferSize, undefined, this.opts.maxTraceBytes, this.opts.maxStoredValueBytes) : null;
     const m = this.opts.metrics;
-    this.callMetrics = m ? new CallMetrics(m.maxFunctionSeries, m.maxErrorCodeSeries) : null;
+    // Counted for /metrics, and for the OTLP metrics export.
+    this.callMetrics = m || this.opts.telemetry?.metrics ? new CallMetrics(m?.maxFunctionSeries, m?.maxErrorCodeSeries) : null;
     this.invocations = new Invocations(this.registry, this.opts, warn, this.traces, this.callMetrics);
     const t = this.opts.telemetry;
     if (t && this.traces) this.otlp = new EngineTelemetry(t, this.traces, this.logs, this.run.id, warn);
@@ -176,18 +177,21 @@ export class Engine {
     // Not checked per frame: the call path stays as it was, and a buffer grows at most a tick's worth.
     this.sendBufferWatch = setInterval(() => this.checkSendBuffers(), Math.max(20, Math.min(250, this.opts.slowConsumerMs / 4)));
     this.sendBufferWatch.unref();
-    this.otlp?.start();
-    if (this.opts.metrics && this.callMetrics) {
+    const calls = this.callMetrics;
+    const sources = calls
+      ? engineMetricSources({
+          calls,
+          invocations: this.invocations,
+          registry: this.registry,
+          sessions: () => this.sessions.values(),
+          telemetrySockets: () => this.telemetry.size,
+          traffic: this.traffic,
+          otlp: () => this.otlp,
+        })
+      : null;
+    this.otlp?.start(sources, this.startedAt);
+    if (this.opts.metrics && sources) {
       const { host, port } = this.opts.metrics;
-      const sources = engineMetricSources({
-        calls: this.callMetrics,
-        invocations: this.invocations,
-        registry: this.registry,
-        sessions: () => this.sessions.values(),
-        telemetrySockets: () => this.telemetry.size,
-        traffic: this.traffic,
-        otlp: () => this.otlp,
-      });
       this.metricsServer = new MetricsServer(engineRegistry(sources));
       try {
         await this.metricsServer.start(host, port);

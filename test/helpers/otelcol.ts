@@ -61,6 +61,7 @@ export class Collector {
         '  pipelines:',
         '    traces: { receivers: [otlp], exporters: [debug] }',
         '    logs: { receivers: [otlp], exporters: [debug] }',
+        '    metrics: { receivers: [otlp], exporters: [debug] }',
         '',
       ].join('\n'),
     );
@@ -110,6 +111,28 @@ export class Collector {
           service,
           attributes,
         });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The data points of metric `name` received so far, oldest first: their attributes, value (a
+   * sum's or gauge's value, a histogram's count) and the service.instance.id of their resource.
+   */
+  metricPoints(name: string): Array<{ attributes: Record<string, string>; value: number; instance: string }> {
+    const out: Array<{ attributes: Record<string, string>; value: number; instance: string }> = [];
+    for (const resource of this.output.split('ResourceMetrics #').slice(1)) {
+      const [head, ...metrics] = resource.split(/\nMetric #\d+\n/);
+      const instance = /-> service\.instance\.id: Str\(([^)]*)\)/.exec(head ?? '')?.[1] ?? '';
+      for (const metric of metrics) {
+        if (!metric.includes(`-> Name: ${name}\n`)) continue;
+        for (const p of metric.split(/\n(?:Number|Histogram)DataPoints #\d+\n/).slice(1)) {
+          const attributes: Record<string, string> = {};
+          for (const a of (p.split('StartTimestamp')[0] ?? '').matchAll(/-> ([\w.]+): \w+\((.*)\)/g)) attributes[a[1]!] = a[2]!;
+          const value = /\nValue: ([\d.e+-]+)/.exec(p)?.[1] ?? /\nCount: (\d+)/.exec(p)?.[1];
+          if (value !== undefined) out.push({ attributes, value: Number(value), instance });
+        }
       }
     }
     return out;

@@ -7,7 +7,7 @@ import { ConfigFileError, expandEnv, isMapping } from './config-error.js';
  * true or a mapping: on, what it leaves out taken from the OTEL_* environment variables. Header
  * values may name environment variables (`${HONEYCOMB_API_KEY}`).
  */
-const TELEMETRY_KEYS = ['endpoint', 'protocol', 'headers', 'service_name', 'sampling_ratio', 'logs', 'max_batch_spans', 'export_interval_ms'];
+const TELEMETRY_KEYS = ['endpoint', 'protocol', 'headers', 'service_name', 'sampling_ratio', 'logs', 'metrics', 'metrics_interval_ms', 'max_batch_spans', 'export_interval_ms'];
 
 export function parseTelemetry(file: string, raw: unknown, env: NodeJS.ProcessEnv = process.env): TelemetryOptions | null {
   if (raw === undefined || raw === null) return telemetryFromEnv(env);
@@ -44,8 +44,13 @@ export function parseTelemetry(file: string, raw: unknown, env: NodeJS.ProcessEn
         given.samplingRatio = v;
         break;
       case 'logs':
+      case 'metrics':
         if (typeof v !== 'boolean') throw new ConfigFileError(file, `${key}: must be true or false, got ${JSON.stringify(v)}`);
-        given.logs = v;
+        given[k] = v;
+        break;
+      case 'metrics_interval_ms':
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < 100 || v > 3_600_000) throw new ConfigFileError(file, `${key}: must be an integer from 100 to 3600000, got ${JSON.stringify(v)}`);
+        given.metricsIntervalMs = v;
         break;
       case 'max_batch_spans':
       case 'export_interval_ms':

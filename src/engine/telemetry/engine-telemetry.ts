@@ -1,10 +1,14 @@
+import type { Resource } from '@opentelemetry/resources';
 import type { ReadableLogRecord } from '@opentelemetry/sdk-logs';
+import type { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { SamplingDecision, TraceIdRatioBasedSampler, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import type { LogRing } from '../hot/log-ring.js';
 import type { SpanRing } from '../hot/span-ring.js';
 import type { LogEntry } from '../logs.js';
+import type { EngineMetricSources } from '../metrics/prometheus.js';
 import type { Span } from '../traces.js';
 import { createLogExporter, toLogRecord } from './otlp-logs.js';
+import { startMetricExport } from './otlp-metrics.js';
 import { createSpanExporter, engineResource, toReadableSpan } from './otlp-spans.js';
 import { RingExport, type ExportCounts } from './ring-export.js';
 import type { TelemetryOptions } from './telemetry-options.js';
@@ -17,9 +21,18 @@ import type { TelemetryOptions } from './telemetry-options.js';
 export class EngineTelemetry {
   readonly spans: RingExport<Span, ReadableSpan>;
   readonly logs: RingExport<LogEntry, ReadableLogRecord> | null;
+  private meters: MeterProvider | null = null;
+  private readonly resource: Resource;
 
-  constructor(opts: TelemetryOptions, traces: SpanRing, logRing: LogRing, runId: string, warn: (message: string) => void) {
+  constructor(
+    private readonly opts: TelemetryOptions,
+    traces: SpanRing,
+    logRing: LogRing,
+    runId: string,
+    warn: (message: string) => void,
+  ) {
     const resource = engineResource(opts.serviceName, runId);
+    this.resource = resource;
     const sampler = opts.samplingRatio >= 1 ? null : new TraceIdRatioBasedSampler(opts.samplingRatio);
     const sampled = (traceId: string): boolean => sampler === null || sampler.shouldSample(undefined, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
     const ids = traces.ids;
@@ -32,9 +45,16 @@ export class EngineTelemetry {
       : null;
   }
 
-  start(): void {
+  /** Start the exports; `metrics`: what /metrics reads (null: the metrics are not exported). */
+  start(metrics: EngineMetricSources | null, startedAtMs: number): void {
     this.spans.start();
     this.logs?.start();
+    if (metrics && this.opts.metrics) this.meters = startMetricExport(this.opts, metrics, this.resource, startedAtMs, this.opts.metricsIntervalMs);
+  }
+
+  /** Export the metrics now (tests; the reader does it every metrics_interval_ms). */
+  async flushMetrics(): Promise<void> {
+    await this.meters?.forceFlush();
   }
 
   /** Read and export what is new now (tests; the timers do it every export_interval_ms). */
@@ -47,6 +67,7 @@ export class EngineTelemetry {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.spans.stop(), this.logs?.stop()]);
+    // The metrics' last export, within 2 s: a collector that is down must not hold the shutdown.
+    await Promise.all([this.spans.stop(), this.logs?.stop(), this.meters?.shutdown({ timeoutMillis: 2000 }).catch(() => undefined)]);
   }
 }

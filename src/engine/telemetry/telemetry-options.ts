@@ -23,6 +23,9 @@ export interface TelemetryOptions {
   exportIntervalMs: number;
   /** Export the log lines too (workers' Loggers and the engine's own events), with their trace ids. */
   logs: boolean;
+  /** Export the engine's metrics too (what /metrics shows), every metricsIntervalMs. */
+  metrics: boolean;
+  metricsIntervalMs: number;
 }
 
 export const DEFAULT_TELEMETRY: Omit<TelemetryOptions, 'endpoint' | 'headers'> = {
@@ -32,6 +35,8 @@ export const DEFAULT_TELEMETRY: Omit<TelemetryOptions, 'endpoint' | 'headers'> =
   maxBatchSpans: 512,
   exportIntervalMs: 1000,
   logs: true,
+  metrics: true,
+  metricsIntervalMs: 60_000,
 };
 
 /**
@@ -50,22 +55,25 @@ export function exportAllowedByEnv(env: NodeJS.ProcessEnv): boolean {
   return env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true' && env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() !== 'none';
 }
 
-/** OTEL_LOGS_EXPORTER=none keeps the log lines home. */
-function logsAllowedByEnv(env: NodeJS.ProcessEnv): boolean {
-  return env.OTEL_LOGS_EXPORTER?.trim().toLowerCase() !== 'none';
+/** OTEL_LOGS_EXPORTER=none keeps the log lines home; OTEL_METRICS_EXPORTER=none the metrics. */
+function allowedByEnv(env: NodeJS.ProcessEnv, signal: 'LOGS' | 'METRICS'): boolean {
+  return env[`OTEL_${signal}_EXPORTER`]?.trim().toLowerCase() !== 'none';
 }
 
 /** What config.yaml gave, completed from the environment, then the defaults. */
 export function withEnvDefaults(given: Partial<TelemetryOptions>, env: NodeJS.ProcessEnv): TelemetryOptions {
   const envProtocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim();
   const envRatio = samplerRatioFromEnv(env);
+  const envInterval = Number(env.OTEL_METRIC_EXPORT_INTERVAL);
   return {
     ...DEFAULT_TELEMETRY,
     ...(envProtocol && (OTLP_PROTOCOLS as readonly string[]).includes(envProtocol) ? { protocol: envProtocol as OtlpProtocol } : {}),
     ...(env.OTEL_SERVICE_NAME?.trim() ? { serviceName: env.OTEL_SERVICE_NAME.trim() } : {}),
     ...(envRatio !== undefined ? { samplingRatio: envRatio } : {}),
+    ...(Number.isInteger(envInterval) && envInterval > 0 ? { metricsIntervalMs: envInterval } : {}),
     ...given,
-    logs: (given.logs ?? true) && logsAllowedByEnv(env),
+    logs: (given.logs ?? true) && allowedByEnv(env, 'LOGS'),
+    metrics: (given.metrics ?? true) && allowedByEnv(env, 'METRICS'),
   };
 }
 
