@@ -2,11 +2,11 @@ import { SeverityNumber, TraceFlags, type Attributes } from '@opentelemetry/api'
 import { millisToHrTime } from '@opentelemetry/core';
 import { OTLPLogExporter as GrpcLogExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
 import { OTLPLogExporter as ProtobufLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
-import { createEmptyMetadata } from '@opentelemetry/otlp-grpc-exporter-base';
 import type { Resource } from '@opentelemetry/resources';
 import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import type { LogEntry } from '../logs.js';
 import { ENGINE_VERSION } from '../options.js';
+import { grpcExporterOptions, httpExporterOptions } from './otlp-endpoint.js';
 import type { TelemetryOptions } from './telemetry-options.js';
 
 /** The engine's log lines (workers' Loggers and its own events) as OpenTelemetry log records. */
@@ -50,13 +50,5 @@ export function toLogRecord(e: LogEntry, resource: Resource, spanIdOf: (invocati
 
 /** The official OTLP log exporter for the protocol; what the options leave out it reads from OTEL_EXPORTER_OTLP_* itself. */
 export function createLogExporter(o: TelemetryOptions): LogRecordExporter {
-  if (o.protocol === 'grpc') {
-    let metadata;
-    if (o.headers) {
-      metadata = createEmptyMetadata();
-      for (const [k, v] of Object.entries(o.headers)) metadata.set(k, v);
-    }
-    return new GrpcLogExporter({ ...(o.endpoint ? { url: o.endpoint } : {}), ...(metadata ? { metadata } : {}) });
-  }
-  return new ProtobufLogExporter({ ...(o.endpoint ? { url: `${o.endpoint.replace(/\/+$/, '')}/v1/logs` } : {}), ...(o.headers ? { headers: o.headers } : {}) });
+  return o.protocol === 'grpc' ? new GrpcLogExporter(grpcExporterOptions(o)) : new ProtobufLogExporter(httpExporterOptions(o, 'v1/logs'));
 }

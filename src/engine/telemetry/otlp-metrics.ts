@@ -2,7 +2,6 @@ import { ValueType, type Attributes, type HrTime } from '@opentelemetry/api';
 import { millisToHrTime } from '@opentelemetry/core';
 import { OTLPMetricExporter as GrpcMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
 import { OTLPMetricExporter as ProtobufMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
-import { createEmptyMetadata } from '@opentelemetry/otlp-grpc-exporter-base';
 import type { Resource } from '@opentelemetry/resources';
 import {
   AggregationTemporality,
@@ -16,6 +15,7 @@ import {
 import { LATENCY_BUCKETS_S, STATUSES } from '../metrics/call-metrics.js';
 import type { EngineMetricSources } from '../metrics/prometheus.js';
 import { ENGINE_VERSION } from '../options.js';
+import { grpcExporterOptions, httpExporterOptions } from './otlp-endpoint.js';
 import type { TelemetryOptions } from './telemetry-options.js';
 
 /**
@@ -106,14 +106,7 @@ class EngineMetricProducer implements MetricProducer {
  * they leave out it reads from OTEL_EXPORTER_OTLP_[METRICS_]* itself). Shut it down to stop.
  */
 export function startMetricExport(o: TelemetryOptions, src: EngineMetricSources, resource: Resource, startedAtMs: number, exportIntervalMs: number): MeterProvider {
-  let exporter;
-  if (o.protocol === 'grpc') {
-    const metadata = createEmptyMetadata();
-    for (const [k, v] of Object.entries(o.headers ?? {})) metadata.set(k, v);
-    exporter = new GrpcMetricExporter({ ...(o.endpoint ? { url: o.endpoint } : {}), ...(o.headers ? { metadata } : {}) });
-  } else {
-    exporter = new ProtobufMetricExporter({ ...(o.endpoint ? { url: `${o.endpoint.replace(/\/+$/, '')}/v1/metrics` } : {}), ...(o.headers ? { headers: o.headers } : {}) });
-  }
+  const exporter = o.protocol === 'grpc' ? new GrpcMetricExporter(grpcExporterOptions(o)) : new ProtobufMetricExporter(httpExporterOptions(o, 'v1/metrics'));
   const reader = new PeriodicExportingMetricReader({
     exporter,
     exportIntervalMillis: exportIntervalMs,

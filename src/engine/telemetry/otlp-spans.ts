@@ -2,12 +2,12 @@ import { SpanKind, SpanStatusCode, TraceFlags, type Attributes } from '@opentele
 import { millisToHrTime } from '@opentelemetry/core';
 import { OTLPTraceExporter as GrpcTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { createEmptyMetadata } from '@opentelemetry/otlp-grpc-exporter-base';
 import { resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 import { ATTR_ERROR_TYPE, ATTR_RPC_METHOD, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { ENGINE_VERSION } from '../options.js';
 import type { Span } from '../traces.js';
+import { grpcExporterOptions, httpExporterOptions } from './otlp-endpoint.js';
 import type { TelemetryOptions } from './telemetry-options.js';
 
 /**
@@ -64,18 +64,5 @@ export function toReadableSpan(s: Span, resource: Resource): ReadableSpan {
  * timeout, certificates) the exporter reads from OTEL_EXPORTER_OTLP_* itself.
  */
 export function createSpanExporter(o: TelemetryOptions): SpanExporter {
-  if (o.protocol === 'grpc') {
-    let metadata;
-    if (o.headers) {
-      metadata = createEmptyMetadata();
-      for (const [k, v] of Object.entries(o.headers)) metadata.set(k, v);
-    }
-    return new GrpcTraceExporter({ ...(o.endpoint ? { url: o.endpoint } : {}), ...(metadata ? { metadata } : {}) });
-  }
-  return new ProtobufTraceExporter({ ...(o.endpoint ? { url: tracesUrl(o.endpoint) } : {}), ...(o.headers ? { headers: o.headers } : {}) });
-}
-
-/** A base endpoint (as OTEL_EXPORTER_OTLP_ENDPOINT) → its traces URL: `/v1/traces` appended. */
-export function tracesUrl(endpoint: string): string {
-  return `${endpoint.replace(/\/+$/, '')}/v1/traces`;
+  return o.protocol === 'grpc' ? new GrpcTraceExporter(grpcExporterOptions(o)) : new ProtobufTraceExporter(httpExporterOptions(o, 'v1/traces'));
 }
