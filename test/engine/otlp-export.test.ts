@@ -1,4 +1,5 @@
 import { after, before, describe, test } from 'node:test';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import assert from 'node:assert/strict';
 import { Logger, type Worker } from 'svc-sdk';
 import { parseEngineConfig } from '../../src/engine/config/engine-config.js';
@@ -154,6 +155,35 @@ describe('OTLP span export with the collector down', () => {
     } finally {
       await pool.closeAll();
       await eng.stop();
+    }
+  });
+});
+
+describe('OTLP export with a collector that never answers', () => {
+  test('the engine stops within a few seconds: the last export and the exporters\' shutdown are bounded', async () => {
+    // Accepts connections, reads the requests, never answers: each export waits for its timeout.
+    const sockets = new Set<Socket>();
+    const silent = createServer((s) => {
+      sockets.add(s);
+      s.on('data', () => {});
+      s.on('error', () => {});
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    const endpoint = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const eng = await startEngine({ telemetry: { ...telemetry(endpoint, 'http/protobuf'), metricsIntervalMs: 100 } });
+    const pool = new WorkerPool(() => eng.url);
+    try {
+      const client = await chain(eng, pool);
+      for (let i = 0; i < 5; i++) await client.trigger({ function_id: 'o::front', payload: {} });
+      await eventually(() => assert.ok(sockets.size > 0, 'an export reached the silent collector'), 5000);
+    } finally {
+      await pool.closeAll();
+      const t0 = Date.now();
+      await eng.stop();
+      const ms = Date.now() - t0;
+      for (const s of sockets) s.destroy();
+      silent.close();
+      assert.ok(ms < 6000, `stop took ${ms} ms`);
     }
   });
 });

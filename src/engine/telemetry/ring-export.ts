@@ -121,13 +121,25 @@ export class RingExport<T, R> {
     this.failedSinceWarn = 0;
   }
 
-  /** Stop reading; one last export of what is left (unless the collector is failing), then the exporter is shut down. */
+  /**
+   * Stop reading: what is left is exported (unless the collector is failing) for at most
+   * STOP_BUDGET_MS, then the exporter is shut down within as long: a collector that accepts and
+   * never answers must not hold the engine's shutdown.
+   */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.inFlight;
-    if (Date.now() >= this.retryAt) await this.tick();
+    await within(Date.now() >= this.retryAt ? this.tick() : (this.inFlight ?? Promise.resolve()), STOP_BUDGET_MS);
     this.stopped = true;
-    await this.exporter.shutdown().catch(() => undefined);
+    await within(this.exporter.shutdown().catch(() => undefined), STOP_BUDGET_MS);
   }
+}
+
+const STOP_BUDGET_MS = 2000;
+
+/** `p`, or nothing once `ms` have passed. */
+async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
