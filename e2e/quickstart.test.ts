@@ -1,13 +1,15 @@
 /**
  * The quickstart end to end, through the `svc` CLI only, as a new user runs it (issue #6):
  * create the project, start the engine, add the four workers, call, kill, restart, stop.
- * The only departure from the README: free ports instead of 49134 and 3111, so the test can run
- * beside anything else on the machine.
+ * The only departures from the README: free ports instead of 49134 and 3111, so the test can run
+ * beside anything else on the machine, and engine.telemetry sending the spans and log lines to a
+ * real OpenTelemetry Collector (issue 24: an HTTP request is one trace across every worker).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Collector } from '../test/helpers/otelcol.js';
 import { alive, closedPort, EngineProcess, runSvc, tempDir, until, type WorkerListRow } from './helpers/cli.js';
 
 type ListRow = WorkerListRow;
@@ -17,6 +19,7 @@ describe('quickstart, end to end through the CLI', () => {
   const project = join(tmp.dir, 'qs');
   let engine: EngineProcess;
   let httpPort = 0;
+  let collector: Collector;
   const seenPids = new Set<number>();
 
   const svc = async (args: string[], timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> =>
@@ -47,13 +50,16 @@ describe('quickstart, end to end through the CLI', () => {
     assert.equal(created.code, 0, created.stderr);
     const enginePort = await closedPort();
     httpPort = await closedPort();
+    collector = await Collector.start();
     const cfg = join(project, 'config.yaml');
-    writeFileSync(cfg, readFileSync(cfg, 'utf8').replace(/port: 49134/, `port: ${enginePort}`));
+    const telemetry = `\n  telemetry:\n    endpoint: ${collector.httpEndpoint}\n    export_interval_ms: 200`;
+    writeFileSync(cfg, readFileSync(cfg, 'utf8').replace(/port: 49134/, `port: ${enginePort}${telemetry}`));
     engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: project });
   });
 
   after(async () => {
     if (engine) await engine.stop('SIGKILL');
+    await collector?.stop();
     for (const p of seenPids) {
       try {
         process.kill(p, 'SIGKILL');
@@ -107,6 +113,39 @@ describe('quickstart, end to end through the CLI', () => {
     }, 20_000);
     assert.match(r.type ?? '', /^application\/json/);
     assert.deepEqual(r.body, { c: 5, running_total: 12 });
+  });
+
+  test('4b. that request is one trace in the OpenTelemetry Collector: svc-http → caller-worker → math-worker → svc-state, with math::add\'s log line', async () => {
+    // The route's function (http::add_two_numbers on caller-worker) calls math::add_two_numbers,
+    // which calls math::add on math-worker, which updates the total in svc-state.
+    const chain = ['http::add_two_numbers', 'math::add_two_numbers', 'math::add', 'state::update'];
+    const spans = await until('the request\'s trace to reach the collector', async () => {
+      const root = collector.spans().find((s) => s.name === chain[0] && s.attributes['svc.caller.worker'] === 'svc-http');
+      const trace = root ? collector.spans().filter((s) => s.traceId === root.traceId) : [];
+      return trace.length >= chain.length ? trace : null;
+    }, 20_000).catch((e: Error) => {
+      const seen = collector.spans().map((s) => `${s.name} (${s.attributes['svc.caller.worker']} → ${s.attributes['svc.callee.worker']})`);
+      throw new Error(`${e.message}; the collector has ${seen.length} span(s): ${seen.slice(0, 20).join(', ')}`);
+    });
+    assert.equal(spans.length, chain.length, `spans of the trace: ${spans.map((s) => s.name).join(', ')}`);
+    const [root, ...rest] = chain.map((name) => {
+      const s = spans.find((x) => x.name === name);
+      assert.ok(s, `${name} in the trace: ${spans.map((x) => x.name).join(', ')}`);
+      return s;
+    });
+    assert.equal(root!.parentId, '', 'svc-http\'s call starts the trace');
+    // Each call is a child of the one that made it.
+    let parent = root!;
+    for (const s of rest) {
+      assert.equal(s.parentId, parent.spanId, `${s.name}'s parent is ${parent.name}`);
+      parent = s;
+    }
+    const workers = spans.flatMap((s) => [s.attributes['svc.caller.worker'], s.attributes['svc.callee.worker']]);
+    for (const w of ['svc-http', 'caller-worker', 'math-worker', 'svc-state']) assert.ok(workers.includes(w), `${w} in the trace: ${workers.join(', ')}`);
+    const add = spans.find((s) => s.name === 'math::add')!;
+    const line = await until('math::add\'s log line to reach the collector', async () => collector.logs().find((l) => l.traceId === root!.traceId) ?? null, 20_000);
+    assert.equal(line.body, 'adding a=2 and b=3');
+    assert.equal(line.spanId, add.spanId, 'the line is under the span of the call it was logged in');
   });
 
   test('5. 200 concurrent HTTP requests raise the total by exactly the sum of their c', async () => {

@@ -12,6 +12,8 @@ command -v chromium >/dev/null 2>&1 || want+=(chromium)
 command -v dockerd >/dev/null 2>&1 || want+=(docker.io)
 command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 || want+=(docker-compose)
 command -v mmdebstrap >/dev/null 2>&1 || want+=(mmdebstrap)
+# metrics tests (test/engine/metrics-prometheus): a real Prometheus scrapes the engine's /metrics
+command -v prometheus >/dev/null 2>&1 || want+=(prometheus)
 if [ "${#want[@]}" -gt 0 ]; then
   echo "installing: ${want[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -141,6 +141,8 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   installSupervisorFunctions(engine, supervisor, file, () => workerEntriesOf(loadConfig(file, { create: false })));
   record();
   log(`svc engine ready on ${address.url}`);
+  const metrics = engine.metricsAddress();
+  if (metrics) log(`metrics: Prometheus can scrape ${metrics.url}`);
   if (entries.length > 0) {
     log(`starting ${entries.length} worker(s) from ${shownFile}: ${entries.map((e) => e.name).join(', ')}`);
     void Promise.all(entries.map((e) => supervisor.start(e)));

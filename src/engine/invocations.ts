@@ -9,6 +9,7 @@ import { hex12 } from './hot/hex12.js';
 import { ChurnMap, exceedsBytes } from './hot/shared-with-sdk.js';
 import type { SpanRing } from './hot/span-ring.js';
 import { counterOf, IdGenerator } from './ids.js';
+import type { CallMetrics } from './metrics/call-metrics.js';
 import type { EngineOptions } from './options.js';
 import type { Peer } from './peer.js';
 import type { BuiltinHandler, Registry } from './registry.js';
@@ -58,12 +59,19 @@ export class Invocations {
     private readonly warn: (message: string, data?: Record<string, unknown>) => void,
     /** null: tracing off. */
     private readonly spans: SpanRing | null = null,
+    /** null: metrics off (engine.metrics). */
+    private readonly metrics: CallMetrics | null = null,
   ) {
     this.ids = spans ? spans.ids : new IdGenerator();
   }
 
   get size(): number {
     return this.calls.size;
+  }
+
+  /** The frames of the calls in flight, in characters (engine.limits.max_in_flight_bytes). */
+  get bytes(): number {
+    return this.bytesInFlight;
   }
 
   /** In-flight counts by function id (for `engine::queues::list`). */
@@ -84,13 +92,19 @@ export class Invocations {
     const isVoid = msg.invocation_id == null || msg.action?.type === 'void';
     const callerId = isVoid ? undefined : (msg.invocation_id as string);
     const refusal = this.admit(caller, callerId, msg.function_id, access) ?? this.dispatch(caller, callerId, msg, undefined, text);
-    if (refusal) this.answer(caller, jsonOf(callerId), JSON.stringify(msg.function_id), { error: refusal });
+    if (refusal) this.refused(caller, callerId, msg.function_id, refusal);
+  }
+
+  /** A call that never started: counted, and its caller answered with `error`. */
+  private refused(caller: Peer, callerId: string | undefined, fid: string, error: ErrorBody): void {
+    if (this.metrics) this.metrics.refused(error.code);
+    this.answer(caller, jsonOf(callerId), JSON.stringify(fid), { error });
   }
 
   /** Answer a peer's call with `error` without starting it. */
   refuse(caller: Peer, msg: InvokeFunctionMsg, error: ErrorBody): void {
     const isVoid = msg.invocation_id == null || msg.action?.type === 'void';
-    this.answer(caller, isVoid ? undefined : jsonOf(msg.invocation_id as string), JSON.stringify(msg.function_id), { error });
+    this.refused(caller, isVoid ? undefined : (msg.invocation_id as string), msg.function_id, error);
   }
 
   /** Why a peer's call may not start now, or null. `access`: the rights it runs with. */
@@ -114,7 +128,10 @@ export class Invocations {
     return new Promise((resolve, reject) => {
       const reply = (o: CallOutcome): void => (o.error ? reject(new EngineError(o.error.code, o.error.message)) : resolve(o.result));
       const refusal = this.dispatch(null, undefined, { type: 'invokefunction', function_id: functionId, data, ...(timeoutMs ? { timeout_ms: timeoutMs } : {}) }, reply);
-      if (refusal) reply({ error: refusal });
+      if (refusal) {
+        if (this.metrics) this.metrics.refused(refusal.code);
+        reply({ error: refusal });
+      }
     });
   }
 
@@ -332,6 +349,7 @@ export class Invocations {
   private finish(call: Call, status: SpanStatus, error?: ErrorBody): void {
     this.deadlines.remove(call);
     if (this.spans) this.spans.record(call, status, error);
+    if (this.metrics) this.metrics.ended(call.functionId, status, performance.now() - call.startedAt, error?.code);
     this.calls.delete(call.idNumber);
     this.bytesInFlight -= call.bytes;
     call.callee.incoming.delete(call.idNumber);

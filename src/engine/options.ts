@@ -1,5 +1,7 @@
 import type { TokenSpec } from './auth.js';
 import type { ClusterOptions } from './cluster/cluster.js';
+import type { MetricsOptions } from './metrics/metrics-server.js';
+import type { TelemetryOptions } from './telemetry/telemetry-options.js';
 import { DEFAULT_ENGINE_PORT, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES } from 'svc-sdk';
 
 /** Everything the engine can be told; config.yaml's `engine:` block maps onto this (src/engine/config/engine-config.ts). */
@@ -70,6 +72,10 @@ export interface EngineOptions {
   maxChannelsPerWorker: number;
   /** Cluster mode (docs/cluster.md): several engines sharing one Redis. null: a single engine. */
   cluster: ClusterOptions | null;
+  /** Prometheus metrics on http://host:port/metrics (docs/observability.md). null: off. */
+  metrics: MetricsOptions | null;
+  /** OTLP export of the spans (docs/observability.md). null: off. */
+  telemetry: TelemetryOptions | null;
 }
 
 export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
@@ -105,6 +111,8 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   channelOpenTimeoutMs: 5 * 60 * 1000,
   maxChannelsPerWorker: 1024,
   cluster: null,
+  metrics: null,
+  telemetry: null,
 };
 
 export const ENGINE_VERSION = '0.1.0';

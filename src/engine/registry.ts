@@ -111,6 +111,11 @@ export class Registry {
     return best;
   }
 
+  /** Function ids registered, the engine's own (engine::*) included. */
+  get size(): number {
+    return this.functions.size;
+  }
+
   list(): FunctionEntry[] {
     return [...this.functions.values()];
   }

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { SvcError } from 'svc-sdk';
@@ -13,6 +13,11 @@ import { EngineRun, presentedRunSecret, type RunIdentity } from './engine-run.js
 import { installClusterBuiltins } from './cluster/listing.js';
 import { Invocations } from './invocations.js';
 import { LogRing } from './hot/log-ring.js';
+import { CallMetrics } from './metrics/call-metrics.js';
+import { MetricsServer } from './metrics/metrics-server.js';
+import { engineMetricSources, Traffic } from './metrics/engine-sources.js';
+import { engineRegistry } from './metrics/prometheus.js';
+import { EngineTelemetry } from './telemetry/engine-telemetry.js';
 import { SpanRing } from './hot/span-ring.js';
 import type { LogEntry } from './logs.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from './options.js';
@@ -52,6 +57,13 @@ export class Engine {
   readonly tokens: TokenTable;
   /** This run's id and the run secrets it issued to the instances it started and to its own clients. */
   readonly run = new EngineRun();
+  /** What /metrics counts of calls; null when engine.metrics is off. */
+  readonly callMetrics: CallMetrics | null;
+  private metricsServer: MetricsServer | null = null;
+  /** OTLP export of the span and log rings (engine.telemetry); null when off. */
+  readonly otlp: EngineTelemetry | null = null;
+  /** Frames and bytes of the connections (/metrics). */
+  private readonly traffic = new Traffic();
   private liveness: NodeJS.Timeout | null = null;
   private sendBufferWatch: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
@@ -65,7 +77,12 @@ export class Engine {
     const warn = (message: string, data?: Record<string, unknown>): void => this.event('warn', message, data);
     this.triggers = new Triggers(warn);
     this.traces = this.opts.tracing ? new SpanRing(this.opts.traceBufferSize, undefined, this.opts.maxTraceBytes, this.opts.maxStoredValueBytes) : null;
-    this.invocations = new Invocations(this.registry, this.opts, warn, this.traces);
+    const m = this.opts.metrics;
+    // Counted for /metrics, and for the OTLP metrics export.
+    this.callMetrics = m || this.opts.telemetry?.metrics ? new CallMetrics(m?.maxFunctionSeries, m?.maxErrorCodeSeries) : null;
+    this.invocations = new Invocations(this.registry, this.opts, warn, this.traces, this.callMetrics);
+    const t = this.opts.telemetry;
+    if (t && this.traces) this.otlp = new EngineTelemetry(t, this.traces, this.logs, this.run.id, warn);
     this.router = new Router({
       opts: this.opts,
       registry: this.registry,
@@ -178,13 +195,36 @@ export class Engine {
       const admitted = this.authenticate(ws, req);
       if (!admitted) return;
       if (path === '/otel') return this.acceptTelemetry(ws);
-      this.accept(ws, req.socket.remoteAddress ?? 'unknown', admitted.access, admitted.identity);
+      this.accept(ws, req.socket, admitted.access, admitted.identity);
     });
     this.liveness = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
     this.liveness.unref();
     // Not checked per frame: the call path stays as it was, and a buffer grows at most a tick's worth.
     this.sendBufferWatch = setInterval(() => this.checkSendBuffers(), Math.max(20, Math.min(250, this.opts.slowConsumerMs / 4)));
     this.sendBufferWatch.unref();
+    const calls = this.callMetrics;
+    const sources = calls
+      ? engineMetricSources({
+          calls,
+          invocations: this.invocations,
+          registry: this.registry,
+          sessions: () => this.sessions.values(),
+          telemetrySockets: () => this.telemetry.size,
+          traffic: this.traffic,
+          otlp: () => this.otlp,
+        })
+      : null;
+    this.otlp?.start(sources, this.startedAt);
+    if (this.opts.metrics && sources) {
+      const { host, port } = this.opts.metrics;
+      this.metricsServer = new MetricsServer(engineRegistry(sources));
+      try {
+        await this.metricsServer.start(host, port);
+      } catch (e) {
+        await this.stop(0);
+        throw new EngineStartError('metrics_unavailable', `engine.metrics: cannot serve /metrics on ${host}:${port}: ${(e as Error).message}`);
+      }
+    }
     if (this.cluster) {
       try {
         await this.cluster.start(this.address().url);
@@ -202,6 +242,11 @@ export class Engine {
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
     const shown = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
     return { host: a.address, port: a.port, url: `ws://${shown}:${a.port}` };
+  }
+
+  /** Where Prometheus scrapes this engine (engine.metrics); null when metrics are off. */
+  metricsAddress(): { host: string; port: number; url: string } | null {
+    return this.metricsServer?.address() ?? null;
   }
 
   get sessionCount(): number {
@@ -280,17 +325,19 @@ export class Engine {
     return new Access(spec);
   }
 
-  private accept(ws: WebSocket, ip: string, access: Access, identity: RunIdentity | null): void {
+  private accept(ws: WebSocket, socket: Socket, access: Access, identity: RunIdentity | null): void {
+    const ip = socket.remoteAddress ?? 'unknown';
     if (this.stopping) {
       ws.close(1001, 'engine shutting down');
       return;
     }
-    const s = new Session(ws, ip);
+    const s = new Session(ws, ip, socket);
     s.access = access;
     s.identity = identity;
     this.sessions.set(s.id, s);
     ws.on('message', (data, isBinary) => {
       s.alive = true;
+      s.framesIn++;
       // Binary frames are tolerated (iii SDKs send OTLP telemetry in them) and ignored.
       if (isBinary) return;
       this.router.onText(s, data.toString());
@@ -311,6 +358,7 @@ export class Engine {
     s.closed = true;
     if (terminate) s.terminate();
     this.sessions.delete(s.id);
+    this.traffic.closed(s);
     this.invocations.halt(s, `${s.name} ${why.startsWith('worker') ? why.slice(7) : why}`.trim());
     this.registry.removeAll(s);
     this.triggers.removePeer(s);
@@ -425,6 +473,8 @@ export class Engine {
       }
       for (const s of [...this.sessions.values()]) this.cleanup(s, 'engine stopped', true);
       await this.cluster?.stop();
+      await this.otlp?.stop();
+      await this.metricsServer?.stop();
     })();
     return this.stopping;
   }

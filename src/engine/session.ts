@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import type { Call } from './call.js';
 import { sendCoalesced } from './hot/shared-with-sdk.js';
@@ -16,10 +17,15 @@ export class Session extends Peer {
   alive = true;
   /** Since when (ms) its send buffer has been over the slow-consumer limit; 0: it is not. */
   slowSince = 0;
+  /** Frames received from it and sent to it (engine.metrics); bytes are read from `socket`. */
+  framesIn = 0;
+  framesOut = 0;
 
   constructor(
     private readonly ws: WebSocket,
     readonly ip: string,
+    /** The TCP socket under the WebSocket: its byte counts (bytesRead, bytesWritten) feed /metrics. */
+    readonly socket: Socket | null = null,
   ) {
     super();
   }
@@ -35,6 +41,7 @@ export class Session extends Peer {
 
   sendText(text: string): void {
     if (!this.open) return;
+    this.framesOut++;
     sendCoalesced(this.ws, text);
   }
 

@@ -3,6 +3,8 @@ import { normalizeOrigin } from '../origin.js';
 import { parseAuth } from './auth-config.js';
 import { parseCluster } from './cluster-config.js';
 import { ConfigFileError, isMapping } from './config-error.js';
+import { parseMetrics } from './metrics-config.js';
+import { parseTelemetry } from './telemetry-config.js';
 
 /**
  * config.yaml's `engine:` block → EngineOptions: every key checked, unknown keys refused, absent
@@ -49,7 +51,7 @@ export const LIMIT_KEYS: Readonly<Record<string, keyof EngineOptions>> = {
 };
 
 /** The blocks inside `engine:` with parsers of their own. */
-const NESTED_KEYS = ['auth', 'limits', 'cluster'];
+const NESTED_KEYS = ['auth', 'limits', 'cluster', 'metrics', 'telemetry'];
 
 /**
  * Parse the `engine:` block (`raw` as YAML gave it; absent is `{}`). Throws ConfigFileError naming
@@ -72,9 +74,22 @@ export function parseEngineConfig(file: string, raw: unknown, env: NodeJS.Proces
       engine.cluster = parseCluster(file, value, env);
       continue;
     }
+    if (key === 'telemetry') {
+      if (value !== undefined && value !== null) engine.telemetry = parseTelemetry(file, value, env);
+      continue;
+    }
+    if (key === 'metrics') {
+      engine.metrics = parseMetrics(file, value);
+      continue;
+    }
     const spec = Object.hasOwn(ENGINE_KEYS, key) ? ENGINE_KEYS[key] : undefined;
     if (!spec) throw new ConfigFileError(file, `engine.${key}: unknown key (known: ${[...Object.keys(ENGINE_KEYS), ...NESTED_KEYS].join(', ')})`);
     (engine as unknown as Record<string, unknown>)[spec.field] = checkValue(file, `engine.${key}`, spec.kind, value);
+  }
+  // Without engine.telemetry, the OTEL_* environment decides (telemetry-config.ts).
+  if (!Object.hasOwn(block, 'telemetry') || block.telemetry === null) engine.telemetry = engine.tracing ? parseTelemetry(file, undefined, env) : null;
+  if (engine.telemetry && !engine.tracing && Object.hasOwn(block, 'telemetry')) {
+    throw new ConfigFileError(file, 'engine.telemetry: exports the spans engine.tracing records, but engine.tracing is false');
   }
   return engine;
 }

@@ -78,6 +78,24 @@ export class LogRing {
     return this.seq;
   }
 
+  /** Lines stored so far: the position after the newest (the OTLP export reads from a position of its own). */
+  get recorded(): number {
+    return this.seq;
+  }
+
+  /**
+   * Up to `max` lines after position `from` (seqs from+1 on), oldest first, and the position after
+   * them; lines the ring no longer holds (overwritten, or given up for bytes) are `missed`.
+   */
+  readFrom(from: number, max: number): { items: LogEntry[]; next: number; missed: number } {
+    const oldest = Math.max(1, this.first, this.seq - this.capacity + 1);
+    const start = Math.max(from + 1, oldest);
+    const end = Math.min(this.seq, start + max - 1);
+    const items: LogEntry[] = [];
+    for (let seq = start; seq <= end; seq++) items.push(this.entry(seq, this.slotOf(seq)));
+    return { items, next: Math.max(from, end), missed: Math.max(0, start - from - 1) };
+  }
+
   /** The charges of the lines held, together. */
   get heldBytes(): number {
     return this.bytes;

@@ -23,6 +23,8 @@ export class SpanRing {
   readonly capacity: number;
   private next = 0;
   private count = 0;
+  /** Spans recorded since the start: the position of the next one (the OTLP export reads from a position of its own). */
+  private total = 0;
   private epoch: number;
   // One entry per slot. An id number of 0 means the matching string column holds the id itself.
   private readonly idNumbers: Float64Array;
@@ -74,6 +76,25 @@ export class SpanRing {
     return this.count;
   }
 
+  /** The position the next span will have (spans recorded so far). */
+  get recorded(): number {
+    return this.total;
+  }
+
+  /**
+   * Up to `max` spans from position `from` on, oldest first, and the position after them; spans the
+   * ring no longer holds (overwritten since, or recorded before a counter wrap) are `missed`.
+   */
+  readFrom(from: number, max: number): { items: Span[]; next: number; missed: number } {
+    const oldest = this.total - this.count;
+    const start = Math.max(from, oldest);
+    const end = Math.min(this.total, start + max);
+    const spans: Span[] = [];
+    const n = this.capacity;
+    for (let p = start; p < end; p++) spans.push(this.spanAt((this.next - (this.total - p) + n * 2) % n));
+    return { items: spans, next: end, missed: Math.max(0, start - from) };
+  }
+
   /** Characters of the span errors held. */
   get heldBytes(): number {
     return this.errorChars;
@@ -110,6 +131,7 @@ export class SpanRing {
   private slot(): number {
     const i = this.next;
     this.next = i + 1 === this.capacity ? 0 : i + 1;
+    this.total++;
     if (this.count < this.capacity) this.count++;
     // The span overwritten here (if any) gives up its error's share. No branch: the ring's first
     // wrap, at the capacity-th call of every engine, must not reach code V8 has no feedback for.

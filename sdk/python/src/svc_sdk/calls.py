@@ -110,8 +110,9 @@ class Caller:
 
         payload, metadata = request.get("payload"), request.get("metadata")
         traceparent = parent.traceparent if parent is not None else None
+        baggage = parent.baggage if parent is not None else None
         if action is not None and action.get("type") == "void":
-            frame = invoke_frame(function_id, None, None, binding_id, payload, action, metadata, traceparent)
+            frame = invoke_frame(function_id, None, None, binding_id, payload, action, metadata, traceparent, baggage)
             await self._send(session, frame, function_id)
             return None
         invocation_id = str(uuid.uuid4())
@@ -123,7 +124,9 @@ class Caller:
             # No deadline sent: the engine's default runs from when it receives the call.
             remaining_ms = timeout_ms = self.engine_default_ms(session)
         # In the layout the engine passes payloads on in as text (protocol.INVOKE_KEY_ORDER).
-        frame = invoke_frame(function_id, invocation_id, sent_ms, binding_id, payload, action, metadata, traceparent)
+        frame = invoke_frame(
+            function_id, invocation_id, sent_ms, binding_id, payload, action, metadata, traceparent, baggage
+        )
         pending = _Pending(loop.create_future(), function_id, session)
         self._pending[invocation_id] = pending
         try:

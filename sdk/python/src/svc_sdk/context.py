@@ -18,6 +18,9 @@ class InvocationContext:
     #: The call's metadata (JSON), as its caller sent it. A job run by svc-queue gets
     #: {"message_id", "attempt", "max_attempts", "queue", "enqueued_at", ...} here (docs/queues.md).
     metadata: Any = None
+    #: W3C baggage of this invocation (key=value pairs its callers set); carried on with
+    #: traceparent to the calls its handler makes.
+    baggage: str | None = None
 
 
 #: Set by the SDK around every handler call (in its thread, or in its task for async handlers).

@@ -141,9 +141,13 @@ class Invoker:
             return
         if not isinstance(invocation_id, str):
             invocation_id = None
-        traceparent = frame.get("traceparent")
+        traceparent, baggage = frame.get("traceparent"), frame.get("baggage")
         ctx = InvocationContext(
-            function_id, invocation_id, traceparent if isinstance(traceparent, str) else None, frame.get("metadata")
+            function_id,
+            invocation_id,
+            traceparent if isinstance(traceparent, str) else None,
+            frame.get("metadata"),
+            baggage if isinstance(baggage, str) else None,
         )
         fn = self.functions.get(function_id)
         if fn is None:

@@ -123,6 +123,7 @@ def invoke_frame(
     action: dict[str, Any] | None,
     metadata: Any,
     traceparent: str | None,
+    baggage: str | None = None,
 ) -> Frame:
     """A call frame in INVOKE_KEY_ORDER (dicts keep insertion order, and json.dumps writes it)."""
     frame: Frame = {"type": "invokefunction", "function_id": function_id}
@@ -139,6 +140,8 @@ def invoke_frame(
         frame["metadata"] = metadata
     if traceparent:
         frame["traceparent"] = traceparent
+    if baggage:
+        frame["baggage"] = baggage
     return frame
 
 
