@@ -139,6 +139,15 @@ export function queueConformance(name: string, open: OpenQueueStore): void {
       assert.deepEqual((await wide.consistent()).waiting, ['f3'], 'f3 waits for f2, its group');
     }, { q: { ...LIMITS, concurrency: 1 } });
 
+    withStore('fresh jobs claimed in the step that stores them keep to the concurrency', async (q) => {
+      // Each in a lane of its own (its own function), so each could skip its lane: only the
+      // concurrency stops the third.
+      const out = await q.step(T0, { enqueue: ['a', 'b', 'c', 'd'].map((f) => job(f, { functionId: `fn::${f}` })), claim: { q: 10 } });
+      assert.deepEqual(out.claimed.map((j) => j.id), ['a', 'b']);
+      assert.deepEqual((await q.consistent()).waiting.sort(), ['c', 'd']);
+      assert.equal((await q.claim(T0, 10)).length, 0, 'nothing more while 2 run');
+    }, { q: { ...LIMITS, concurrency: 2 } });
+
     withStore('claims keep to the concurrency, counted over everything running', async (q) => {
       await q.enqueue(T0, ...Array.from({ length: 6 }, (_, i) => job(`j${i}`)));
       assert.equal((await q.claim(T0, 100)).length, 4);
