@@ -132,9 +132,14 @@ local function claimable(e, lim, claim, absent, now)
   end
   if f.ring then return false end
   local grp = val(e[6])
-  local lane = laneOf(e[3], grp)
-  if redis.call('EXISTS', k .. 'l:' .. lane) == 1 then return false end
-  if grp and redis.call('SISMEMBER', k .. 'busy', lane) == 1 then return false end
+  if grp then
+    -- A grouped lane may hold jobs while out of the ring (its group busy).
+    local lane = laneOf(e[3], grp)
+    if redis.call('EXISTS', k .. 'l:' .. lane) == 1 then return false end
+    if redis.call('SISMEMBER', k .. 'busy', lane) == 1 then return false end
+  end
+  -- An ungrouped lane holding jobs is always in the ring (toLane adds it, claim keeps it while it
+  -- has jobs): with the ring empty, this job's lane is empty too.
   return f.running < lim.concurrency
 end
 
