@@ -17,7 +17,7 @@
  *   npm run build && npm run bench:queue          3 rounds, 1 s warm-up + 3 s measured per cell (~1.5 min)
  *   npm run bench:queue -- --quick                1 round, 0.3 s + 1 s
  *   npm run bench:queue -- --memory [N]           svc-queue's memory with N (default 1,000,000) waiting jobs
- *   npm run bench:queue -- --store [steps]        the Redis store alone: redis-server's CPU per job (bench/queue-store-loop.ts)
+ *   npm run bench:queue -- --store [steps]        each store alone: its CPU per job (bench/queue-store-loop.ts)
  *   npm run bench:queue -- --profile DIR [...]    one round of each cell at load with `node --cpu-prof` on every
  *                                                 node process (client, engine, svc-queue), profiles in DIR, and
  *                                                 the largest self times of each (bench/cpu-profile.ts)
@@ -29,7 +29,7 @@ import { registerWorker, TriggerAction } from 'svc-sdk';
 import { HERE, ROOT, UsageError, cpuMicros, fmt, interleave, load, machine, median, parseRoundArgs, runMain, start, stopAll, type Proc } from './harness.js';
 import { freePort } from '../test/helpers/util.js';
 import { summary } from './cpu-profile.js';
-import { storeLoop } from './queue-store-loop.js';
+import { embeddedStoreLoop, redisStoreLoop } from './queue-store-loop.js';
 
 const TARGET_RATIO = 3;
 const TARGET_START_P50_US = 2000;
@@ -255,7 +255,8 @@ runMain(async () => {
     if (!(steps > 0)) throw new UsageError(`--store takes a number of steps, got ${argv[1]}`);
     const redis = await startRedis();
     try {
-      process.stdout.write(`machine: ${machine()}; load average ${load()}\n${await storeLoop(redis.port, redis.proc.child.pid!, steps)}\n`);
+      process.stdout.write(`machine: ${machine()}; load average ${load()}\n${await redisStoreLoop(redis.port, redis.proc.child.pid!, steps)}\n`);
+      process.stdout.write(`${await embeddedStoreLoop(Math.min(steps, 2000))}\n`);
     } finally {
       await redis.proc.stop();
     }
