@@ -101,10 +101,12 @@ end
 local function insert(e, now, lease)
   local id, q = e[1], e[2]
   local f = {'q', q, 'fn', e[3], 'data', e[4], 'bytes', e[5], 'att', lease and 1 or 0, 'fails', 0, 'enq', now}
-  local opt = {grp = val(e[6]), tp = val(e[8]), meta = val(e[9]), topic = val(e[10]), bind = val(e[11])}
-  for _, name in ipairs({'grp', 'tp', 'meta', 'topic', 'bind'}) do
-    if opt[name] then f[#f + 1] = name; f[#f + 1] = opt[name] end
-  end
+  local grp = val(e[6])
+  if grp then f[#f + 1] = 'grp'; f[#f + 1] = grp end
+  if val(e[8]) then f[#f + 1] = 'tp'; f[#f + 1] = e[8] end
+  if val(e[9]) then f[#f + 1] = 'meta'; f[#f + 1] = e[9] end
+  if val(e[10]) then f[#f + 1] = 'topic'; f[#f + 1] = e[10] end
+  if val(e[11]) then f[#f + 1] = 'bind'; f[#f + 1] = e[11] end
   if lease then
     f[#f + 1] = 'st'; f[#f + 1] = 'r'; f[#f + 1] = 'lease'; f[#f + 1] = lease
   end
@@ -114,8 +116,8 @@ local function insert(e, now, lease)
   s.bytes = s.bytes + e[5]
   if lease then
     redis.call('ZADD', K(q) .. 'x', lease, id)
-    if opt.grp then redis.call('SADD', K(q) .. 'busy', laneOf(e[3], opt.grp)) end
-  elseif e[7] > now then toDelayed(id, q, e[7], false) else toLane(id, q, e[3], opt.grp, false) end
+    if grp then redis.call('SADD', K(q) .. 'busy', laneOf(e[3], grp)) end
+  elseif e[7] > now then toDelayed(id, q, e[7], false) else toLane(id, q, e[3], grp, false) end
 end
 
 -- A fresh job may skip its lane and be claimed at once when it overtakes nothing: no lane of the
