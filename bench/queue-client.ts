@@ -14,6 +14,9 @@ import { registerWorker, TriggerAction } from 'svc-sdk';
 import { closedLoop } from './closed-loop.js';
 import { percentiles } from './queue-loop.js';
 
+// Exit through process.exit so that `node --cpu-prof` writes its profile (bench:queue --profile).
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => process.exit(0));
+
 const [url, inFlightArg, warmupArg, measureArg] = process.argv.slice(2);
 const inFlight = Number(inFlightArg);
 if (!url || !(inFlight >= 1)) {

@@ -17,13 +17,19 @@
  *   npm run build && npm run bench:queue          3 rounds, 1 s warm-up + 3 s measured per cell (~1.5 min)
  *   npm run bench:queue -- --quick                1 round, 0.3 s + 1 s
  *   npm run bench:queue -- --memory [N]           svc-queue's memory with N (default 1,000,000) waiting jobs
+ *   npm run bench:queue -- --store [steps]        each store alone: its CPU per job (bench/queue-store-loop.ts)
+ *   npm run bench:queue -- --profile DIR [...]    one round of each cell at load with `node --cpu-prof` on every
+ *                                                 node process (client, engine, svc-queue), profiles in DIR, and
+ *                                                 the largest self times of each (bench/cpu-profile.ts)
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registerWorker, TriggerAction } from 'svc-sdk';
-import { ROOT, UsageError, cpuMicros, fmt, interleave, load, machine, median, parseRoundArgs, runMain, start, startNode, stopAll, type Proc } from './harness.js';
+import { HERE, ROOT, UsageError, cpuMicros, fmt, interleave, load, machine, median, parseRoundArgs, runMain, start, stopAll, type Proc } from './harness.js';
 import { freePort } from '../test/helpers/util.js';
+import { summary } from './cpu-profile.js';
+import { embeddedStoreLoop, redisStoreLoop } from './queue-store-loop.js';
 
 const TARGET_RATIO = 3;
 const TARGET_START_P50_US = 2000;
@@ -60,16 +66,25 @@ async function startRedis(): Promise<Redis> {
   return { proc, port };
 }
 
+/** With --profile: where each node process of a cell writes its CPU profile. */
+let profileDir: string | undefined;
+
+/** `node` arguments that make the process `name` of cell `key` write a CPU profile (none without --profile). */
+function profiled(key: string, name: string): string[] {
+  if (profileDir === undefined) return [];
+  return ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${key.replace(/[^a-z0-9]+/gi, '-')}-${name}.cpuprofile`];
+}
+
 /** The engine and svc-queue for a svc cell; the caller stops them. */
 async function startSvc(key: CellKey, redis: Redis, procs: Proc[], dataDir: string, queues: Record<string, unknown>): Promise<{ url: string; engine: Proc; queue: Proc }> {
-  const engine = startNode('engine.js', []);
+  const engine = start(process.execPath, [...profiled(key, 'engine'), join(HERE, 'engine.js')]);
   procs.push(engine);
   const url = await engine.line('READY ', 10_000);
   const config =
     key === 'svc/redis'
       ? { store: 'redis', redis_url: `redis://127.0.0.1:${redis.port}`, redis_key_prefix: `bench-${Date.now()}-${Math.random()}`, queues }
       : { store: 'embedded', data_dir: dataDir, queues };
-  const queue = start(process.execPath, [join(ROOT, 'dist', 'src', 'workers', 'queue', 'main.js')], {
+  const queue = start(process.execPath, [...profiled(key, 'svc-queue'), join(ROOT, 'dist', 'src', 'workers', 'queue', 'main.js')], {
     env: { ...process.env, SVC_URL: url, SVC_WORKER_CONFIG: JSON.stringify(config), SVC_LOG_ECHO: '0' },
   });
   procs.push(queue);
@@ -87,12 +102,12 @@ async function cell(key: CellKey, mode: Mode, redis: Redis, o: ReturnType<typeof
     let queue: Proc | undefined;
     const loop = [String(inFlight), String(o.warmupMs), String(o.measureMs)];
     if (key === 'bullmq') {
-      client = startNode('bullmq-client.js', [String(redis.port), ...loop]);
+      client = start(process.execPath, [...profiled(key, 'client'), join(HERE, 'bullmq-client.js'), String(redis.port), ...loop]);
     } else {
       const svc = await startSvc(key, redis, procs, dataDir, { bench: { concurrency: Math.max(64, o.inFlight) } });
       engine = svc.engine;
       queue = svc.queue;
-      client = startNode('queue-client.js', [svc.url, ...loop]);
+      client = start(process.execPath, [...profiled(key, 'client'), join(HERE, 'queue-client.js'), svc.url, ...loop]);
     }
     procs.push(client);
     await client.line('MEASURE_START', 30_000 + o.warmupMs);
@@ -209,8 +224,42 @@ async function memory(argv: string[]): Promise<void> {
   }
 }
 
+/** One round of each cell at load, every node process profiled; then where each one's CPU went. */
+async function profile(argv: string[]): Promise<void> {
+  const dir = argv[0];
+  if (!dir || dir.startsWith('--')) throw new UsageError('--profile takes a directory for the profiles');
+  profileDir = dir;
+  const o = parseRoundArgs(argv.slice(1), { rounds: 1, warmupMs: 1000, measureMs: 3000, inFlight: 64 });
+  process.stdout.write(`svc bench:queue --profile ${dir}: ${o.inFlight} outstanding, ${o.warmupMs} ms warm-up + ${o.measureMs} ms; machine: ${machine()}; load average ${load()}\n`);
+  const redis = await startRedis();
+  try {
+    for (const key of CELLS) {
+      const r = await cell(key, 'load', redis, o);
+      process.stdout.write(`\n${key}: ${fmt(r.throughput)} jobs/s; CPU µs/job: client ${fmt(r.caller_cpu_us, 1)}, engine ${fmt(r.engine_cpu_us, 1)}, svc-queue ${fmt(r.queue_cpu_us, 1)}, redis ${fmt(r.redis_cpu_us, 1)}\n`);
+      for (const name of ['client', 'engine', 'svc-queue']) {
+        const file = join(dir, `${key.replace(/[^a-z0-9]+/gi, '-')}-${name}.cpuprofile`);
+        if (existsSync(file)) process.stdout.write(`${summary(file, 12)}\n`);
+      }
+    }
+  } finally {
+    await redis.proc.stop();
+  }
+}
+
 runMain(async () => {
   const argv = process.argv.slice(2);
   if (argv[0] === '--memory') await memory(argv.slice(1));
+  else if (argv[0] === '--profile') await profile(argv.slice(1));
+  else if (argv[0] === '--store') {
+    const steps = argv[1] !== undefined ? Number(argv[1]) : 6000;
+    if (!(steps > 0)) throw new UsageError(`--store takes a number of steps, got ${argv[1]}`);
+    const redis = await startRedis();
+    try {
+      process.stdout.write(`machine: ${machine()}; load average ${load()}\n${await redisStoreLoop(redis.port, redis.proc.child.pid!, steps)}\n`);
+      process.stdout.write(`${await embeddedStoreLoop(Math.min(steps, 2000))}\n`);
+    } finally {
+      await redis.proc.stop();
+    }
+  }
   else await throughputAndLatency(argv);
 });

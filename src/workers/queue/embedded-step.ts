@@ -43,10 +43,14 @@ export function runStep(tx: Tx, input: StepInput): StepOutput {
 function claimable(tx: Tx, e: NewJob, limits: QueueLimits, quota: Record<string, number>, absent: Set<string>, now: number): boolean {
   if (!((quota[e.queue] ?? 0) > 0) || e.runAt > now || absent.has(e.functionId)) return false;
   if (tx.st(e.queue).running >= limits.concurrency) return false;
-  for (const _ of tx.db.getKeys({ start: ['r', e.queue], end: ['r', e.queue, Infinity], limit: 1 })) return false;
+  if (!tx.ringEmpty(e.queue)) return false;
+  // An ungrouped lane holding jobs is always in the ring (toLane adds it, claim keeps it while it
+  // has jobs): with the ring empty, this job's lane is empty too. A grouped one may hold jobs while
+  // out of the ring (its group busy).
+  if (e.group === null) return true;
   const lane = laneOf(e.functionId, e.group);
   if (tx.laneHead(e.queue, lane, 1).length > 0) return false;
-  return !(e.group !== null && tx.busy(e.queue, lane));
+  return !tx.busy(e.queue, lane);
 }
 
 function full(tx: Tx, q: string, bytes: number, limits: QueueLimits): QueueErrorBody | null {

@@ -60,6 +60,7 @@ export function newStats(): Stats {
  */
 export class Tx {
   private readonly stats = new Map<string, Stats>();
+  private readonly ringEmptyOf = new Map<string, boolean>();
   constructor(readonly db: RootDatabase<unknown, Key>) {}
 
   st(q: string): Stats {
@@ -88,11 +89,24 @@ export class Tx {
     const order = ++this.st(q).ring;
     this.db.put(['r', q, order], lane);
     this.db.put(['R', q, lane], order);
+    this.ringEmptyOf.set(q, false);
   }
 
   ringRemove(q: string, lane: string, order: number): void {
     this.db.remove(['r', q, order]);
     this.db.remove(['R', q, lane]);
+    this.ringEmptyOf.delete(q);
+  }
+
+  /** No lane of the queue is ready. Read once per transaction (a step asks it for each enqueue), kept by ringAdd and ringRemove. */
+  ringEmpty(q: string): boolean {
+    let empty = this.ringEmptyOf.get(q);
+    if (empty === undefined) {
+      empty = true;
+      for (const _ of this.db.getKeys({ start: ['r', q], end: ['r', q, Infinity], limit: 1 })) empty = false;
+      this.ringEmptyOf.set(q, empty);
+    }
+    return empty;
   }
 
   /** First (up to) two waiting ids of a lane. */

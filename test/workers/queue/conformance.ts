@@ -139,6 +139,27 @@ export function queueConformance(name: string, open: OpenQueueStore): void {
       assert.deepEqual((await wide.consistent()).waiting, ['f3'], 'f3 waits for f2, its group');
     }, { q: { ...LIMITS, concurrency: 1 } });
 
+    withStore('fresh jobs claimed in the step that stores them keep to the concurrency', async (q) => {
+      // Each in a lane of its own (its own function), so each could skip its lane: only the
+      // concurrency stops the third.
+      const out = await q.step(T0, { enqueue: ['a', 'b', 'c', 'd'].map((f) => job(f, { functionId: `fn::${f}` })), claim: { q: 10 } });
+      assert.deepEqual(out.claimed.map((j) => j.id), ['a', 'b']);
+      assert.deepEqual((await q.consistent()).waiting.sort(), ['c', 'd']);
+      assert.equal((await q.claim(T0, 10)).length, 0, 'nothing more while 2 run');
+    }, { q: { ...LIMITS, concurrency: 2 } });
+
+    withStore('a fresh job never overtakes its own lane: after a claim that stopped mid-lane, or skipped an absent function', async (q) => {
+      await q.enqueue(T0, job('a1'), job('a2'), job('b1', { functionId: 'fn::b' }));
+      assert.deepEqual((await q.claim(T0, 1, 'q', ['fn::b'])).map((j) => j.id), ['a1'], 'one taken, a2 left in its lane');
+      let out = await q.step(T0 + 1, { complete: [{ id: 'a1', attempt: 1 }], enqueue: [job('a3')], claim: { q: 1 }, absent: ['fn::b'] });
+      assert.deepEqual(out.claimed.map((j) => j.id), ['a2'], 'a2 before the fresh a3');
+      out = await q.step(T0 + 2, { complete: [{ id: 'a2', attempt: 1 }], enqueue: [job('b2', { functionId: 'fn::b' })], claim: { q: 1 } });
+      assert.deepEqual(out.claimed.map((j) => j.id), ['b1'], 'fn::b is back: b1 before the fresh b2');
+      out = await q.step(T0 + 3, { complete: [{ id: 'b1', attempt: 1 }], claim: { q: 1 } });
+      assert.deepEqual(out.claimed.map((j) => j.id), ['a3']);
+      assert.deepEqual((await q.consistent()).waiting, ['b2']);
+    }, { q: { ...LIMITS, concurrency: 1 } });
+
     withStore('claims keep to the concurrency, counted over everything running', async (q) => {
       await q.enqueue(T0, ...Array.from({ length: 6 }, (_, i) => job(`j${i}`)));
       assert.equal((await q.claim(T0, 100)).length, 4);
