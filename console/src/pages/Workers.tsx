@@ -2,6 +2,7 @@ import { call } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
 import { uptime } from '../format';
 import { usePoll } from '../hooks';
+import { SupervisedWorkers } from './SupervisedWorkers';
 
 interface WorkerInfo {
   worker_id: string;
@@ -26,6 +27,7 @@ export function WorkersPage() {
     <section data-testid="page-workers">
       <PageHeader title="Workers">{data && <span className="count">{data.length} connected</span>}</PageHeader>
       <ErrorNote error={error} />
+      <SupervisedWorkers />
       {!data ? (
         <Loading />
       ) : data.length === 0 ? (

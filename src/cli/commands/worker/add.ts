@@ -11,15 +11,18 @@ import { BUILTIN_WORKERS, parseWorkerEntries, RUNTIMES, upsertWorkerEntry, type 
 import { parseHttpWorkerConfig } from '../../../workers/http/config.js';
 import { parseQueueConfig } from '../../../workers/queue/config.js';
 import { parseStateConfig } from '../../../workers/state/config.js';
-import { formatError, withClient, fail } from '../../client.js';
+import { parseCronConfig } from '../../../workers/cron/config.js';
+import { fail } from '../../client.js';
 import { buildPayload } from '../../payload.js';
 import { configFlag, runningEngine } from '../../project.js';
+import { startWorker, waitFlag, whereItRuns } from '../../worker-start.js';
 
 /** Each built-in's own config check, run on what `worker add` writes. */
 const BUILTIN_CONFIG: Record<string, (raw: unknown) => unknown> = {
   'svc-state': parseStateConfig,
   'svc-http': parseHttpWorkerConfig,
   'svc-queue': parseQueueConfig,
+  'svc-cron': parseCronConfig,
 };
 
 export default class WorkerAdd extends Command {
@@ -28,7 +31,9 @@ export default class WorkerAdd extends Command {
 The worker is appended to config.yaml (comments kept; adding it again does not duplicate it), its
 dependencies are installed (Python into <dir>/.venv, TypeScript with npm; skipped when unchanged,
 --force reinstalls), and it is started: by the running engine of this config.yaml at once, or else
-with the engine the next time it starts.`;
+with the engine the next time it starts. With a running engine the command waits (--wait seconds)
+until the worker has registered; if it exits first, the command prints how it exited and its last
+lines of output, and exits 1.`;
   static override examples = [
     'svc worker add svc-state',
     'svc worker add svc-http',
@@ -43,6 +48,7 @@ with the engine the next time it starts.`;
     force: Flags.boolean({ summary: 'Reinstall dependencies (rebuild the image for docker) and restart it.', default: false }),
     runtime: Flags.string({ summary: 'How the worker runs.', options: [...RUNTIMES], default: 'process' }),
     replicas: Flags.integer({ summary: 'Number of instances.', min: 1, max: 64 }),
+    wait: waitFlag,
     set: Flags.string({
       summary: 'Set a key of the worker\'s config block, e.g. --set port=3112 or --set queues.emails.max_attempts=5 (dots name nested keys; repeatable; values typed as in svc trigger).',
       multiple: true,
@@ -137,17 +143,8 @@ with the engine the next time it starts.`;
       this.log(`${name} will start with the engine: svc --config ${flags.config}`);
       return;
     }
-    try {
-      const d = (await withClient(engine.url, (w) =>
-        w.trigger({ function_id: 'engine::supervisor::add', payload: { name, force: flags.force || change === 'updated' }, timeoutMs: 600_000 }),
-        5000,
-        process.env.SVC_TOKEN ?? engine.token,
-      )) as { pid: number | null; instances: Array<string | null>; status: string; runtime: string };
-      const where = d.pid ? `pid ${d.pid}` : `container ${String(d.instances[0] ?? '?').slice(0, 12)}`;
-      this.log(`✓ ${name} auto-started (${where}), supervised by the engine at ${engine.url}`);
-    } catch (e) {
-      process.stderr.write(formatError(e) + '\n');
-      this.exit(1);
-    }
+    const d = await startWorker(engine, 'engine::supervisor::add', { name, force: flags.force || change === 'updated' }, flags.wait);
+    if (d.ready) this.log(`✓ ${name} auto-started (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
+    else this.log(`✓ ${name} auto-started (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
   }
 }
