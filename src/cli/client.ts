@@ -1,6 +1,8 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_ENGINE_URL, InvocationError, redactAddress, Worker } from 'svc-sdk';
 import { printable } from '../engine/printable.js';
+import { parseConfig } from '../daemon/config-file.js';
 import { readEngineState, type EngineState } from '../daemon/engine-state.js';
 
 /** The engine running for ./config.yaml, if any (it writes .svc/engine.json beside the file). */
@@ -12,12 +14,34 @@ function localEngine(): EngineState | null {
 }
 
 /**
+ * Where ./config.yaml says its engine listens, read without creating or changing anything: with no
+ * engine running, a command must not fall back to the default port, where another project's engine
+ * may listen. A wildcard host is reached on loopback.
+ */
+function configuredAddress(): string | undefined {
+  const file = resolve('config.yaml');
+  if (!existsSync(file)) return undefined;
+  try {
+    const { host, port } = parseConfig(file, readFileSync(file, 'utf8')).engine;
+    if (port === 0) return undefined;
+    const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
+    return `ws://${h}:${port}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The engine address a command talks to: --address, else SVC_URL, else the engine running for
- * ./config.yaml (whatever port it was given), else the default port on localhost.
+ * ./config.yaml (whatever port it was given), else the address ./config.yaml gives its engine, else
+ * the default port on localhost.
  */
 export function engineAddress(flag?: string): string {
-  return flag ?? process.env.SVC_URL ?? localEngine()?.url ?? DEFAULT_ENGINE_URL;
+  return flag ?? process.env.SVC_URL ?? localEngine()?.url ?? configuredAddress() ?? DEFAULT_ENGINE_URL;
 }
+
+/** What --address means, for help texts. */
+export const ADDRESS_DEFAULT = "default: $SVC_URL, else the engine running for ./config.yaml, else ./config.yaml's engine.host:port, else ws://localhost:49134";
 
 /**
  * The client secret of the engine running for ./config.yaml, handed only to that same engine: it

@@ -1,7 +1,7 @@
 import { Command, Flags } from '@oclif/core';
 import type { Worker } from 'svc-sdk';
 import { printable, printableJson } from '../../engine/printable.js';
-import { engineAddress, formatError, withClient } from '../client.js';
+import { ADDRESS_DEFAULT, engineAddress, formatError, withClient } from '../client.js';
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
@@ -52,7 +52,7 @@ until Ctrl-C; if the engine goes away, svc logs waits for it and goes on.`;
     text: Flags.string({ char: 't', summary: 'Only lines whose message contains this text.' }),
     lines: Flags.integer({ char: 'n', summary: 'Print at most the last N matching lines first.', default: 100, min: 1, max: 100_000 }),
     json: Flags.boolean({ summary: 'One JSON object per line instead of text.', default: false }),
-    address: Flags.string({ summary: 'Engine address (default: $SVC_URL, else ws://localhost:49134).' }),
+    address: Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` }),
     'interval-ms': Flags.integer({ summary: 'Polling period of --follow.', default: 500, min: 50 }),
   };
 

@@ -1,5 +1,5 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { engineAddress, formatError, withClient, fail } from '../client.js';
+import { ADDRESS_DEFAULT, engineAddress, formatError, withClient, fail } from '../client.js';
 import { printableJson } from '../../engine/printable.js';
 import { buildPayload } from '../payload.js';
 
@@ -32,7 +32,7 @@ exit code is 1 (2 for bad arguments).`;
   static override flags = {
     'function-id': Flags.string({ summary: 'Function id to call.' }),
     payload: Flags.string({ summary: 'JSON object passed to the function.' }),
-    address: Flags.string({ summary: "Engine address (default: $SVC_URL, else the engine running for ./config.yaml, else ws://localhost:49134)." }),
+    address: Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` }),
     'timeout-ms': Flags.integer({ summary: "Deadline of the call in milliseconds (default: the engine's engine.invocation_timeout_ms).", min: 1 }),
     enqueue: Flags.string({ summary: 'Store the call as a job of this queue (svc-queue); prints its messageReceiptId.' }),
   };
