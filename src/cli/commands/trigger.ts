@@ -1,5 +1,6 @@
 import { Args, Command, Flags } from '@oclif/core';
 import { ADDRESS_DEFAULT, engineAddress, formatError, withClient, fail } from '../client.js';
+import { InvocationError } from 'svc-sdk';
 import { printableJson } from '../../engine/printable.js';
 import { buildPayload } from '../payload.js';
 
@@ -18,12 +19,14 @@ With --enqueue <queue> the call is stored as a job of that queue (svc-queue must
 prints {"messageReceiptId": "..."} once the job is durable, and the function runs later.
 
 The result is printed as JSON on stdout. On error, "error: <code>: <message>" goes to stderr and the
-exit code is 1 (2 for bad arguments).`;
+exit code is 1 (2 for bad arguments); with --json the error is printed on stdout as
+{"error": {"code", "message"}} instead, for scripts.`;
   static override examples = [
     'svc trigger math::add a=2 b=3',
     `svc trigger --function-id=math::add --payload='{"a":2,"b":3}'`,
     'svc trigger engine::workers::list',
     'svc trigger --enqueue default math::add a=2 b=3',
+    'svc trigger --token "$SVC_TOKEN" --address ws://10.0.0.5:49134 math::add a=1 b=2',
   ];
   static override strict = false;
   static override args = {
@@ -35,6 +38,8 @@ exit code is 1 (2 for bad arguments).`;
     address: Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` }),
     'timeout-ms': Flags.integer({ summary: "Deadline of the call in milliseconds (default: the engine's engine.invocation_timeout_ms).", min: 1 }),
     enqueue: Flags.string({ summary: 'Store the call as a job of this queue (svc-queue); prints its messageReceiptId.' }),
+    token: Flags.string({ summary: 'Token to connect with (default: $SVC_TOKEN, else the local engine\'s own).' }),
+    json: Flags.boolean({ summary: 'Errors too as JSON on stdout: {"error": {"code", "message"}}.', default: false }),
   };
 
   async run(): Promise<void> {
@@ -56,11 +61,16 @@ exit code is 1 (2 for bad arguments).`;
     try {
       const result = await withClient(engineAddress(flags.address), (w) =>
         w.trigger({ function_id: functionId, payload: built.payload, ...(flags['timeout-ms'] !== undefined ? { timeoutMs: flags['timeout-ms'] } : {}), ...(flags.enqueue !== undefined ? { action: { type: 'enqueue' as const, queue: flags.enqueue } } : {}) }),
+        5000,
+        flags.token,
       );
       // Valid JSON still, with what a terminal would act on escaped (the result is the callee's).
       process.stdout.write(printableJson(JSON.stringify(result) ?? 'null') + '\n');
     } catch (err) {
-      process.stderr.write(formatError(err) + '\n');
+      if (flags.json) {
+        const code = err instanceof InvocationError ? err.code : 'error';
+        process.stdout.write(printableJson(JSON.stringify({ error: { code, message: err instanceof Error ? err.message : String(err) } })) + '\n');
+      } else process.stderr.write(formatError(err) + '\n');
       this.exit(1);
     }
   }

@@ -6,6 +6,7 @@ import { configFlag, runningEngine } from '../../project.js';
 
 export default class WorkerRemove extends Command {
   static override summary = 'Remove a worker from config.yaml and stop it.';
+  static override examples = ['svc worker remove math-worker', 'svc worker remove svc-http --config other/config.yaml'];
   static override args = { name: Args.string({ required: true, description: 'Worker name.' }) };
   static override flags = { config: configFlag };
 
