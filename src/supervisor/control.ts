@@ -60,6 +60,23 @@ async function awaitRegistered(engine: Engine, sup: Supervisor, name: string, si
 }
 
 /**
+ * Let the calls in flight to worker `name` finish before it is stopped: its connections leave the
+ * registry first, so no new call is routed to them (other replicas or workers serving the same
+ * functions take them; results of calls already made still find their way, they are matched by
+ * connection), then this waits until none has a call in flight, or `graceMs` passes. Returns how many
+ * calls were in flight when it began and how many were left.
+ */
+async function drain(engine: Engine, name: string, graceMs: number): Promise<{ in_flight: number; left: number }> {
+  const conns = connectionsOf(engine, name);
+  for (const s of conns) engine.registry.removeAll(s);
+  const inFlight = (): number => conns.reduce((n, s) => n + (s.open ? s.incoming.size : 0), 0);
+  const atStart = inFlight();
+  const deadline = Date.now() + graceMs;
+  while (inFlight() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  return { in_flight: atStart, left: inFlight() };
+}
+
+/**
  * `engine::supervisor::*`: how `svc worker add|list|remove|restart` reach the engine that runs the
  * workers. Management functions: issue #9 restricts them to admin tokens. `readEntries` reads
  * config.yaml's workers as the file says now (the CLI edits the file, the engine acts on it).
@@ -106,8 +123,17 @@ export function installSupervisorFunctions(engine: Engine, sup: Supervisor, conf
     await sup.stop(name);
     return sup.get(name);
   });
-  registry.addBuiltin('engine::supervisor::remove', 'Stop supervising a worker and stop it ({name})', async (data) => {
-    const name = nameOf(data, 'engine::supervisor::remove');
-    return { removed: await sup.remove(name) };
-  });
+  registry.addBuiltin(
+    'engine::supervisor::remove',
+    'Stop supervising a worker and stop it ({name, drain_ms?}); with drain_ms, new calls stop going to it and calls in flight may finish for that long first',
+    async (data) => {
+      const name = nameOf(data, 'engine::supervisor::remove');
+      const drainMs = (data as { drain_ms?: unknown }).drain_ms ?? 0;
+      if (typeof drainMs !== 'number' || !Number.isInteger(drainMs) || drainMs < 0 || drainMs > MAX_WAIT_MS) {
+        throw new EngineError('invalid_payload', `engine::supervisor::remove: "drain_ms" must be an integer from 0 to ${MAX_WAIT_MS}, got ${JSON.stringify(drainMs)}`);
+      }
+      const drained = drainMs > 0 && sup.get(name) ? await drain(engine, name, drainMs) : { in_flight: 0, left: 0 };
+      return { removed: await sup.remove(name), ...drained };
+    },
+  );
 }
