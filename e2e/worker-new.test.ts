@@ -32,9 +32,19 @@ describe('svc worker new', { timeout: 300_000 }, () => {
       const made = await svc(['worker', 'new', `./workers/${dir}`, '--language', language]);
       assert.equal(made.code, 0, made.stderr);
       assert.match(made.stdout, new RegExp(`✓ created the ${language} worker ${dir} in \\./workers/${dir}:[\\s\\S]*svc worker add \\./workers/${dir}`));
-      const add = await svc(['worker', 'add', `./workers/${dir}`]);
+      // The Python one with --json (issue 25 item 7): one JSON object on stdout, numbers as numbers.
+      const json = language === 'python';
+      const add = await svc(['worker', 'add', `./workers/${dir}`, ...(json ? ['--json'] : [])]);
       assert.equal(add.code, 0, `${add.stdout}\n${add.stderr}`);
-      assert.match(add.stdout, /auto-started \(pid \d+\) and connected/);
+      assert.match(json ? add.stderr : add.stdout, /auto-started \(pid \d+\) and connected/);
+      if (json) {
+        const d = JSON.parse(add.stdout) as { name: string; change: string; started: boolean; ready: boolean; pid: number; pids: number[] };
+        assert.equal(d.name, dir);
+        assert.equal(d.change, 'added');
+        assert.equal(d.ready, true);
+        assert.equal(typeof d.pid, 'number');
+        assert.deepEqual(d.pids, [d.pid]);
+      }
       const call = await svc(['trigger', `${dir}::hello`, 'name=svc']);
       assert.equal(call.code, 0, call.stderr);
       assert.deepEqual(JSON.parse(call.stdout), { message: 'hello, svc' });

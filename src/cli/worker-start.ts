@@ -15,6 +15,7 @@ export const waitFlag = Flags.integer({
 /** What engine::supervisor::add|restart answer (src/supervisor/control.ts). */
 export interface StartedWorker {
   pid: number | null;
+  pids: number[];
   instances: Array<string | null>;
   status: string;
   ready: boolean;

@@ -14,6 +14,7 @@ import { parseStateConfig } from '../../../workers/state/config.js';
 import { parseCronConfig } from '../../../workers/cron/config.js';
 import { fail } from '../../client.js';
 import { buildPayload } from '../../payload.js';
+import { printableJson } from '../../../engine/printable.js';
 import { configFlag, runningEngine } from '../../project.js';
 import { startWorker, waitFlag, whereItRuns } from '../../worker-start.js';
 
@@ -49,6 +50,7 @@ lines of output, and exits 1.`;
     runtime: Flags.string({ summary: 'How the worker runs.', options: [...RUNTIMES], default: 'process' }),
     replicas: Flags.integer({ summary: 'Number of instances.', min: 1, max: 64 }),
     wait: waitFlag,
+    json: Flags.boolean({ summary: 'Print one JSON object at the end (the progress lines go to stderr): name, change, started, ready, pid, pids, instances (container ids), status.', default: false }),
     set: Flags.string({
       summary: 'Set a key of the worker\'s config block, e.g. --set port=3112 or --set queues.emails.max_attempts=5 (dots name nested keys; repeatable; values typed as in svc trigger).',
       multiple: true,
@@ -57,10 +59,15 @@ lines of output, and exits 1.`;
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(WorkerAdd);
+    // With --json, stdout holds the JSON only; what a person reads goes to stderr.
+    const say = (line: string): void => {
+      if (flags.json) process.stderr.write(line + '\n');
+      else this.log(line);
+    };
     const configFile = resolve(flags.config);
     try {
       const cfg = loadConfig(configFile);
-      if (cfg.created) this.log(`Created ${flags.config} with default settings.`);
+      if (cfg.created) say(`Created ${flags.config} with default settings.`);
     } catch (e) {
       if (e instanceof ConfigFileError) fail(e.message, 2);
       throw e;
@@ -110,7 +117,7 @@ lines of output, and exits 1.`;
       writeFileSync(configFile, before);
       fail(`${(e as Error).message} (${flags.config} is unchanged)`, 2);
     }
-    this.log(
+    say(
       change === 'added'
         ? `✓ added ${name} to ${flags.config}`
         : change === 'updated'
@@ -118,10 +125,10 @@ lines of output, and exits 1.`;
           : `✓ ${name} is already in ${flags.config}`,
     );
     if (manifest && runtime === 'process') {
-      this.log(`installing dependencies of ${name} (${manifest.runtime.package_manager}: ${manifest.scripts.install}) …`);
+      say(`installing dependencies of ${name} (${manifest.runtime.package_manager}: ${manifest.scripts.install}) …`);
       try {
-        const r = await ensureInstalled(manifest, { force: flags.force, onLine: (l) => this.log(`  │ ${l}`) });
-        this.log(r.status === 'cached' ? '✓ dependencies up to date (unchanged since the last install; --force reinstalls)' : `✓ dependencies installed in ${r.seconds.toFixed(1)}s`);
+        const r = await ensureInstalled(manifest, { force: flags.force, onLine: (l) => say(`  │ ${l}`) });
+        say(r.status === 'cached' ? '✓ dependencies up to date (unchanged since the last install; --force reinstalls)' : `✓ dependencies installed in ${r.seconds.toFixed(1)}s`);
       } catch (e) {
         if (e instanceof InstallError) fail(e.message, 1);
         throw e;
@@ -129,10 +136,10 @@ lines of output, and exits 1.`;
     }
     if (manifest && docker) {
       // Built here, with its output shown; the engine then finds the image cached (same context hash).
-      this.log(`building the image of ${name} (images/${manifest.runtime.kind}/Dockerfile + ${args.target}) …`);
+      say(`building the image of ${name} (images/${manifest.runtime.kind}/Dockerfile + ${args.target}) …`);
       try {
-        const img = await ensureWorkerImage(docker.docker, manifest, { force: flags.force, onLine: (l) => this.log(`  │ ${l}`) });
-        this.log(img.status === 'cached' ? `✓ image ${img.tag} up to date (unchanged worker; --force rebuilds)` : `✓ image ${img.tag} built in ${img.seconds.toFixed(1)}s (base ${img.base})`);
+        const img = await ensureWorkerImage(docker.docker, manifest, { force: flags.force, onLine: (l) => say(`  │ ${l}`) });
+        say(img.status === 'cached' ? `✓ image ${img.tag} up to date (unchanged worker; --force rebuilds)` : `✓ image ${img.tag} built in ${img.seconds.toFixed(1)}s (base ${img.base})`);
       } catch (e) {
         if (e instanceof ImageBuildError) fail(e.message, 1);
         throw e;
@@ -140,11 +147,13 @@ lines of output, and exits 1.`;
     }
     const engine = runningEngine(configFile);
     if (!engine) {
-      this.log(`${name} will start with the engine: svc --config ${flags.config}`);
+      say(`${name} will start with the engine: svc --config ${flags.config}`);
+      if (flags.json) this.log(JSON.stringify({ name, change, started: false, ready: false }));
       return;
     }
     const d = await startWorker(engine, 'engine::supervisor::add', { name, force: flags.force || change === 'updated' }, flags.wait);
-    if (d.ready) this.log(`✓ ${name} auto-started (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
-    else this.log(`✓ ${name} auto-started (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
+    if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: true, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
+    if (d.ready) say(`✓ ${name} auto-started (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
+    else say(`✓ ${name} auto-started (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
   }
 }
