@@ -16,8 +16,12 @@ describe('with no engine running, commands use config.yaml\'s engine address', {
   test('svc trigger tries config.yaml\'s port and says so, not the default 49134', async () => {
     const port = await closedPort();
     writeFileSync(join(tmp.dir, 'config.yaml'), `engine:\n  host: 127.0.0.1\n  port: ${port}\nworkers: []\n`);
+    const t0 = Date.now();
     const r = await runSvc(['trigger', 'engine::functions::list'], { cwd: tmp.dir });
+    // Fails fast: a refused connection is final at once (before: the SDK's 5 s connect timeout).
+    assert.ok(Date.now() - t0 < 4000, `took ${Date.now() - t0} ms`);
     assert.equal(r.code, 1);
+    assert.match(r.stderr, /nothing listens there/);
     assert.match(r.stderr, new RegExp(`Cannot reach the engine at ws://127\\.0\\.0\\.1:${port}`));
     assert.doesNotMatch(r.stderr, /49134/);
   });

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import { DEFAULT_ENGINE_URL, InvocationError, redactAddress, Worker } from 'svc-sdk';
 import { printable } from '../engine/printable.js';
@@ -54,10 +55,39 @@ export function localClientSecret(address: string, fresh = false): string | unde
 }
 
 /**
+ * Whether anything accepts TCP connections at the engine address: a refused connection is known at
+ * once, where the SDK would retry until the connect timeout. Anything else (a timeout, a name that
+ * does not resolve yet, an address that is not ws://host:port) is left to the SDK.
+ */
+function refusesConnections(address: string): Promise<boolean> {
+  let url: URL;
+  try {
+    url = new URL(address);
+  } catch {
+    return Promise.resolve(false);
+  }
+  const port = Number(url.port || (url.protocol === 'wss:' ? 443 : 80));
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return new Promise((done) => {
+    const socket = connect({ host, port });
+    const finish = (refused: boolean): void => {
+      socket.destroy();
+      done(refused);
+    };
+    socket.setTimeout(1000, () => finish(false));
+    socket.once('connect', () => finish(false));
+    socket.once('error', (e: NodeJS.ErrnoException) => finish(e.code === 'ECONNREFUSED'));
+  });
+}
+
+/**
  * Connect as a short-lived client (hidden from worker lists), run `fn`, disconnect. A missing
  * engine is reported plainly instead of retrying forever as a worker would.
  */
 export async function withClient<T>(address: string, fn: (w: Worker) => Promise<T>, connectTimeoutMs = 5000, tokenArg?: string): Promise<T> {
+  if (await refusesConnections(address)) {
+    throw new InvocationError('connection_failed', `Cannot reach the engine at ${redactAddress(address)}: nothing listens there (is \`svc --config config.yaml\` running? set --address or SVC_URL)`);
+  }
   // SVC_TOKEN, else the local engine's own token, handed only to that same engine.
   const engine = localEngine();
   const token = tokenArg ?? process.env.SVC_TOKEN ?? (engine && engine.url === address ? engine.token : undefined);
