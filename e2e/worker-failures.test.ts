@@ -126,5 +126,17 @@ describe('a worker that fails to start is reported, not celebrated', { timeout: 
     // Stop: the row stays, stopped.
     await row.locator('[data-testid="supervised-stop"]').click();
     await until('the row to show stopped', async () => /stopped/.test(await row.innerText()), 15_000);
+
+    // A connected supervised worker has Restart and Stop on its row too.
+    const add = await svc(['worker', 'add', 'svc-state']);
+    assert.equal(add.code, 0, add.stderr);
+    const state = page.locator('[data-testid="worker-row"][data-name="svc-state"]');
+    await state.waitFor({ timeout: 15_000 });
+    const pidBefore = (await list()).find((w) => w.name === 'svc-state')!.pid;
+    await state.locator('[data-testid="supervised-restart"]').click();
+    await until('svc-state restarted', async () => {
+      const r = (await list()).find((w) => w.name === 'svc-state');
+      return r && r.pid !== pidBefore && r.connections === 1 ? r : null;
+    }, 20_000);
   });
 });

@@ -15,14 +15,10 @@ export interface SupervisedWorker {
   last_exit: { how: string; at: string; output: string[] } | null;
 }
 
-/**
- * The supervised workers that are not (all) connected: starting, restarting, crash-looping, stopped,
- * failed. Without this a crash-looping worker simply disappeared from the Workers page. Restart and
- * Stop call engine::supervisor::restart|stop, which the engine allows admin tokens only.
- */
-export function SupervisedWorkers() {
+/** The engine's supervised workers (none for an engine without a supervisor), polled every second. */
+export function useSupervised() {
   // An engine without a supervisor (a bare engine, another engine of a cluster) has no such function.
-  const { data, error, refresh } = usePoll(() =>
+  return usePoll(() =>
     call<{ workers: SupervisedWorker[] }>('engine::supervisor::list').then(
       (r) => r.workers,
       (e: unknown) => {
@@ -31,20 +27,49 @@ export function SupervisedWorkers() {
       },
     ),
   );
-  const [busy, setBusy] = useState<string | null>(null);
+}
+
+/** Restart / Stop of one supervised worker: engine::supervisor::restart|stop, admin tokens only. */
+export function SupervisorActions({ name, stopped, onDone }: { name: string; stopped: boolean; onDone: (error: Error | undefined) => void }) {
+  const [busy, setBusy] = useState(false);
+  const act = async (fn: 'engine::supervisor::restart' | 'engine::supervisor::stop') => {
+    setBusy(true);
+    let error: Error | undefined;
+    try {
+      await call(fn, fn === 'engine::supervisor::restart' ? { name, wait_ms: 10_000 } : { name });
+    } catch (e) {
+      error = e as Error;
+    } finally {
+      setBusy(false);
+      onDone(error);
+    }
+  };
+  return (
+    <span className="actions">
+      <button onClick={() => void act('engine::supervisor::restart')} disabled={busy} data-testid="supervised-restart">
+        Restart
+      </button>{' '}
+      {!stopped ? (
+        <button className="danger" onClick={() => void act('engine::supervisor::stop')} disabled={busy} data-testid="supervised-stop">
+          Stop
+        </button>
+      ) : null}
+    </span>
+  );
+}
+
+/**
+ * The supervised workers that are not (all) connected: starting, restarting, crash-looping, stopped,
+ * failed. Without this a crash-looping worker simply disappeared from the Workers page. Restart and
+ * Stop call engine::supervisor::restart|stop, which the engine allows admin tokens only.
+ */
+export function SupervisedWorkers({ supervised }: { supervised: ReturnType<typeof useSupervised> }) {
+  const { data, error, refresh } = supervised;
   const [actionError, setActionError] = useState<Error | undefined>();
   const down = (data ?? []).filter((w) => w.status !== 'running' || w.connections < w.replicas);
-  const act = async (fn: 'engine::supervisor::restart' | 'engine::supervisor::stop', name: string) => {
-    setBusy(name);
-    setActionError(undefined);
-    try {
-      await call(fn, { name, wait_ms: fn === 'engine::supervisor::restart' ? 10_000 : undefined });
-    } catch (e) {
-      setActionError(e as Error);
-    } finally {
-      setBusy(null);
-      refresh();
-    }
+  const done = (e: Error | undefined) => {
+    setActionError(e);
+    refresh();
   };
   if (down.length === 0 && !error) return null;
   return (
@@ -86,14 +111,7 @@ export function SupervisedWorkers() {
                   ) : null}
                 </td>
                 <td>
-                  <button onClick={() => void act('engine::supervisor::restart', w.name)} disabled={busy !== null} data-testid="supervised-restart">
-                    Restart
-                  </button>{' '}
-                  {w.status !== 'stopped' ? (
-                    <button className="danger" onClick={() => void act('engine::supervisor::stop', w.name)} disabled={busy !== null} data-testid="supervised-stop">
-                      Stop
-                    </button>
-                  ) : null}
+                  <SupervisorActions name={w.name} stopped={w.status === 'stopped'} onDone={done} />
                 </td>
               </tr>
             ))}
