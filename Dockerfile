@@ -32,6 +32,7 @@ COPY --from=build /src/sdk/python sdk/python
 COPY --from=build /src/console/dist console/dist
 COPY --from=build /src/images images
 COPY --from=build /src/templates templates
+COPY --from=build /src/worker-templates worker-templates
 RUN ln -s /opt/svc/bin/svc.js /usr/local/bin/svc && svc --version
 # The project (config.yaml, workers, .svc/ logs) is mounted here; compose and docs/docker.md do so.
 WORKDIR /project

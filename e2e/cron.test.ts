@@ -70,5 +70,31 @@ describe('svc cron', { timeout: 120_000 }, () => {
     const missing = await svc(['cron', 'pause', '0123456789abcdef']);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /^error: schedule_not_found: cron::pause: no schedule has id "0123456789abcdef"/);
+    assert.match(missing.stderr, /ID may be a schedule id or trigger id from `svc cron list`, or the function id a schedule calls/);
+  });
+
+  // Before: the function id, what a user knows the schedule by, was taken for a trigger id and
+  // refused with "no live cron trigger has id".
+  test('svc cron pause|resume|run take the function id the schedule calls; several schedules: refused, listed', async () => {
+    const scheduleId = /^([0-9a-f]{16})\s+reports::hourly/m.exec((await svc(['cron', 'list'])).stdout)![1]!;
+    const pause = await svc(['cron', 'pause', 'reports::hourly']);
+    assert.equal(pause.code, 0, pause.stderr);
+    assert.equal(pause.stdout, `✓ schedule ${scheduleId} (reports::hourly) paused\n`);
+    const resume = await svc(['cron', 'resume', 'reports::hourly']);
+    assert.equal(resume.stdout, `✓ schedule ${scheduleId} (reports::hourly) active\n`);
+    const run = await svc(['cron', 'run', 'reports::hourly']);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal((JSON.parse(run.stdout) as { schedule_id: string }).schedule_id, scheduleId);
+
+    await worker.registerTrigger({ type: 'cron', function_id: 'reports::hourly', config: { expression: '@daily' } });
+    await until('two schedules of reports::hourly', async () => ((await svc(['cron', 'list'])).stdout.match(/reports::hourly/g)?.length === 2 ? true : undefined), 20_000);
+    const two = await svc(['cron', 'pause', 'reports::hourly']);
+    assert.equal(two.code, 1);
+    assert.match(two.stderr, /^error: ambiguous_schedule: 2 schedules call reports::hourly: .*; pass one of these schedule ids\n$/);
+    assert.ok(two.stderr.includes(`${scheduleId} (@hourly)`), two.stderr);
+    assert.match(two.stderr, /[0-9a-f]{16} \(@daily\)/);
+    const none = await svc(['cron', 'pause', 'reports::weekly']);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /schedule_not_found: .*no live cron trigger has id "reports::weekly"[\s\S]*or the function id a schedule calls/);
   });
 });

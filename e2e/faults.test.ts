@@ -32,7 +32,8 @@ import { closedPort, EngineProcess, runSvc, tempDir, until } from './helpers/cli
 
 interface ListRow {
   name: string;
-  pid: string | number | null;
+  pid: number | null;
+  pids: number[];
   status: string;
   restarts: number;
 }
@@ -67,7 +68,7 @@ describe('faults under steady load: kill -9 workers, restart the engine', () => 
     const r = await svc(['worker', 'list', '--json']);
     if (r.code !== 0) return [];
     const rows = JSON.parse(r.stdout) as ListRow[];
-    for (const row of rows) for (const p of String(row.pid ?? '').split(',').filter(Boolean)) seenPids.add(Number(p));
+    for (const row of rows) for (const p of row.pids) seenPids.add(Number(p));
     return rows;
   };
 
@@ -163,7 +164,7 @@ describe('faults under steady load: kill -9 workers, restart the engine', () => 
       const rows = (await list()).filter((r) => VICTIMS.includes(r.name) && r.status === 'running' && r.pid && (kills.get(r.name) ?? 0) < MAX_KILLS_PER_WORKER);
       if (rows.length === 0) continue;
       const victim = rows[Math.floor(Math.random() * rows.length)]!;
-      const pids = String(victim.pid).split(',').filter(Boolean).map(Number);
+      const pids = victim.pids.map(Number);
       const pid = pids[Math.floor(Math.random() * pids.length)]!;
       try {
         process.kill(pid, 'SIGKILL');

@@ -67,9 +67,11 @@ describe('svc logs', { timeout: 60_000 }, () => {
     assert.ok(byWorker.stdout.trimEnd().split('\n').every((l) => l.includes(' log-worker ')), byWorker.stdout);
     assert.match(byWorker.stdout, /a detail/);
 
+    // Issue 25 item 7: an unknown worker is named as such, not answered with nothing.
     const nobody = await runSvc(['logs', '--address', engine.url, '--worker', 'no-such-worker']);
-    assert.equal(nobody.code, 0);
+    assert.equal(nobody.code, 1);
     assert.equal(nobody.stdout, '');
+    assert.match(nobody.stderr, /^error: worker_not_found: no worker "no-such-worker" is connected and no line names it \(connected: .*log-worker/);
 
     const text = await runSvc(['logs', '--address', engine.url, '--text', 'working']);
     assert.equal(text.stdout.trimEnd().split('\n').length, 1, text.stdout);

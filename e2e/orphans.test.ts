@@ -39,7 +39,7 @@ describe('kill -9 of an engine, then another project on its port: no stale proce
     assert.equal(r.code, 0, r.stderr);
     return JSON.parse(r.stdout) as ListRow[];
   };
-  const pidsOf = (rows: ListRow[]): number[] => rows.flatMap((r) => String(r.pid ?? '').split(',').filter(Boolean).map(Number));
+  const pidsOf = (rows: ListRow[]): number[] => rows.flatMap((r) => r.pids.map(Number));
 
   before(async () => {
     port = await closedPort();

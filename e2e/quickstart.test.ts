@@ -33,7 +33,7 @@ describe('quickstart, end to end through the CLI', () => {
     const r = await svc(['worker', 'list', '--json']);
     assert.equal(r.code, 0, r.stderr);
     const rows = JSON.parse(r.stdout) as ListRow[];
-    for (const row of rows) for (const p of String(row.pid ?? '').split(',').filter(Boolean)) seenPids.add(Number(p));
+    for (const row of rows) for (const p of row.pids) seenPids.add(Number(p));
     return rows;
   };
   const post = async (a: number, b: number): Promise<{ status: number; type: string | null; body: { c: number; running_total: number } }> => {
@@ -196,7 +196,7 @@ describe('quickstart, end to end through the CLI', () => {
   });
 
   test('8. stopping the engine leaves no worker process', async () => {
-    const pids = (await list()).flatMap((r) => String(r.pid ?? '').split(',').filter(Boolean).map(Number));
+    const pids = (await list()).flatMap((r) => r.pids.map(Number));
     assert.equal(pids.length, 4);
     const exit = await engine.stop('SIGTERM');
     assert.equal(exit.code, 0);

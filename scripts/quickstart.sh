@@ -27,10 +27,12 @@ run() {
   "$@"
 }
 
-step "Installing svc (npm ci, build) and system packages"
+step "Installing svc (npm ci, build, the console) and system packages"
 bash scripts/install-system-deps.sh
 [ -d node_modules ] || npm ci --no-audit --no-fund
 npm run build >/dev/null
+# The console app too, so that `svc console` works afterwards (console/dist; a second or two).
+npm run build:console >/dev/null
 export PATH="$ROOT/bin:$PATH"
 
 step "Creating the quickstart project in $DIR"
@@ -71,7 +73,7 @@ echo
 run svc worker logs math-worker --lines 5
 
 if [ "$KEEP" = 1 ]; then
-  step "Still running (engine pid $ENGINE_PID). Stop it with: kill $ENGINE_PID"
+  step "Still running (engine pid $ENGINE_PID). See it: svc console (http://127.0.0.1:3113/). Stop it with: kill $ENGINE_PID"
 else
   step "Stopping the engine (its workers stop with it)"
 fi

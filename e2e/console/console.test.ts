@@ -6,26 +6,15 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { registerWorker, type Worker } from 'svc-sdk';
-import { EngineProcess, ROOT, SVC_BIN, closedPort, runSvc, tempDir, until } from '../helpers/cli.js';
+import { EngineProcess, ROOT, closedPort, runSvc, tempDir, until } from '../helpers/cli.js';
+import { startConsole } from '../helpers/console.js';
 import { CHROMIUM, launchChromium } from '../../test/helpers/chromium.js';
 
 const SHOTS = join(ROOT, 'test-results', 'console');
-
-/** `svc console` as a child process; resolves with its URL once it prints it. */
-export async function startConsole(engineUrl: string, port = 0): Promise<{ url: string; child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, [SVC_BIN, 'console', '--port', String(port), '--address', engineUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  process.on('exit', () => child.kill('SIGKILL'));
-  const m = await until('svc console to print its URL', () => /svc console on (http:\/\/\S+)/.exec(out) ?? (child.exitCode !== null ? Promise.reject(new Error(out)) : null), 15_000);
-  return { url: m[1]!, child, output: () => out };
-}
 
 async function shot(page: Page, name: string, fullPage = true): Promise<void> {
   mkdirSync(SHOTS, { recursive: true });

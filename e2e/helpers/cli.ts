@@ -159,8 +159,14 @@ export function alive(pid: number): boolean {
 /** A row of `svc worker list --json`. */
 export interface WorkerListRow {
   name: string;
-  pid: string | number | null;
+  pid: number | null;
+  /** One per replica; docker workers have none (their container ids are in instances). */
+  pids: number[];
+  instances: Array<string | null>;
   status: string;
   restarts: number;
+  connections: number;
   functions: string[];
+  last_error: string | null;
+  last_exit: { how: string; at: string; output: string[] } | null;
 }

@@ -1,6 +1,9 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import { DEFAULT_ENGINE_URL, InvocationError, redactAddress, Worker } from 'svc-sdk';
 import { printable } from '../engine/printable.js';
+import { parseConfig } from '../daemon/config-file.js';
 import { readEngineState, type EngineState } from '../daemon/engine-state.js';
 
 /** The engine running for ./config.yaml, if any (it writes .svc/engine.json beside the file). */
@@ -12,12 +15,34 @@ function localEngine(): EngineState | null {
 }
 
 /**
+ * Where ./config.yaml says its engine listens, read without creating or changing anything: with no
+ * engine running, a command must not fall back to the default port, where another project's engine
+ * may listen. A wildcard host is reached on loopback.
+ */
+function configuredAddress(): string | undefined {
+  const file = resolve('config.yaml');
+  if (!existsSync(file)) return undefined;
+  try {
+    const { host, port } = parseConfig(file, readFileSync(file, 'utf8')).engine;
+    if (port === 0) return undefined;
+    const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
+    return `ws://${h}:${port}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The engine address a command talks to: --address, else SVC_URL, else the engine running for
- * ./config.yaml (whatever port it was given), else the default port on localhost.
+ * ./config.yaml (whatever port it was given), else the address ./config.yaml gives its engine, else
+ * the default port on localhost.
  */
 export function engineAddress(flag?: string): string {
-  return flag ?? process.env.SVC_URL ?? localEngine()?.url ?? DEFAULT_ENGINE_URL;
+  return flag ?? process.env.SVC_URL ?? localEngine()?.url ?? configuredAddress() ?? DEFAULT_ENGINE_URL;
 }
+
+/** What --address means, for help texts. */
+export const ADDRESS_DEFAULT = "default: $SVC_URL, else the engine running for ./config.yaml, else ./config.yaml's engine.host:port, else ws://localhost:49134";
 
 /**
  * The client secret of the engine running for ./config.yaml, handed only to that same engine: it
@@ -30,10 +55,39 @@ export function localClientSecret(address: string, fresh = false): string | unde
 }
 
 /**
+ * Whether anything accepts TCP connections at the engine address: a refused connection is known at
+ * once, where the SDK would retry until the connect timeout. Anything else (a timeout, a name that
+ * does not resolve yet, an address that is not ws://host:port) is left to the SDK.
+ */
+function refusesConnections(address: string): Promise<boolean> {
+  let url: URL;
+  try {
+    url = new URL(address);
+  } catch {
+    return Promise.resolve(false);
+  }
+  const port = Number(url.port || (url.protocol === 'wss:' ? 443 : 80));
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return new Promise((done) => {
+    const socket = connect({ host, port });
+    const finish = (refused: boolean): void => {
+      socket.destroy();
+      done(refused);
+    };
+    socket.setTimeout(1000, () => finish(false));
+    socket.once('connect', () => finish(false));
+    socket.once('error', (e: NodeJS.ErrnoException) => finish(e.code === 'ECONNREFUSED'));
+  });
+}
+
+/**
  * Connect as a short-lived client (hidden from worker lists), run `fn`, disconnect. A missing
  * engine is reported plainly instead of retrying forever as a worker would.
  */
 export async function withClient<T>(address: string, fn: (w: Worker) => Promise<T>, connectTimeoutMs = 5000, tokenArg?: string): Promise<T> {
+  if (await refusesConnections(address)) {
+    throw new InvocationError('connection_failed', `Cannot reach the engine at ${redactAddress(address)}: nothing listens there (is \`svc --config config.yaml\` running? set --address or SVC_URL)`);
+  }
   // SVC_TOKEN, else the local engine's own token, handed only to that same engine.
   const engine = localEngine();
   const token = tokenArg ?? process.env.SVC_TOKEN ?? (engine && engine.url === address ? engine.token : undefined);

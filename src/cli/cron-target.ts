@@ -1,19 +1,51 @@
 import { Args, Flags } from '@oclif/core';
-import { InvocationError } from 'svc-sdk';
-import { formatError } from './client.js';
+import { InvocationError, type Worker } from 'svc-sdk';
+import { ADDRESS_DEFAULT, formatError } from './client.js';
 
-/** The argument of `svc cron pause|resume|run`: a schedule id (16 hex digits, from `svc cron list`) or a trigger id. */
-export const cronTargetArg = Args.string({ required: true, description: 'Schedule id (from `svc cron list`) or trigger id.' });
+/** The argument of `svc cron pause|resume|run`: what a user has at hand for a schedule. */
+export const cronTargetArg = Args.string({
+  required: true,
+  description: 'Schedule id (from `svc cron list`), the id of one of its cron triggers, or the function id the schedule calls.',
+});
 
-export const addressFlag = Flags.string({ summary: 'Engine address (default: $SVC_URL, else the engine running for ./config.yaml, else ws://localhost:49134).' });
+export const addressFlag = Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` });
 
-/** `{schedule_id}` for a schedule id, else `{trigger_id}`. */
-export function cronTarget(id: string): { schedule_id: string } | { trigger_id: string } {
-  return /^[0-9a-f]{16}$/.test(id) ? { schedule_id: id } : { trigger_id: id };
+interface ListedSchedule {
+  schedule_id: string;
+  function_id: string;
+  expression: string;
 }
 
-/** `error: <code>: <message>`, with how to start svc-cron when it is not running. */
+/**
+ * The payload of cron::pause|resume|run_now for `id`: `{schedule_id}` for a schedule id (16 hex
+ * digits); for a function id (`reports::daily`, what a user knows the schedule by) the schedule that
+ * calls it, found with cron::list, refused naming the candidates when there are several; else
+ * `{trigger_id}`.
+ */
+export async function cronTarget(w: Worker, id: string): Promise<{ schedule_id: string } | { trigger_id: string }> {
+  if (/^[0-9a-f]{16}$/.test(id)) return { schedule_id: id };
+  if (id.includes('::')) {
+    const { schedules } = await w.trigger<{ schedules: ListedSchedule[] }>({ function_id: 'cron::list', payload: { function_id: id } });
+    const found = schedules.filter((s) => s.function_id === id);
+    if (found.length === 1) return { schedule_id: found[0]!.schedule_id };
+    if (found.length > 1) {
+      throw new InvocationError(
+        'ambiguous_schedule',
+        `${found.length} schedules call ${id}: ${found.map((s) => `${s.schedule_id} (${s.expression})`).join(', ')}; pass one of these schedule ids`,
+      );
+    }
+    // No schedule calls a function of that id: it may be a trigger id with `::` in it.
+  }
+  return { trigger_id: id };
+}
+
+/** `error: <code>: <message>`, with how to start svc-cron when it is not running and what ID may be. */
 export function cronError(e: unknown): string {
-  const hint = e instanceof InvocationError && e.code === 'function_not_found' ? ' (is svc-cron running? svc worker add svc-cron)' : '';
+  const hint =
+    e instanceof InvocationError && e.code === 'function_not_found'
+      ? ' (is svc-cron running? svc worker add svc-cron)'
+      : e instanceof InvocationError && e.code === 'schedule_not_found'
+        ? '\nID may be a schedule id or trigger id from `svc cron list`, or the function id a schedule calls'
+        : '';
   return formatError(e) + hint;
 }

@@ -1,8 +1,8 @@
 /** What the `svc queue` commands share: the engine address flag and one call to svc-queue. */
 import { Flags } from '@oclif/core';
-import { engineAddress, fail, formatError, withClient } from './client.js';
+import { ADDRESS_DEFAULT, engineAddress, fail, formatError, withClient } from './client.js';
 
-export const addressFlag = Flags.string({ summary: 'Engine address (default: $SVC_URL, else the engine running for ./config.yaml, else ws://localhost:49134).' });
+export const addressFlag = Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` });
 export const jsonFlag = Flags.boolean({ summary: 'Print JSON.', default: false });
 
 /** Call a svc-queue function; on error print it and exit 1 (svc-queue not running is said plainly). */

@@ -14,7 +14,7 @@ import { SvcError } from 'svc-sdk';
 export const DEFAULT_TEMPLATE = 'quickstart';
 
 /** Stable codes of the errors below (docs/errors.md); the commands exit 2 on all of them. */
-export type ScaffoldErrorCode = 'unknown_template' | 'directory_not_empty' | 'not_a_directory';
+export type ScaffoldErrorCode = 'unknown_template' | 'directory_not_empty' | 'not_a_directory' | 'invalid_worker_name';
 
 export class ScaffoldError extends SvcError {
   declare readonly code: ScaffoldErrorCode;
@@ -136,7 +136,7 @@ export function scaffold(opts: ScaffoldOptions): ScaffoldResult {
 }
 
 /** Files of a template directory, relative and '/'-separated, sorted so output is stable. */
-function templateFiles(dir: string, prefix = ''): string[] {
+export function templateFiles(dir: string, prefix = ''): string[] {
   const out: string[] = [];
   for (const e of readdirSync(dir, { withFileTypes: true }).sort((x, y) => x.name.localeCompare(y.name))) {
     if (SKIPPED.has(e.name) || e.name.startsWith('.')) continue;
@@ -148,7 +148,7 @@ function templateFiles(dir: string, prefix = ''): string[] {
 }
 
 /** Replace `{{name}}` for every known name (other braces, e.g. in Python f-strings, stay as they are). */
-function fill(text: string, values: Record<string, string>, json: boolean): string {
+export function fill(text: string, values: Record<string, string>, json: boolean): string {
   const names = Object.keys(values).join('|');
   return text.replace(new RegExp(`\\{\\{(${names})\\}\\}`, 'g'), (_, name: string) => {
     const v = values[name]!;

@@ -1,3 +1,4 @@
+import { unknownKeyMessage } from 'svc-sdk/internal';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { ConfigFileError } from '../engine/config/config-error.js';
@@ -63,7 +64,7 @@ export function parseConfig(file: string, text: string, env: NodeJS.ProcessEnv =
   if (typeof root !== 'object' || root === null || Array.isArray(root)) throw new ConfigFileError(file, 'the top level must be a mapping (engine:, workers:)');
   const sections = root as Record<string, unknown>;
   for (const key of Object.keys(sections)) {
-    if (!TOP_LEVEL_KEYS.includes(key)) throw new ConfigFileError(file, `${key}: unknown top-level key (known: ${TOP_LEVEL_KEYS.join(', ')})`);
+    if (!TOP_LEVEL_KEYS.includes(key)) throw new ConfigFileError(file, `${key}: ${unknownKeyMessage(key, TOP_LEVEL_KEYS, 'top-level key')}`);
   }
   const engine = parseEngineConfig(file, sections.engine, env);
   const workers = sections.workers ?? [];

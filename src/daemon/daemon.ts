@@ -7,6 +7,7 @@ import { processStartToken } from '../supervisor/process-identity.js';
 import { Supervisor } from '../supervisor/supervisor.js';
 import { loadConfig, workerEntriesOf } from './config-file.js';
 import { clearEngineState, engineAlive, readRecordedEngineState, writeEngineState, type EngineState } from './engine-state.js';
+import { startDevWatch, type DevWatch } from './dev-watch.js';
 import { describeStopped, stopStaleProcesses } from './stale-instances.js';
 
 /**
@@ -27,6 +28,8 @@ export interface DaemonOptions {
   host?: string;
   /** Each line for the operator: what was created, cleared, started, stopped. */
   log?: (line: string) => void;
+  /** `svc dev`: restart a local worker when its sources change, apply edits of `workers:` (dev-watch.ts). */
+  watch?: boolean;
 }
 
 export interface Daemon {
@@ -147,10 +150,12 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
     log(`starting ${entries.length} worker(s) from ${shownFile}: ${entries.map((e) => e.name).join(', ')}`);
     void Promise.all(entries.map((e) => supervisor.start(e)));
   }
+  const devWatch: DevWatch | undefined = o.watch ? startDevWatch({ configFile: file, supervisor, initial: entries, log: (level, message) => engine.event(level, message) }) : undefined;
   let stopping: Promise<void> | undefined;
   const stop = (reason: string): Promise<void> => {
     stopping ??= (async () => {
       const inFlight = engine.invocations.size;
+      devWatch?.close();
       log(`${reason}: shutting down${inFlight > 0 ? `, letting ${inFlight} call(s) in flight finish (up to ${options.shutdownGraceMs} ms)` : ''}`);
       await engine.stop(options.shutdownGraceMs, () => supervisor.stopAll());
       recording = false;

@@ -29,6 +29,53 @@ export function connectionsOf(engine: Engine, name: string): Session[] {
   return proven.length > 0 ? proven : named;
 }
 
+/** Longest a caller may ask `engine::supervisor::add|restart` to wait for the worker to register. */
+const MAX_WAIT_MS = 300_000;
+
+function waitOf(data: unknown, fn: string): number {
+  const w = (data as { wait_ms?: unknown } | null)?.wait_ms ?? 0;
+  if (typeof w !== 'number' || !Number.isInteger(w) || w < 0 || w > MAX_WAIT_MS) throw new EngineError('invalid_payload', `${fn}: "wait_ms" must be an integer from 0 to ${MAX_WAIT_MS}, got ${JSON.stringify(w)}`);
+  return w;
+}
+
+/**
+ * Wait until every instance of `name` is connected, or it exits, or `waitMs` passes. An exit since
+ * `since` is the start failing: a worker_start_failed error naming how it exited and its last line
+ * of output (the whole tail is in the row's last_exit). Polled: it runs only while a CLI waits.
+ */
+async function awaitRegistered(engine: Engine, sup: Supervisor, name: string, since: number, waitMs: number): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const exit = sup.lastExit(name);
+    if (exit && exit.at >= since) {
+      const last = exit.output.at(-1);
+      throw new EngineError('worker_start_failed', `Worker ${name} exited while starting (${exit.how})${last ? `: ${last}` : ''}`);
+    }
+    const row = sup.get(name);
+    if (!row || row.status === 'stopped') throw new EngineError('worker_start_failed', `Worker ${name} was stopped while starting`);
+    if (connectionsOf(engine, name).length >= Number(row.replicas)) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Let the calls in flight to worker `name` finish before it is stopped: its connections leave the
+ * registry first, so no new call is routed to them (other replicas or workers serving the same
+ * functions take them; results of calls already made still find their way, they are matched by
+ * connection), then this waits until none has a call in flight, or `graceMs` passes. Returns how many
+ * calls were in flight when it began and how many were left.
+ */
+async function drain(engine: Engine, name: string, graceMs: number): Promise<{ in_flight: number; left: number }> {
+  const conns = connectionsOf(engine, name);
+  for (const s of conns) engine.registry.removeAll(s);
+  const inFlight = (): number => conns.reduce((n, s) => n + (s.open ? s.incoming.size : 0), 0);
+  const atStart = inFlight();
+  const deadline = Date.now() + graceMs;
+  while (inFlight() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  return { in_flight: atStart, left: inFlight() };
+}
+
 /**
  * `engine::supervisor::*`: how `svc worker add|list|remove|restart` reach the engine that runs the
  * workers. Management functions: issue #9 restricts them to admin tokens. `readEntries` reads
@@ -47,23 +94,46 @@ export function installSupervisorFunctions(engine: Engine, sup: Supervisor, conf
       return { ...w, connections: conns.length, functions: [...new Set(conns.flatMap((c) => [...c.functions]))].sort() };
     }),
   }));
-  registry.addBuiltin('engine::supervisor::add', 'Start supervising a worker listed in config.yaml ({name, force?})', async (data) => {
-    const name = nameOf(data, 'engine::supervisor::add');
+  /** Start (or restart) it, then wait up to wait_ms for it to register: `ready` says whether it did. */
+  const startAndWait = async (fn: string, data: unknown, restart: boolean) => {
+    const name = nameOf(data, fn);
     const force = (data as { force?: unknown }).force === true;
+    const waitMs = waitOf(data, fn);
     const entry = entryFromConfig(name);
-    const worker = sup.describe(force ? await sup.restart(entry, { force }) : await sup.start(entry));
+    const since = Date.now();
+    const m = restart || force ? await sup.restart(entry, { force }) : await sup.start(entry);
+    const worker = sup.describe(m);
     if (worker.status === 'failed') throw new EngineError('worker_start_failed', `Worker ${name} failed to start: ${String(worker.last_error)}`);
-    return worker;
+    const ready = waitMs > 0 ? await awaitRegistered(engine, sup, name, since, waitMs) : connectionsOf(engine, name).length > 0;
+    return { ...sup.describe(m), ready };
+  };
+  registry.addBuiltin(
+    'engine::supervisor::add',
+    'Start supervising a worker listed in config.yaml ({name, force?, wait_ms?}); with wait_ms, waits for it to register and fails with worker_start_failed if it exits first',
+    (data) => startAndWait('engine::supervisor::add', data, false),
+  );
+  registry.addBuiltin(
+    'engine::supervisor::restart',
+    'Restart a supervised worker ({name, force?, wait_ms?}); with wait_ms, waits for it to register and fails with worker_start_failed if it exits first',
+    (data) => startAndWait('engine::supervisor::restart', data, true),
+  );
+  registry.addBuiltin('engine::supervisor::stop', 'Stop a supervised worker, keeping it listed (restart starts it again) ({name})', async (data) => {
+    const name = nameOf(data, 'engine::supervisor::stop');
+    if (!sup.get(name)) throw new EngineError('worker_not_found', `Worker ${name} is not supervised by this engine`);
+    await sup.stop(name);
+    return sup.get(name);
   });
-  registry.addBuiltin('engine::supervisor::restart', 'Restart a supervised worker ({name, force?})', async (data) => {
-    const name = nameOf(data, 'engine::supervisor::restart');
-    const entry = entryFromConfig(name);
-    const worker = sup.describe(await sup.restart(entry, { force: (data as { force?: unknown }).force === true }));
-    if (worker.status === 'failed') throw new EngineError('worker_start_failed', `Worker ${name} failed to start: ${String(worker.last_error)}`);
-    return worker;
-  });
-  registry.addBuiltin('engine::supervisor::remove', 'Stop supervising a worker and stop it ({name})', async (data) => {
-    const name = nameOf(data, 'engine::supervisor::remove');
-    return { removed: await sup.remove(name) };
-  });
+  registry.addBuiltin(
+    'engine::supervisor::remove',
+    'Stop supervising a worker and stop it ({name, drain_ms?}); with drain_ms, new calls stop going to it and calls in flight may finish for that long first',
+    async (data) => {
+      const name = nameOf(data, 'engine::supervisor::remove');
+      const drainMs = (data as { drain_ms?: unknown }).drain_ms ?? 0;
+      if (typeof drainMs !== 'number' || !Number.isInteger(drainMs) || drainMs < 0 || drainMs > MAX_WAIT_MS) {
+        throw new EngineError('invalid_payload', `engine::supervisor::remove: "drain_ms" must be an integer from 0 to ${MAX_WAIT_MS}, got ${JSON.stringify(drainMs)}`);
+      }
+      const drained = drainMs > 0 && sup.get(name) ? await drain(engine, name, drainMs) : { in_flight: 0, left: 0 };
+      return { removed: await sup.remove(name), ...drained };
+    },
+  );
 }

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { Manifest } from './manifest.js';
 import { SvcError } from 'svc-sdk';
@@ -79,6 +79,8 @@ export async function ensureInstalled(m: Manifest, opts: { force?: boolean; onLi
   onLine(`$ ${m.scripts.install}`);
   await run(m.scripts.install, m.dir, workerEnv(m), onLine);
   // Hash after installing: npm writes package-lock.json, which is part of the hash.
+  // npm install of a package.json without dependencies creates no node_modules.
+  mkdirSync(envDir(m), { recursive: true });
   writeFileSync(markerFile(m), dependencyHash(m) + '\n');
   return { status: 'installed', seconds: (Date.now() - t0) / 1000 };
 }

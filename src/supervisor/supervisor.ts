@@ -1,6 +1,7 @@
 import { RUN_SECRET_ENV } from 'svc-sdk/internal';
 import { ensureInstalled } from './install.js';
 import { launchSpecOf, logFileOf } from './launch.js';
+import { lastOutputLines } from './output-tail.js';
 import { ProcessRuntime } from './process-runtime.js';
 import type { Instance, Runtime } from './runtime.js';
 import type { RuntimeName, WorkerEntry } from './worker-entries.js';
@@ -59,6 +60,19 @@ interface Replica {
   quickExits: number;
 }
 
+/** The latest exit the supervisor did not ask for: how, when, and what the instance printed last. */
+export interface ExitReport {
+  replica: number;
+  code: number | null;
+  signal: string | null;
+  /** Epoch ms. */
+  at: number;
+  /** `exit code 1` / `signal SIGKILL`. */
+  how: string;
+  /** Its last lines of output (output-tail.ts), the error itself usually among them. */
+  output: string[];
+}
+
 interface Managed {
   entry: WorkerEntry;
   status: WorkerStatus;
@@ -67,6 +81,7 @@ interface Managed {
   replicas: Replica[];
   stopping: boolean;
   lastError?: string;
+  lastExit?: ExitReport;
 }
 
 /**
@@ -169,9 +184,13 @@ export class Supervisor {
     m.exits = m.exits.filter((t) => now - t < this.options.crashWindowMs);
     m.exits.push(now);
     const how = signal ? `signal ${signal}` : `exit code ${code}`;
+    const output = lastOutputLines(logFileOf(this.options.configFile, m.entry.name));
+    m.lastExit = { replica: i, code, signal, at: now, how, output };
+    const lastLine = output.at(-1);
+    m.lastError = lastLine ? `${how}: ${lastLine}` : how;
     if (m.exits.length >= this.options.crashLoopExits) {
       m.status = 'crash-loop';
-      m.lastError = `exited ${m.exits.length} times within ${Math.round(this.options.crashWindowMs / 1000)}s (last: ${how})`;
+      m.lastError = `exited ${m.exits.length} times within ${Math.round(this.options.crashWindowMs / 1000)}s (last: ${m.lastError})`;
       this.options.log('error', `${m.entry.name} is crash-looping: ${m.lastError}; not restarting. See \`svc worker logs ${m.entry.name}\`, fix it, then \`svc worker restart ${m.entry.name}\``);
       this.stopReplicas(m);
       return;
@@ -181,7 +200,7 @@ export class Supervisor {
     const delay = Math.min(this.options.maxRestartDelayMs, this.options.restartDelayMs * 2 ** Math.max(0, rep.quickExits - 1));
     m.status = 'restarting';
     m.restarts++;
-    this.options.log('warn', `${m.entry.name} exited (${how}); restarting in ${delay} ms (restart #${m.restarts})`);
+    this.options.log('warn', `${m.entry.name}${m.entry.replicas > 1 ? ` [${i}]` : ''} exited (${m.lastError}); restarting in ${delay} ms (restart #${m.restarts})`);
     rep.timer = setTimeout(() => {
       rep.timer = null;
       if (m.stopping) return;
@@ -268,8 +287,14 @@ export class Supervisor {
       instances: m.replicas.map((r) => r.instance?.id ?? null),
       restarts: m.restarts,
       last_error: m.lastError ?? null,
+      last_exit: m.lastExit ? { ...m.lastExit, at: new Date(m.lastExit.at).toISOString() } : null,
       log_file: logFileOf(this.options.configFile, m.entry.name),
     };
+  }
+
+  /** The latest unrequested exit of worker `name`, if any: what `worker add` waits on besides its registering. */
+  lastExit(name: string): ExitReport | undefined {
+    return this.workers.get(name)?.lastExit;
   }
 
   get(name: string): Record<string, unknown> | null {

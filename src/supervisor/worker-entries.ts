@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { isMap, isSeq, parseDocument, YAMLSeq } from 'yaml';
+import { unknownKeyMessage } from 'svc-sdk/internal';
 import { ConfigFileError } from '../engine/config/config-error.js';
 import { WORKER_NAME } from './manifest.js';
 
@@ -9,6 +10,8 @@ export const BUILTIN_WORKERS = ['svc-state', 'svc-http', 'svc-queue', 'svc-cron'
 export type BuiltinWorker = (typeof BUILTIN_WORKERS)[number];
 export const RUNTIMES = ['process', 'docker'] as const;
 export type RuntimeName = (typeof RUNTIMES)[number];
+/** The keys of a `workers:` entry (docs/configuration.md); any other is refused, naming the closest. */
+export const ENTRY_KEYS = ['name', 'builtin', 'path', 'runtime', 'replicas', 'env', 'config', 'token'] as const;
 
 /** One entry of config.yaml's `workers:` list, validated. */
 export interface WorkerEntry {
@@ -35,6 +38,8 @@ export function parseWorkerEntries(file: string, raw: unknown[]): WorkerEntry[] 
     };
     if (typeof item !== 'object' || item === null || Array.isArray(item)) fail('', 'must be a mapping with name and builtin or path');
     const e = item as Record<string, unknown>;
+    for (const k of Object.keys(e)) if (!(ENTRY_KEYS as readonly string[]).includes(k)) fail(k, unknownKeyMessage(k, ENTRY_KEYS));
+    if (e.name === undefined) fail('name', 'missing (the worker\'s name: lowercase letters, digits, \'.\', \'_\' or \'-\')');
     if (typeof e.name !== 'string' || !WORKER_NAME.test(e.name)) fail('name', `must be lowercase letters, digits, '.', '_' or '-', got ${JSON.stringify(e.name)}`);
     const name = e.name as string;
     if (seen.has(name)) fail('name', `${name} is listed twice`);

@@ -235,7 +235,12 @@ setInterval(() => {}, 1000);`,
     const restarts = s.get('crashy')!.restarts;
     await sleep(300);
     assert.equal(s.get('crashy')!.restarts, restarts, 'no restarts after the crash loop was detected');
-    assert.match(String(s.get('crashy')!.last_error), /exited 3 times within 10s \(last: exit code 3\)/);
+    assert.match(String(s.get('crashy')!.last_error), /exited 3 times within 10s \(last: exit code 3: dying\)/);
+    // Each exit is reported with what the worker printed last, in the row and in the engine's log.
+    const exit = s.get('crashy')!.last_exit as { how: string; output: string[] };
+    assert.equal(exit.how, 'exit code 3');
+    assert.deepEqual(exit.output, ['dying']);
+    assert.ok(logs.some((l) => /crashy exited \(exit code 3: dying\); restarting/.test(l)), logs.join('\n'));
     assert.ok(logs.some((l) => l.includes('crash-looping') && l.includes('svc worker restart crashy')));
     assert.match(readFileSync(s.get('crashy')!.log_file as string, 'utf8'), /dying/);
     await s.stopAll();

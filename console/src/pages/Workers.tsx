@@ -2,6 +2,8 @@ import { call } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
 import { uptime } from '../format';
 import { usePoll } from '../hooks';
+import { useState } from 'react';
+import { SupervisedWorkers, SupervisorActions, useSupervised } from './SupervisedWorkers';
 
 interface WorkerInfo {
   worker_id: string;
@@ -22,10 +24,14 @@ interface WorkerInfo {
 
 export function WorkersPage() {
   const { data, error } = usePoll(() => call<{ workers: WorkerInfo[] }>('engine::workers::list').then((r) => r.workers));
+  const supervised = useSupervised();
+  const supervisedNames = new Set((supervised.data ?? []).map((w) => w.name));
+  const [actionError, setActionError] = useState<Error | undefined>();
   return (
     <section data-testid="page-workers">
       <PageHeader title="Workers">{data && <span className="count">{data.length} connected</span>}</PageHeader>
-      <ErrorNote error={error} />
+      <ErrorNote error={error ?? actionError} />
+      <SupervisedWorkers supervised={supervised} />
       {!data ? (
         <Loading />
       ) : data.length === 0 ? (
@@ -43,6 +49,7 @@ export function WorkersPage() {
               <th>Functions</th>
               <th className="num">In flight</th>
               <th className="num">Uptime</th>
+              <th />
             </tr>
           </thead>
           <tbody>
@@ -80,6 +87,18 @@ export function WorkersPage() {
                   </td>
                   <td className="num">{w.in_flight ?? '-'}</td>
                   <td className="num">{uptime(w.uptime_ms)}</td>
+                  <td>
+                    {supervisedNames.has(w.name) ? (
+                      <SupervisorActions
+                        name={w.name}
+                        stopped={false}
+                        onDone={(e) => {
+                          setActionError(e);
+                          supervised.refresh();
+                        }}
+                      />
+                    ) : null}
+                  </td>
                 </tr>
               ))}
           </tbody>

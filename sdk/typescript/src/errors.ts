@@ -41,6 +41,14 @@ export class InvocationError extends SvcError {
   }
 }
 
+/** At most this much of a handler's stack trace travels with its error (a deep recursion's stack is megabytes). */
+export const MAX_STACKTRACE_CHARS = 8192;
+
+/** `stack` cut to MAX_STACKTRACE_CHARS, saying so. */
+export function cappedStack(stack: string): string {
+  return stack.length <= MAX_STACKTRACE_CHARS ? stack : `${stack.slice(0, MAX_STACKTRACE_CHARS)}\n… (${stack.length - MAX_STACKTRACE_CHARS} more characters)`;
+}
+
 /**
  * Turn anything a handler threw into a wire error. An error with a string `code` keeps it (so a
  * worker such as svc-state can answer `value_too_large`); everything else is `invocation_failed`.
@@ -51,7 +59,7 @@ export function toErrorBody(err: unknown): ErrorBody {
     return {
       code: typeof code === 'string' && code.length > 0 ? code : 'invocation_failed',
       message: err.message || err.name,
-      ...(err.stack ? { stacktrace: err.stack } : {}),
+      ...(err.stack ? { stacktrace: cappedStack(err.stack) } : {}),
     };
   }
   return { code: 'invocation_failed', message: typeof err === 'string' ? err : JSON.stringify(err) ?? String(err) };

@@ -11,6 +11,7 @@
  * - toErrorBody, describeValue (errors.ts): a thrown value as a wire error; a value in a message.
  * - parseEngineUrls, backoffDelay (connection.ts): engine addresses; reconnect delays.
  * - the supervisor's environment contract (supervised.ts): SVC_RUN_SECRET, SVC_LIVENESS_FD.
+ * - unknownKeyMessage, closestKey, firstUnknownKey (known-keys.ts): one "did you mean" for every config.
  */
 export { ChurnMap } from './churn-map.js';
 export { sendCoalesced, exceedsBytes } from './transport.js';
@@ -21,3 +22,4 @@ export { toErrorBody, describeValue } from './errors.js';
 export { parseEngineUrls, backoffDelay } from './connection.js';
 export { RUN_SECRET_ENV, LIVENESS_FD_ENV, ENGINE_GONE_EXIT_MS, startedByEngine } from './supervised.js';
 export { SAFETY_MARGIN_MS } from './caller.js';
+export { unknownKeyMessage, closestKey, firstUnknownKey } from './known-keys.js';

@@ -5,6 +5,8 @@ export type { LogLevel };
 
 /** Where log lines go besides the local console; set by the most recently created worker. */
 export interface LogSink {
+  /** Shown in the local line, as the Python SDK shows it: `INFO  [math-worker] math::add …`. */
+  readonly workerName?: string;
   log(level: LogLevel, message: string, data: unknown, scope: { function_id?: string; invocation_id?: string; traceparent?: string }): void;
   /**
    * Optional, preferred by Logger when present: the same line with the invocation scope as the SDK
@@ -46,11 +48,12 @@ export class Logger {
 
   log(level: LogLevel, message: string, data?: unknown): void {
     const scope = invocationScope.getStore();
+    const sink = this.sink ?? defaultSink;
     if (this.opts.echo !== false && process.env.SVC_LOG_ECHO !== '0') {
-      const line = `${level.toUpperCase()} ${message}${data === undefined ? '' : ' ' + safeJson(data)}`;
+      // The same shape as the Python SDK's line: which worker, and inside a handler which function.
+      const line = `${level.toUpperCase().padEnd(5)} [${sink?.workerName ?? '-'}]${scope ? ' ' + scope.functionId : ''} ${message}${data === undefined ? '' : ' ' + safeJson(data)}`;
       (level === 'error' || level === 'warn' ? process.stderr : process.stdout).write(line + '\n');
     }
-    const sink = this.sink ?? defaultSink;
     if (!sink) return;
     // A Worker takes the line as it is (no per-line object); other sinks get the plain scope.
     if (sink.logScoped) sink.logScoped(level, message, data, scope);

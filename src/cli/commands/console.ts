@@ -1,12 +1,13 @@
 import { Command, Flags } from '@oclif/core';
 import { startConsoleServer } from '../../console-server/server.js';
 import { redactAddress } from 'svc-sdk';
-import { engineAddress, fail, localClientSecret } from '../client.js';
+import { ADDRESS_DEFAULT, engineAddress, fail, localClientSecret } from '../client.js';
 
 export default class Console extends Command {
   static override summary = 'Serve the web console (workers, functions, triggers, queues, logs, traces, state) on port 3113.';
   static override description = `Opens on the Workers page at http://127.0.0.1:3113/. The console talks to the engine at --address
-(default: $SVC_URL, else ws://localhost:49134) over one connection of its own, keeps retrying while
+(default: $SVC_URL, else the engine running for ./config.yaml, else ./config.yaml's engine.host:port,
+else ws://localhost:49134) over one connection of its own, keeps retrying while
 the engine is away, and shows that plainly. Pages update every second without reloading.
 It binds 127.0.0.1 by default: anyone who can open it can call every function and edit state.
 It answers only to IP addresses, localhost and --allowed-host names (DNS rebinding), only to its
@@ -15,7 +16,7 @@ own page (Origin), and only to API requests carrying the page's session token (d
   static override flags = {
     port: Flags.integer({ char: 'p', summary: 'Port of the web console (0 = any free port).', default: 3113, min: 0, max: 65535 }),
     host: Flags.string({ summary: 'Interface to listen on.', default: '127.0.0.1' }),
-    address: Flags.string({ summary: 'Engine address (default: $SVC_URL, else ws://localhost:49134).' }),
+    address: Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` }),
     'http-url': Flags.string({ summary: 'Base URL of svc-http for test requests, when svc-http does not announce it.' }),
     'allowed-host': Flags.string({
       summary: 'A host name the console may be opened under, besides IP addresses, localhost and --host (repeatable).',

@@ -1,7 +1,7 @@
 import { Command, Flags } from '@oclif/core';
-import type { Worker } from 'svc-sdk';
+import { InvocationError, type Worker } from 'svc-sdk';
 import { printable, printableJson } from '../../engine/printable.js';
-import { engineAddress, formatError, withClient } from '../client.js';
+import { ADDRESS_DEFAULT, engineAddress, formatError, withClient } from '../client.js';
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
@@ -52,7 +52,7 @@ until Ctrl-C; if the engine goes away, svc logs waits for it and goes on.`;
     text: Flags.string({ char: 't', summary: 'Only lines whose message contains this text.' }),
     lines: Flags.integer({ char: 'n', summary: 'Print at most the last N matching lines first.', default: 100, min: 1, max: 100_000 }),
     json: Flags.boolean({ summary: 'One JSON object per line instead of text.', default: false }),
-    address: Flags.string({ summary: 'Engine address (default: $SVC_URL, else ws://localhost:49134).' }),
+    address: Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` }),
     'interval-ms': Flags.integer({ summary: 'Polling period of --follow.', default: 500, min: 50 }),
   };
 
@@ -72,6 +72,7 @@ until Ctrl-C; if the engine goes away, svc logs waits for it and goes on.`;
     try {
       await withClient(engineAddress(flags.address), async (w) => {
         const first = await fetch(w, { limit: flags.lines });
+        if (flags.worker && first.length === 0) await this.checkWorker(w, flags.worker, flags.follow);
         print(first);
         if (!flags.follow) return;
         let last = first.at(-1)?.seq ?? (await this.latestSeq(w));
@@ -112,6 +113,20 @@ until Ctrl-C; if the engine goes away, svc logs waits for it and goes on.`;
       process.stderr.write(formatError(err) + '\n');
       this.exit(1);
     }
+  }
+
+  /**
+   * `-w <name>` that matches no line: say whether such a worker exists at all, instead of printing
+   * nothing as if it had been quiet. Unknown: an error (exit 1), unless following, where it may
+   * connect later: then a note.
+   */
+  private async checkWorker(w: Worker, worker: string, follow: boolean): Promise<void> {
+    const { workers } = await w.trigger<{ workers: Array<{ worker_id: string; name: string }> }>({ function_id: 'engine::workers::list' });
+    if (workers.some((x) => x.name === worker || x.worker_id === worker)) return;
+    const names = [...new Set(workers.map((x) => x.name))].sort();
+    const message = `no worker ${JSON.stringify(worker)} is connected and no line names it${names.length ? ` (connected: ${names.join(', ')})` : ''}`;
+    if (!follow) throw new InvocationError('worker_not_found', message);
+    process.stderr.write(`svc logs: ${printable(message)}; waiting for its lines…\n`);
   }
 
   /** The newest line's seq regardless of filters, so -f on an empty match starts from now. */

@@ -15,10 +15,12 @@ export default class Start extends Command {
     config: Flags.string({ char: 'c', summary: 'Path of config.yaml.', default: 'config.yaml' }),
     port: Flags.integer({ summary: 'Override engine.port (0 = any free port).', min: 0, max: 65535 }),
     host: Flags.string({ summary: 'Override engine.host.' }),
+    watch: Flags.boolean({ summary: 'Development: restart a local worker when its source files change; apply edits of config.yaml\'s workers: without restarting the engine (as `svc dev`).', default: false }),
   };
 
   async run(): Promise<void> {
-    const { flags } = await this.parse(Start);
+    // The class itself: `svc dev` is this command with --watch on.
+    const { flags } = await this.parse(this.constructor as typeof Start);
     let daemon: Daemon;
     try {
       daemon = await startDaemon({
@@ -27,6 +29,7 @@ export default class Start extends Command {
         ...(flags.port !== undefined ? { port: flags.port } : {}),
         ...(flags.host !== undefined ? { host: flags.host } : {}),
         log: (line) => this.log(line),
+        watch: flags.watch,
       });
     } catch (e) {
       // A configuration the engine refuses: 2; an engine already running, a port taken: 1.

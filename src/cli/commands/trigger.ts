@@ -1,7 +1,19 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { engineAddress, formatError, withClient, fail } from '../client.js';
-import { printableJson } from '../../engine/printable.js';
+import { ADDRESS_DEFAULT, engineAddress, formatError, withClient, fail } from '../client.js';
+import { InvocationError } from 'svc-sdk';
+import { printable, printableJson } from '../../engine/printable.js';
 import { buildPayload } from '../payload.js';
+
+/** Lines of a callee's stack trace shown without --verbose. */
+const STACK_LINES = 12;
+
+/** The callee's stack trace (a Python traceback, a JS stack) under the one-line error, each line escaped. */
+function stackLines(stack: string, all: boolean): string {
+  const lines = stack.replace(/\n+$/, '').split('\n');
+  const shown = all ? lines : lines.slice(0, STACK_LINES);
+  const more = lines.length - shown.length;
+  return `stack trace (from the function's worker):\n${shown.map((l) => `  │ ${printable(l)}\n`).join('')}${more > 0 ? `  │ … ${more} more line(s): svc trigger --verbose\n` : ''}`;
+}
 
 export default class Trigger extends Command {
   static override summary = 'Call a function by id and print its JSON result.';
@@ -18,12 +30,15 @@ With --enqueue <queue> the call is stored as a job of that queue (svc-queue must
 prints {"messageReceiptId": "..."} once the job is durable, and the function runs later.
 
 The result is printed as JSON on stdout. On error, "error: <code>: <message>" goes to stderr and the
-exit code is 1 (2 for bad arguments).`;
+exit code is 1 (2 for bad arguments). When the function's worker sent its stack trace (both SDKs do
+for a handler's exception), its first lines follow on stderr (all of them with --verbose). With
+--json the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} instead.`;
   static override examples = [
     'svc trigger math::add a=2 b=3',
     `svc trigger --function-id=math::add --payload='{"a":2,"b":3}'`,
     'svc trigger engine::workers::list',
     'svc trigger --enqueue default math::add a=2 b=3',
+    'svc trigger --token "$SVC_TOKEN" --address ws://10.0.0.5:49134 math::add a=1 b=2',
   ];
   static override strict = false;
   static override args = {
@@ -32,9 +47,12 @@ exit code is 1 (2 for bad arguments).`;
   static override flags = {
     'function-id': Flags.string({ summary: 'Function id to call.' }),
     payload: Flags.string({ summary: 'JSON object passed to the function.' }),
-    address: Flags.string({ summary: "Engine address (default: $SVC_URL, else the engine running for ./config.yaml, else ws://localhost:49134)." }),
+    address: Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` }),
     'timeout-ms': Flags.integer({ summary: "Deadline of the call in milliseconds (default: the engine's engine.invocation_timeout_ms).", min: 1 }),
     enqueue: Flags.string({ summary: 'Store the call as a job of this queue (svc-queue); prints its messageReceiptId.' }),
+    token: Flags.string({ summary: 'Token to connect with (default: $SVC_TOKEN, else the local engine\'s own).' }),
+    json: Flags.boolean({ summary: 'Errors too as JSON on stdout: {"error": {"code", "message", "stacktrace"?}}.', default: false }),
+    verbose: Flags.boolean({ char: 'v', summary: "On error, the callee's whole stack trace (else its first 12 lines).", default: false }),
   };
 
   async run(): Promise<void> {
@@ -56,11 +74,20 @@ exit code is 1 (2 for bad arguments).`;
     try {
       const result = await withClient(engineAddress(flags.address), (w) =>
         w.trigger({ function_id: functionId, payload: built.payload, ...(flags['timeout-ms'] !== undefined ? { timeoutMs: flags['timeout-ms'] } : {}), ...(flags.enqueue !== undefined ? { action: { type: 'enqueue' as const, queue: flags.enqueue } } : {}) }),
+        5000,
+        flags.token,
       );
       // Valid JSON still, with what a terminal would act on escaped (the result is the callee's).
       process.stdout.write(printableJson(JSON.stringify(result) ?? 'null') + '\n');
     } catch (err) {
-      process.stderr.write(formatError(err) + '\n');
+      const stack = err instanceof InvocationError ? err.stacktrace : undefined;
+      if (flags.json) {
+        const code = err instanceof InvocationError ? err.code : 'error';
+        process.stdout.write(printableJson(JSON.stringify({ error: { code, message: err instanceof Error ? err.message : String(err), ...(stack ? { stacktrace: stack } : {}) } })) + '\n');
+      } else {
+        process.stderr.write(formatError(err) + '\n');
+        if (stack) process.stderr.write(stackLines(stack, flags.verbose));
+      }
       this.exit(1);
     }
   }

@@ -1,3 +1,4 @@
+import { unknownKeyMessage } from 'svc-sdk/internal';
 import type { TokenSpec } from '../auth.js';
 import { RESERVED_WORKER_NAMES } from '../worker-names.js';
 import { ConfigFileError, expandEnv, isMapping } from './config-error.js';
@@ -12,14 +13,14 @@ const TOKEN_KEYS = ['name', 'token', 'admin', 'call', 'register', 'trigger_types
 export function parseAuth(file: string, raw: unknown, env: NodeJS.ProcessEnv = process.env): TokenSpec[] {
   if (raw === undefined || raw === null) return [];
   if (!isMapping(raw)) throw new ConfigFileError(file, 'engine.auth: must be a mapping with tokens');
-  for (const k of Object.keys(raw)) if (k !== 'tokens') throw new ConfigFileError(file, `engine.auth.${k}: unknown key (known: tokens)`);
+  for (const k of Object.keys(raw)) if (k !== 'tokens') throw new ConfigFileError(file, `engine.auth.${k}: ${unknownKeyMessage(k, ['tokens'])}`);
   const list = raw.tokens ?? [];
   if (!Array.isArray(list)) throw new ConfigFileError(file, 'engine.auth.tokens: must be a list');
   const names = new Set<string>();
   return list.map((t, i) => {
     const at = `engine.auth.tokens[${i}]`;
     if (!isMapping(t)) throw new ConfigFileError(file, `${at}: must be a mapping with name and token`);
-    for (const k of Object.keys(t)) if (!TOKEN_KEYS.includes(k)) throw new ConfigFileError(file, `${at}.${k}: unknown key (known: ${TOKEN_KEYS.join(', ')})`);
+    for (const k of Object.keys(t)) if (!TOKEN_KEYS.includes(k)) throw new ConfigFileError(file, `${at}.${k}: ${unknownKeyMessage(k, TOKEN_KEYS)}`);
     if (typeof t.name !== 'string' || t.name === '') throw new ConfigFileError(file, `${at}.name: must be a non-empty string`);
     if (names.has(t.name)) throw new ConfigFileError(file, `${at}.name: ${t.name} is used twice`);
     names.add(t.name);

@@ -1,3 +1,4 @@
+import { unknownKeyMessage } from 'svc-sdk/internal';
 import { DEFAULT_CLUSTER_LEASE_MS, DEFAULT_CLUSTER_PREFIX, NODE_ID_PATTERN, type ClusterOptions } from '../cluster/cluster.js';
 import { ConfigFileError, expandEnv, isMapping } from './config-error.js';
 
@@ -11,7 +12,7 @@ export function parseCluster(file: string, raw: unknown, env: NodeJS.ProcessEnv 
   if (raw === undefined || raw === null || raw === false) return null;
   if (!isMapping(raw)) throw new ConfigFileError(file, 'engine.cluster: must be a mapping (redis_url, node_id, lease_ms, prefix)');
   for (const k of Object.keys(raw)) {
-    if (!CLUSTER_KEYS.includes(k)) throw new ConfigFileError(file, `engine.cluster.${k}: unknown key (known: ${CLUSTER_KEYS.join(', ')})`);
+    if (!CLUSTER_KEYS.includes(k)) throw new ConfigFileError(file, `engine.cluster.${k}: ${unknownKeyMessage(k, CLUSTER_KEYS)}`);
   }
   const str = (k: string): string | undefined => {
     const v = raw[k];

@@ -1,3 +1,4 @@
+import { unknownKeyMessage } from 'svc-sdk/internal';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from '../options.js';
 import { normalizeOrigin } from '../origin.js';
 import { parseAuth } from './auth-config.js';
@@ -83,7 +84,7 @@ export function parseEngineConfig(file: string, raw: unknown, env: NodeJS.Proces
       continue;
     }
     const spec = Object.hasOwn(ENGINE_KEYS, key) ? ENGINE_KEYS[key] : undefined;
-    if (!spec) throw new ConfigFileError(file, `engine.${key}: unknown key (known: ${[...Object.keys(ENGINE_KEYS), ...NESTED_KEYS].join(', ')})`);
+    if (!spec) throw new ConfigFileError(file, `engine.${key}: ${unknownKeyMessage(key, [...Object.keys(ENGINE_KEYS), ...NESTED_KEYS])}`);
     (engine as unknown as Record<string, unknown>)[spec.field] = checkValue(file, `engine.${key}`, spec.kind, value);
   }
   // Without engine.telemetry, the OTEL_* environment decides (telemetry-config.ts).
@@ -99,7 +100,7 @@ function parseLimits(file: string, raw: unknown, into: EngineOptions): void {
   if (!isMapping(raw)) throw new ConfigFileError(file, 'engine.limits: must be a mapping');
   for (const [k, v] of Object.entries(raw)) {
     const field = Object.hasOwn(LIMIT_KEYS, k) ? LIMIT_KEYS[k] : undefined;
-    if (!field) throw new ConfigFileError(file, `engine.limits.${k}: unknown key (known: ${Object.keys(LIMIT_KEYS).join(', ')})`);
+    if (!field) throw new ConfigFileError(file, `engine.limits.${k}: ${unknownKeyMessage(k, Object.keys(LIMIT_KEYS))}`);
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new ConfigFileError(file, `engine.limits.${k}: must be a positive integer, got ${JSON.stringify(v)}`);
     (into as unknown as Record<string, unknown>)[field] = v;
   }

@@ -2,6 +2,7 @@
  * svc-http's configuration (`config:` of the svc-http entry in config.yaml, handed to the process as
  * JSON in SVC_WORKER_CONFIG). Unknown keys are refused so a typo never silently means a default.
  */
+import { unknownKeyMessage } from 'svc-sdk/internal';
 import { SvcError } from 'svc-sdk';
 
 export interface CorsConfig {
@@ -60,7 +61,7 @@ export function parseHttpWorkerConfig(raw: unknown): HttpWorkerConfig {
   if (typeof raw !== 'object' || Array.isArray(raw)) throw new HttpConfigError('svc-http config must be an object');
   const c = raw as Record<string, unknown>;
   for (const k of Object.keys(c)) {
-    if (!KEYS.includes(k)) throw new HttpConfigError(`svc-http config: unknown key "${k}"; known keys: ${KEYS.join(', ')}`);
+    if (!KEYS.includes(k)) throw new HttpConfigError(`svc-http config: ${unknownKeyMessage(k, KEYS)}`);
   }
   const out = { ...DEFAULT_HTTP_CONFIG };
   if (c.host !== undefined) {

@@ -3,6 +3,7 @@
  * as JSON in env SVC_WORKER_CONFIG. Every key is optional; unknown keys are refused so a typo is an
  * error, not a silently ignored setting. Named queues live under `queues:`; `default` always exists.
  */
+import { unknownKeyMessage } from 'svc-sdk/internal';
 import { DEFAULT_INVOCATION_TIMEOUT_MS } from 'svc-sdk';
 import { readConfig, STORE_KEYS, type StoreSettings } from '../shared/config.js';
 import { QueueError } from './store.js';
@@ -62,7 +63,7 @@ export function parseQueueSettings(name: string, raw: unknown, where: string): Q
   const c = raw as Record<string, unknown>;
   const known = [...Object.keys(QUEUE_KEYS), 'message_group_field'];
   for (const k of Object.keys(c)) {
-    if (!known.includes(k)) throw bad(`unknown key ${JSON.stringify(k)}; known keys: ${known.join(', ')}`);
+    if (!known.includes(k)) throw bad(unknownKeyMessage(k, known));
   }
   const num = (k: NumericKey): number => {
     const [def, min, max] = QUEUE_KEYS[k];

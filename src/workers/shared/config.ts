@@ -4,6 +4,7 @@
  * with unknown keys refused so that a typo is an error rather than a setting silently ignored, and
  * the store settings every one of them has.
  */
+import { unknownKeyMessage } from 'svc-sdk/internal';
 import { resolve } from 'node:path';
 
 export interface StoreSettings {
@@ -36,7 +37,7 @@ export function readConfig(
   if (typeof raw !== 'object' || Array.isArray(raw)) throw o.bad(`must be an object, got ${o.show(raw)}`);
   const c = raw as Record<string, unknown>;
   for (const k of Object.keys(c)) {
-    if (!o.keys.includes(k)) throw o.bad(`unknown key ${JSON.stringify(k)}; known keys: ${o.keys.join(', ')}`);
+    if (!o.keys.includes(k)) throw o.bad(unknownKeyMessage(k, o.keys));
   }
   const store = c.store ?? 'embedded';
   if (store !== 'embedded' && store !== 'redis') throw o.bad(`"store" must be "embedded" or "redis", got ${o.show(store)}`);

@@ -38,6 +38,10 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or (call is not None and inspect.iscoroutinefunction(call))
 
 
+MAX_STACKTRACE_CHARS = 8192
+"""At most this much of a handler's traceback travels with its error (a deep recursion's is megabytes)."""
+
+
 def error_body(exc: BaseException, with_stack: bool = True) -> ErrorBody:
     """How an exception raised by a handler travels: its string `code` attribute, else invocation_failed."""
     code = getattr(exc, "code", None)
@@ -46,7 +50,11 @@ def error_body(exc: BaseException, with_stack: bool = True) -> ErrorBody:
     message = exc.message if isinstance(exc, SvcError) else str(exc)
     body: ErrorBody = {"code": code, "message": message or type(exc).__name__}
     if with_stack:
-        body["stacktrace"] = "".join(traceback.format_exception(exc))
+        stack = "".join(traceback.format_exception(exc))
+        if len(stack) > MAX_STACKTRACE_CHARS:
+            # The end of a traceback names the error and where it was raised: that part is kept.
+            stack = f"… ({len(stack) - MAX_STACKTRACE_CHARS} characters before)\n{stack[-MAX_STACKTRACE_CHARS:]}"
+        body["stacktrace"] = stack
     return body
 
 

@@ -5,11 +5,11 @@ import type { RunNowResult } from '../../../workers/cron/operations.js';
 
 export default class CronRun extends Command {
   static override summary = 'Run a schedule once now and print the outcome as JSON.';
-  static override description = `ID is a schedule id from \`svc cron list\` or the id of one of its cron triggers. The function
+  static override description = `ID is a schedule id from \`svc cron list\`, the id of one of its cron triggers, or the function id it calls. The function
 receives the usual payload with manual: true; the run counts for the schedule's overlap policy
 (with overlap skip it is skipped while a run is in progress) and runs a paused schedule too.
 Exit status 1 when the run failed or was skipped.`;
-  static override examples = ['svc cron run 3f9a0c1d2e4b5a69'];
+  static override examples = ['svc cron run 3f9a0c1d2e4b5a69', 'svc cron run reports::daily'];
   static override args = { id: cronTargetArg };
   static override flags = {
     address: addressFlag,
@@ -19,8 +19,8 @@ Exit status 1 when the run failed or was skipped.`;
   async run(): Promise<void> {
     const { args, flags } = await this.parse(CronRun);
     try {
-      const r = await withClient(engineAddress(flags.address), (w) =>
-        w.trigger<RunNowResult>({ function_id: 'cron::run_now', payload: cronTarget(args.id), timeoutMs: flags['timeout-ms'] }),
+      const r = await withClient(engineAddress(flags.address), async (w) =>
+        w.trigger<RunNowResult>({ function_id: 'cron::run_now', payload: await cronTarget(w, args.id), timeoutMs: flags['timeout-ms'] }),
       );
       this.log(JSON.stringify(r));
       if (r.outcome !== 'ok') this.exit(1);

@@ -11,15 +11,19 @@ import { BUILTIN_WORKERS, parseWorkerEntries, RUNTIMES, upsertWorkerEntry, type 
 import { parseHttpWorkerConfig } from '../../../workers/http/config.js';
 import { parseQueueConfig } from '../../../workers/queue/config.js';
 import { parseStateConfig } from '../../../workers/state/config.js';
-import { formatError, withClient, fail } from '../../client.js';
+import { parseCronConfig } from '../../../workers/cron/config.js';
+import { fail } from '../../client.js';
 import { buildPayload } from '../../payload.js';
+import { printableJson } from '../../../engine/printable.js';
 import { configFlag, runningEngine } from '../../project.js';
+import { startWorker, waitFlag, whereItRuns } from '../../worker-start.js';
 
 /** Each built-in's own config check, run on what `worker add` writes. */
 const BUILTIN_CONFIG: Record<string, (raw: unknown) => unknown> = {
   'svc-state': parseStateConfig,
   'svc-http': parseHttpWorkerConfig,
   'svc-queue': parseQueueConfig,
+  'svc-cron': parseCronConfig,
 };
 
 export default class WorkerAdd extends Command {
@@ -28,7 +32,9 @@ export default class WorkerAdd extends Command {
 The worker is appended to config.yaml (comments kept; adding it again does not duplicate it), its
 dependencies are installed (Python into <dir>/.venv, TypeScript with npm; skipped when unchanged,
 --force reinstalls), and it is started: by the running engine of this config.yaml at once, or else
-with the engine the next time it starts.`;
+with the engine the next time it starts. With a running engine the command waits (--wait seconds)
+until the worker has registered; if it exits first, the command prints how it exited and its last
+lines of output, and exits 1.`;
   static override examples = [
     'svc worker add svc-state',
     'svc worker add svc-http',
@@ -43,6 +49,8 @@ with the engine the next time it starts.`;
     force: Flags.boolean({ summary: 'Reinstall dependencies (rebuild the image for docker) and restart it.', default: false }),
     runtime: Flags.string({ summary: 'How the worker runs.', options: [...RUNTIMES], default: 'process' }),
     replicas: Flags.integer({ summary: 'Number of instances.', min: 1, max: 64 }),
+    wait: waitFlag,
+    json: Flags.boolean({ summary: 'Print one JSON object at the end (the progress lines go to stderr): name, change, started, ready, pid, pids, instances (container ids), status.', default: false }),
     set: Flags.string({
       summary: 'Set a key of the worker\'s config block, e.g. --set port=3112 or --set queues.emails.max_attempts=5 (dots name nested keys; repeatable; values typed as in svc trigger).',
       multiple: true,
@@ -51,10 +59,15 @@ with the engine the next time it starts.`;
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(WorkerAdd);
+    // With --json, stdout holds the JSON only; what a person reads goes to stderr.
+    const say = (line: string): void => {
+      if (flags.json) process.stderr.write(line + '\n');
+      else this.log(line);
+    };
     const configFile = resolve(flags.config);
     try {
       const cfg = loadConfig(configFile);
-      if (cfg.created) this.log(`Created ${flags.config} with default settings.`);
+      if (cfg.created) say(`Created ${flags.config} with default settings.`);
     } catch (e) {
       if (e instanceof ConfigFileError) fail(e.message, 2);
       throw e;
@@ -104,7 +117,7 @@ with the engine the next time it starts.`;
       writeFileSync(configFile, before);
       fail(`${(e as Error).message} (${flags.config} is unchanged)`, 2);
     }
-    this.log(
+    say(
       change === 'added'
         ? `✓ added ${name} to ${flags.config}`
         : change === 'updated'
@@ -112,10 +125,10 @@ with the engine the next time it starts.`;
           : `✓ ${name} is already in ${flags.config}`,
     );
     if (manifest && runtime === 'process') {
-      this.log(`installing dependencies of ${name} (${manifest.runtime.package_manager}: ${manifest.scripts.install}) …`);
+      say(`installing dependencies of ${name} (${manifest.runtime.package_manager}: ${manifest.scripts.install}) …`);
       try {
-        const r = await ensureInstalled(manifest, { force: flags.force, onLine: (l) => this.log(`  │ ${l}`) });
-        this.log(r.status === 'cached' ? '✓ dependencies up to date (unchanged since the last install; --force reinstalls)' : `✓ dependencies installed in ${r.seconds.toFixed(1)}s`);
+        const r = await ensureInstalled(manifest, { force: flags.force, onLine: (l) => say(`  │ ${l}`) });
+        say(r.status === 'cached' ? '✓ dependencies up to date (unchanged since the last install; --force reinstalls)' : `✓ dependencies installed in ${r.seconds.toFixed(1)}s`);
       } catch (e) {
         if (e instanceof InstallError) fail(e.message, 1);
         throw e;
@@ -123,10 +136,10 @@ with the engine the next time it starts.`;
     }
     if (manifest && docker) {
       // Built here, with its output shown; the engine then finds the image cached (same context hash).
-      this.log(`building the image of ${name} (images/${manifest.runtime.kind}/Dockerfile + ${args.target}) …`);
+      say(`building the image of ${name} (images/${manifest.runtime.kind}/Dockerfile + ${args.target}) …`);
       try {
-        const img = await ensureWorkerImage(docker.docker, manifest, { force: flags.force, onLine: (l) => this.log(`  │ ${l}`) });
-        this.log(img.status === 'cached' ? `✓ image ${img.tag} up to date (unchanged worker; --force rebuilds)` : `✓ image ${img.tag} built in ${img.seconds.toFixed(1)}s (base ${img.base})`);
+        const img = await ensureWorkerImage(docker.docker, manifest, { force: flags.force, onLine: (l) => say(`  │ ${l}`) });
+        say(img.status === 'cached' ? `✓ image ${img.tag} up to date (unchanged worker; --force rebuilds)` : `✓ image ${img.tag} built in ${img.seconds.toFixed(1)}s (base ${img.base})`);
       } catch (e) {
         if (e instanceof ImageBuildError) fail(e.message, 1);
         throw e;
@@ -134,20 +147,13 @@ with the engine the next time it starts.`;
     }
     const engine = runningEngine(configFile);
     if (!engine) {
-      this.log(`${name} will start with the engine: svc --config ${flags.config}`);
+      say(`${name} will start with the engine: svc --config ${flags.config}`);
+      if (flags.json) this.log(JSON.stringify({ name, change, started: false, ready: false }));
       return;
     }
-    try {
-      const d = (await withClient(engine.url, (w) =>
-        w.trigger({ function_id: 'engine::supervisor::add', payload: { name, force: flags.force || change === 'updated' }, timeoutMs: 600_000 }),
-        5000,
-        process.env.SVC_TOKEN ?? engine.token,
-      )) as { pid: number | null; instances: Array<string | null>; status: string; runtime: string };
-      const where = d.pid ? `pid ${d.pid}` : `container ${String(d.instances[0] ?? '?').slice(0, 12)}`;
-      this.log(`✓ ${name} auto-started (${where}), supervised by the engine at ${engine.url}`);
-    } catch (e) {
-      process.stderr.write(formatError(e) + '\n');
-      this.exit(1);
-    }
+    const d = await startWorker(engine, 'engine::supervisor::add', { name, force: flags.force || change === 'updated' }, flags.wait);
+    if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: true, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
+    if (d.ready) say(`✓ ${name} auto-started (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
+    else say(`✓ ${name} auto-started (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
   }
 }

@@ -3,15 +3,40 @@ import { Command, Flags } from '@oclif/core';
 import { loadConfig } from '../../../daemon/config-file.js';
 import { BUILTIN_WORKERS, parseWorkerEntries } from '../../../supervisor/worker-entries.js';
 import { printableJson } from '../../../engine/printable.js';
-import { formatError, withClient } from '../../client.js';
+import { ConfigFileError } from '../../../engine/config/config-error.js';
+import { fail, formatError, withClient } from '../../client.js';
 import { configFlag, runningEngine, table } from '../../project.js';
 
 /** engine::supervisor::list joins each worker with the connections proven to be its instances (src/supervisor/control.ts). */
-interface SupRow { name: string; kind: string; runtime: string; pid: number | null; pids: number[]; status: string; restarts: number; replicas: number; connections: number; functions: string[] }
+interface SupRow {
+  name: string;
+  kind: string;
+  runtime: string;
+  pid: number | null;
+  pids: number[];
+  instances: Array<string | null>;
+  status: string;
+  restarts: number;
+  replicas: number;
+  connections: number;
+  functions: string[];
+  last_error: string | null;
+  last_exit: { how: string; at: string; output: string[] } | null;
+}
+
+/** A status that says what a user needs to know: a worker running but not (yet) connected is not fine. */
+function statusOf(s: SupRow): string {
+  if (s.status === 'running' && s.connections < s.replicas) return s.connections === 0 ? 'running (not connected yet)' : `running (${s.connections}/${s.replicas} connected)`;
+  return s.status;
+}
 
 export default class WorkerList extends Command {
-  static override summary = 'List the workers of config.yaml: kind, pid, status, restarts, functions.';
-  static override flags = { config: configFlag, json: Flags.boolean({ summary: 'Print JSON.', default: false }) };
+  static override summary = 'List the workers of config.yaml: kind, pid, status, restarts, functions, last error.';
+  static override description = `Every worker of config.yaml is listed, connected or not: starting, restarting, crash-loop (stopped after
+repeated quick exits), stopped, failed. LAST ERROR is how its latest unrequested exit went and its last
+line of output; --json adds the last lines of output (last_exit.output), pids and container ids.`;
+  static override examples = ['svc worker list', 'svc worker list --json'];
+  static override flags = { config: configFlag, json: Flags.boolean({ summary: 'Print JSON (numbers as numbers; container ids for docker workers).', default: false }) };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(WorkerList);
@@ -19,15 +44,27 @@ export default class WorkerList extends Command {
     const engine = runningEngine(configFile);
     let rows: Array<Record<string, unknown>>;
     if (!engine) {
-      const cfg = loadConfig(configFile, { create: false });
-      rows = parseWorkerEntries(configFile, cfg.workers).map((e) => ({
+      let entries;
+      try {
+        entries = parseWorkerEntries(configFile, loadConfig(configFile, { create: false }).workers);
+      } catch (e) {
+        if (e instanceof ConfigFileError) fail(e.message, 2);
+        throw e;
+      }
+      rows = entries.map((e) => ({
         name: e.name,
         kind: e.builtin ?? 'directory',
         runtime: e.runtime,
+        replicas: e.replicas,
         pid: null,
+        pids: [],
+        instances: [],
         status: 'stopped (engine not running)',
         restarts: 0,
+        connections: 0,
         functions: [],
+        last_error: null,
+        last_exit: null,
       }));
     } else {
       try {
@@ -36,11 +73,17 @@ export default class WorkerList extends Command {
           return sup.workers.map((s) => ({
             name: s.name,
             kind: s.kind === 'builtin' ? 'builtin' : 'directory',
-            runtime: s.runtime + (s.replicas > 1 ? ` x${s.replicas}` : ''),
-            pid: s.pids.length ? s.pids.join(',') : null,
-            status: s.status === 'running' && s.connections === 0 ? 'running (not connected yet)' : s.status,
+            runtime: s.runtime,
+            replicas: s.replicas,
+            pid: s.pid,
+            pids: s.pids,
+            instances: s.instances,
+            status: statusOf(s),
             restarts: s.restarts,
+            connections: s.connections,
             functions: s.functions,
+            last_error: s.last_error,
+            last_exit: s.last_exit,
           }));
         }, 5000, process.env.SVC_TOKEN ?? engine.token);
       } catch (e) {
@@ -50,6 +93,14 @@ export default class WorkerList extends Command {
     }
     if (flags.json) this.log(printableJson(JSON.stringify(rows, null, 2)));
     else if (rows.length === 0) this.log(`No workers in ${flags.config}. Add one: svc worker add <dir|${BUILTIN_WORKERS.join('|')}>`);
-    else this.log(table(rows, ['name', 'kind', 'runtime', 'pid', 'status', 'restarts', 'functions']));
+    else {
+      const shown = rows.map((r) => ({
+        ...r,
+        runtime: `${String(r.runtime)}${Number(r.replicas) > 1 ? ` x${String(r.replicas)}` : ''}`,
+        pid: (r.pids as number[]).length ? (r.pids as number[]).join(',') : r.runtime === 'docker' ? (r.instances as Array<string | null>).map((c) => (c ? c.slice(0, 12) : '-')).join(',') || null : null,
+        'last error': typeof r.last_error === 'string' && r.last_error.length > 80 ? r.last_error.slice(0, 79) + '…' : r.last_error,
+      }));
+      this.log(table(shown, ['name', 'kind', 'runtime', 'pid', 'status', 'restarts', 'functions', 'last error']));
+    }
   }
 }

@@ -1,0 +1,94 @@
+/**
+ * CLI conventions (issue 25, item 7), through the real binary: every command has a summary and
+ * examples; `svc help <command>` works; an unknown command names the closest one; `svc status` and
+ * `svc stop`; `svc trigger --json` and `--token`; `svc logs -w <unknown>` says no such worker.
+ * Before: `svc wrker` printed "command wrker not found", `svc help worker add` "command
+ * help:worker:add not found", there was no status or stop, and `svc logs -w nobody` printed nothing.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { EngineProcess, ROOT, runSvc, tempDir } from './helpers/cli.js';
+
+const TOKEN = 'conventions-admin-token-0123456789';
+
+function commandFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    return statSync(p).isDirectory() ? commandFiles(p) : f.endsWith('.js') ? [p] : [];
+  });
+}
+
+describe('CLI conventions', { timeout: 120_000 }, () => {
+  const tmp = tempDir();
+  let engine: EngineProcess;
+  const svc = (args: string[], env: Record<string, string> = {}) => runSvc(args, { cwd: tmp.dir, env });
+
+  before(async () => {
+    writeFileSync(
+      join(tmp.dir, 'config.yaml'),
+      `engine:\n  host: 127.0.0.1\n  port: 0\n  auth:\n    tokens:\n      - name: admin\n        token: ${TOKEN}\n        admin: true\nworkers: []\n`,
+    );
+    engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: tmp.dir });
+  });
+  after(async () => {
+    await engine?.stop();
+    tmp.remove();
+  });
+
+  test('every command has a summary and examples', async () => {
+    const files = commandFiles(join(ROOT, 'dist', 'src', 'cli', 'commands'));
+    assert.ok(files.length > 20);
+    for (const f of files) {
+      const cmd = (await import(pathToFileURL(f).href)) as { default: { summary?: string; examples?: string[] } };
+      assert.ok(cmd.default.summary, `${f}: no summary`);
+      assert.ok((cmd.default.examples ?? []).length > 0, `${f}: no examples`);
+    }
+  });
+
+  test('svc help worker add; an unknown command names the closest', async () => {
+    const help = await svc(['help', 'worker', 'add']);
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /Add a worker to config\.yaml/);
+    assert.match(help.stdout, /svc worker add svc-state/);
+    const typo = await svc(['wrker', 'list']);
+    assert.equal(typo.code, 2);
+    assert.equal(typo.stderr, 'error: unknown command "wrker list" (did you mean "worker list"?); svc --help lists the commands\n');
+    const topic = await svc(['qeue']);
+    assert.match(topic.stderr, /did you mean "queue"\?/);
+  });
+
+  test('svc trigger --token and --json', async () => {
+    // From another directory: the local engine's own token is not at hand.
+    const away = { SVC_URL: engine.url };
+    const refused = await runSvc(['trigger', 'engine::health::check', '--json'], { env: away });
+    assert.equal(refused.code, 1);
+    assert.equal((JSON.parse(refused.stdout) as { error: { code: string } }).error.code, 'unauthorized');
+    const ok = await runSvc(['trigger', 'engine::health::check', '--token', TOKEN], { env: away });
+    assert.equal(ok.code, 0, ok.stderr);
+  });
+
+  test('svc logs -w <unknown> says no such worker', async () => {
+    const r = await svc(['logs', '-w', 'nobody']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error: worker_not_found: no worker "nobody" is connected and no line names it/);
+  });
+
+  test('svc status, then svc stop', async () => {
+    const status = await svc(['status']);
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, new RegExp(`^engine   ${engine.url.replace(/[.]/g, '\\.')} \\(pid \\d+, up \\d+s\\)\\nworkers  0 supervised, 0 connected\\nfunctions 0\\n$`));
+    const json = JSON.parse((await svc(['status', '--json'])).stdout) as { running: boolean; pid: number };
+    assert.equal(json.running, true);
+    assert.equal(json.pid, engine.child.pid);
+    const stop = await svc(['stop']);
+    assert.equal(stop.code, 0, stop.stderr);
+    assert.match(stop.stdout, /✓ stopped the engine of config\.yaml/);
+    assert.equal((await engine.exited).code, 0);
+    const after = await svc(['status']);
+    assert.equal(after.code, 3);
+    assert.match(after.stdout, /No engine is running for config\.yaml/);
+  });
+});

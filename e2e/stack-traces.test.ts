@@ -1,0 +1,78 @@
+/**
+ * Stack traces of failed calls (issue 25, item 5, the CLI part): a Python handler's traceback and a
+ * JavaScript handler's stack travel in the error's `stacktrace` (both SDKs, capped at 8192
+ * characters) and `svc trigger` shows them under the one-line error (all with --verbose; in --json).
+ * Before, `svc trigger` printed the one line only, and a stack had no size cap.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { EngineProcess, ROOT, runSvc, tempDir } from './helpers/cli.js';
+
+const SDK = pathToFileURL(join(ROOT, 'sdk', 'typescript', 'dist', 'index.js')).href;
+
+describe('stack traces of failed calls in svc trigger', { timeout: 240_000 }, () => {
+  const tmp = tempDir();
+  let engine: EngineProcess;
+  const svc = (args: string[]) => runSvc(args, { cwd: tmp.dir, timeoutMs: 180_000 });
+
+  before(async () => {
+    writeFileSync(join(tmp.dir, 'config.yaml'), 'engine:\n  host: 127.0.0.1\n  port: 0\nworkers: []\n');
+    const js = join(tmp.dir, 'jsfail');
+    mkdirSync(js);
+    writeFileSync(join(js, 'svc.worker.yaml'), 'name: jsfail\nruntime:\n  kind: typescript\n  entry: w.mjs\nscripts:\n  install: "true"\n  start: node w.mjs\n');
+    writeFileSync(
+      join(js, 'w.mjs'),
+      `import { registerWorker } from ${JSON.stringify(SDK)};
+const w = registerWorker(process.env.SVC_URL, { echoLogs: false });
+Error.stackTraceLimit = 50;
+function deepHelper(n) { if (n === 0) throw new Error('boom in js'); return deepHelper(n - 1); }
+w.registerFunction('jsfail::fail', () => deepHelper(30));
+w.registerFunction('jsfail::huge', () => { throw new Error('x'.repeat(20000)); });
+`,
+    );
+    engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: tmp.dir });
+    const made = await svc(['worker', 'new', './pyfail', '--language', 'python']);
+    assert.equal(made.code, 0, made.stderr);
+    appendFileSync(
+      join(tmp.dir, 'pyfail', 'worker.py'),
+      `\n\ndef inner_divide(d: Any) -> float:\n    return 1 / d["by"]\n\n\nworker.register_function("pyfail::divide", lambda d: {"q": inner_divide(d)})\n`,
+    );
+    for (const w of ['./jsfail', './pyfail']) {
+      const r = await svc(['worker', 'add', w]);
+      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    }
+  });
+  after(async () => {
+    await engine?.stop();
+    tmp.remove();
+  });
+
+  test('JavaScript: the stack under the error; --verbose shows all of it; --json carries it', async () => {
+    const r = await svc(['trigger', 'jsfail::fail']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error: invocation_failed: boom in js\nstack trace \(from the function's worker\):\n  │ Error: boom in js\n  │ +at deepHelper/);
+    assert.match(r.stderr, /… \d+ more line\(s\): svc trigger --verbose/);
+    const all = await svc(['trigger', 'jsfail::fail', '--verbose']);
+    assert.ok(all.stderr.split('\n').filter((l) => l.includes('at deepHelper')).length > 9, all.stderr);
+    const json = JSON.parse((await svc(['trigger', 'jsfail::fail', '--json'])).stdout) as { error: { code: string; stacktrace: string } };
+    assert.equal(json.error.code, 'invocation_failed');
+    assert.match(json.error.stacktrace, /at deepHelper/);
+  });
+
+  test('a huge stack is capped at 8192 characters', async () => {
+    const json = JSON.parse((await svc(['trigger', 'jsfail::huge', '--json'])).stdout) as { error: { stacktrace: string } };
+    assert.ok(json.error.stacktrace.length <= 8192 + 40, String(json.error.stacktrace.length));
+    assert.match(json.error.stacktrace, /… \(\d+ more characters\)$/);
+  });
+
+  test('Python: the traceback under the error', async () => {
+    const r = await svc(['trigger', 'pyfail::divide', 'by=0', '--verbose']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error: invocation_failed: division by zero\nstack trace \(from the function's worker\):\n  │ Traceback \(most recent call last\):/);
+    assert.match(r.stderr, /in inner_divide\n/);
+    assert.match(r.stderr, /  │ ZeroDivisionError: division by zero\n/);
+  });
+});

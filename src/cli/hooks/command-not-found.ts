@@ -1,0 +1,18 @@
+import type { Hook } from '@oclif/core';
+import { closestKey } from 'svc-sdk/internal';
+
+/**
+ * An unknown command: name it and the closest command or topic (`svc wrker list` → did you mean
+ * "worker list"?), then the way to list them all. Exit 2, as for any bad argument.
+ */
+const hook: Hook<'command_not_found'> = async function (opts) {
+  const sep = opts.config.topicSeparator;
+  const shown = (id: string): string => id.replaceAll(':', sep);
+  const known = [...new Set([...opts.config.commandIDs, ...opts.config.topics.map((t) => t.name)])].map(shown);
+  const asked = shown(opts.id);
+  const near = closestKey(asked, known) ?? closestKey(asked.split(sep)[0]!, known);
+  process.stderr.write(`error: unknown command "${asked}"${near ? ` (did you mean "${near}"?)` : ''}; svc --help lists the commands\n`);
+  process.exit(2);
+};
+
+export default hook;

@@ -1,0 +1,60 @@
+import { Flags } from '@oclif/core';
+import { InvocationError } from 'svc-sdk';
+import type { EngineState } from '../daemon/engine-state.js';
+import { printable } from '../engine/printable.js';
+import { formatError, withClient } from './client.js';
+
+/** `--wait` of `svc worker add|restart`: how long to wait for the worker to register. */
+export const waitFlag = Flags.integer({
+  summary: 'Seconds to wait for the worker to register; it exiting first is a failure (exit 1). 0: do not wait.',
+  default: 15,
+  min: 0,
+  max: 300,
+});
+
+/** What engine::supervisor::add|restart answer (src/supervisor/control.ts). */
+export interface StartedWorker {
+  pid: number | null;
+  pids: number[];
+  instances: Array<string | null>;
+  status: string;
+  ready: boolean;
+}
+
+interface ExitRow {
+  name: string;
+  last_exit: { how: string; output: string[] } | null;
+}
+
+/**
+ * Have the engine start or restart worker `name` and wait for it to register. A worker that exits
+ * first is reported with how it exited and its last lines of output, and the command exits 1: a
+ * worker that cannot start is never announced as started.
+ */
+export async function startWorker(
+  engine: EngineState,
+  function_id: 'engine::supervisor::add' | 'engine::supervisor::restart',
+  payload: { name: string; force: boolean },
+  waitSeconds: number,
+): Promise<StartedWorker> {
+  const token = process.env.SVC_TOKEN ?? engine.token;
+  try {
+    return await withClient(engine.url, (w) => w.trigger<StartedWorker>({ function_id, payload: { ...payload, wait_ms: waitSeconds * 1000 }, timeoutMs: 600_000 + waitSeconds * 1000 }), 5000, token);
+  } catch (e) {
+    process.stderr.write(formatError(e) + '\n');
+    if (e instanceof InvocationError && e.code === 'worker_start_failed') {
+      const rows = await withClient(engine.url, (w) => w.trigger<{ workers: ExitRow[] }>({ function_id: 'engine::supervisor::list' }), 5000, token).catch(() => ({ workers: [] as ExitRow[] }));
+      const exit = rows.workers.find((r) => r.name === payload.name)?.last_exit;
+      if (exit && exit.output.length > 0) {
+        process.stderr.write(`last output of ${payload.name} (${exit.how}):\n${exit.output.map((l) => `  │ ${printable(l)}\n`).join('')}`);
+      }
+      process.stderr.write(`full log: svc worker logs ${payload.name}\n`);
+    }
+    process.exit(1);
+  }
+}
+
+/** The instance named the way `worker add|restart` print it: pid, else the container's short id. */
+export function whereItRuns(d: StartedWorker): string {
+  return d.pid ? `pid ${d.pid}` : `container ${String(d.instances[0] ?? '?').slice(0, 12)}`;
+}
