@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { SvcError } from 'svc-sdk';
-import { STALE_WORKER_CLOSE } from 'svc-sdk/protocol';
+import { ENGINE_RESTART_CLOSE, STALE_WORKER_CLOSE } from 'svc-sdk/protocol';
 import { Access, isLoopbackHost, presentedToken, TokenTable } from './auth.js';
 import { cutString, StoredValues } from './budgets.js';
 import { installBuiltins } from './builtins.js';
@@ -200,7 +200,7 @@ export class Engine {
    */
   private acceptTelemetry(ws: WebSocket): void {
     if (this.stopping) {
-      ws.close(1001, 'engine shutting down');
+      ws.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
       return;
     }
     this.telemetry.set(ws, true);
@@ -257,7 +257,7 @@ export class Engine {
 
   private accept(ws: WebSocket, ip: string, access: Access, identity: RunIdentity | null): void {
     if (this.stopping) {
-      ws.close(1001, 'engine shutting down');
+      ws.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
       return;
     }
     const s = new Session(ws, ip);
@@ -354,7 +354,8 @@ export class Engine {
 
   /**
    * Graceful stop: refuse new connections and new top-level calls, let in-flight calls finish for
-   * `graceMs`, then end what is left with `shutting_down` and close every connection (1001).
+   * `graceMs`, then end what is left with `shutting_down` and close every connection with 1012 (service restart), which
+   * every SDK, iii's included, answers by reconnecting.
    */
   stop(graceMs = this.opts.shutdownGraceMs, beforeClose?: () => Promise<void>): Promise<void> {
     if (this.stopping) return this.stopping;
@@ -374,9 +375,9 @@ export class Engine {
       if (beforeClose) await beforeClose();
       this.invocations.haltAll({ code: 'shutting_down', message: 'The engine shut down before the call finished' });
       for (const s of [...this.sessions.values()]) {
-        s.close(1001, 'engine shutting down');
+        s.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
       }
-      for (const ws of this.telemetry.keys()) ws.close(1001, 'engine shutting down');
+      for (const ws of this.telemetry.keys()) ws.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
       const wss = this.wss;
       const http = this.http;
       if (wss) {

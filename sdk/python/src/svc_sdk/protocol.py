@@ -48,6 +48,8 @@ MESSAGE_TYPES: Final = (
 UNAUTHORIZED_CLOSE: Final = 4401
 #: WebSocket close code of the engine's `stale_worker` refusal (another engine run's secret).
 STALE_WORKER_CLOSE: Final = 4410
+#: WebSocket close code of a graceful engine stop (1012, "service restart"): peers reconnect.
+ENGINE_RESTART_CLOSE: Final = 1012
 #: Upgrade request header carrying the run secret the engine gave a process it started.
 RUN_SECRET_HEADER: Final = "x-svc-run-secret"
 

@@ -36,6 +36,12 @@ export const FEATURES: readonly Feature[] = ['cancel', 'ack'];
 export const UNAUTHORIZED_CLOSE = 4401;
 /** WebSocket close code of the engine's `stale_worker` refusal (another engine run's secret). */
 export const STALE_WORKER_CLOSE = 4410;
+/**
+ * WebSocket close code of a graceful engine stop (1012, "service restart"): the engine is going
+ * away and will likely be back, so peers reconnect. Not 1001: PyPI iii-sdk 0.22.1 takes a clean
+ * close (1000/1001) as the end and never reconnects.
+ */
+export const ENGINE_RESTART_CLOSE = 1012;
 /** Upgrade request header carrying the run secret the engine gave a process it started. */
 export const RUN_SECRET_HEADER = 'x-svc-run-secret';
 
