@@ -21,10 +21,10 @@ from .iii_sdks import III_SDK_VERSIONS, iii_python
 class IiiWorker:
     """fixtures/iii_matrix_worker.py in the venv of one iii-sdk release; its JSON lines, read as they come."""
 
-    def __init__(self, version: str, url: str) -> None:
+    def __init__(self, version: str, url: str, *args: str) -> None:
         self.version = version
         self.proc = subprocess.Popen(
-            [str(iii_python(version)), str(FIXTURES / "iii_matrix_worker.py"), url],
+            [str(iii_python(version)), str(FIXTURES / "iii_matrix_worker.py"), url, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -83,9 +83,56 @@ def test_reconnects_after_sigterm_and_after_kill(iii_version: str, tmp_path: Pat
         engine.stop()
 
 
-@pytest.fixture
-def matrix_engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = Engine(tmp_path)
+@pytest.fixture(scope="module")
+def state_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """One engine with svc-state for every release's state cases (each uses a scope of its own)."""
+    engine = Engine(tmp_path_factory.mktemp("state"))
+    engine.extra_config = "workers:\n  - name: svc-state\n    builtin: svc-state\n"
     engine.start()
+    wait_for(lambda: engine.cli("trigger", "state::list_groups").returncode == 0, timeout=30, what="svc-state to serve")
     yield engine
     engine.stop()
+
+
+def test_state_shapes_and_events_pass_the_sdks_own_models(iii_version: str, state_engine: Engine) -> None:
+    """state::list is a flat array of values; events are state:created|updated|deleted (validated by
+    iii.state.StateEventData); deleting an absent key answers null and fires state:deleted."""
+    scope = f"matrix-{iii_version}"
+    worker = IiiWorker(iii_version, state_engine.url, scope)
+    try:
+
+        def bound() -> bool:
+            proc = state_engine.cli("trigger", "engine::registered-triggers::list", timeout=10)
+            return proc.returncode == 0 and "matrix::on_state" in proc.stdout
+
+        wait_for(bound, timeout=30, what="the iii worker's state trigger to be bound")
+        proc = state_engine.cli("trigger", "matrix::state", f"scope={scope}")
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == {
+            "list": [{"n": 1}, 2],
+            "deleted": 2,
+            "missing": None,
+            "model": "StateDeleteResult",
+        }
+        events = [worker.next_line() for _ in range(4)]
+        refused = [e for e in events if e["kind"] != "state_event"]
+        assert not refused, f"iii-sdk {iii_version} refused: {refused}"
+        # Fired in write order; the SDK runs each handler in a task of its own, so print order may differ.
+        seen = sorted(
+            (
+                (e["event"]["event_type"], e["event"]["key"], e["event"]["old_value"], e["event"]["new_value"])
+                for e in events
+            ),
+            key=json.dumps,
+        )
+        assert seen == sorted(
+            [
+                ("state:created", "a", None, {"n": 1}),
+                ("state:created", "b", None, 2),
+                ("state:deleted", "b", 2, None),
+                ("state:deleted", "never-set", None, None),
+            ],
+            key=json.dumps,
+        )
+    finally:
+        worker.stop()
