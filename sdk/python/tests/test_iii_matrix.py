@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import FIXTURES, Engine, python_env, wait_for
+from svc_sdk import register_worker
+
+from .conftest import FIXTURES, Engine, fast_options, python_env, wait_for
 from .iii_sdks import III_SDK_VERSIONS, iii_python
 
 
@@ -85,7 +87,7 @@ def test_reconnects_after_sigterm_and_after_kill(iii_version: str, tmp_path: Pat
 
 @pytest.fixture(scope="module")
 def state_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    """One engine with svc-state for every release's state cases (each uses a scope of its own)."""
+    """One engine with svc-state, shared by every release's state and payload cases (a scope each)."""
     engine = Engine(tmp_path_factory.mktemp("state"))
     engine.extra_config = "workers:\n  - name: svc-state\n    builtin: svc-state\n"
     engine.start()
@@ -135,4 +137,27 @@ def test_state_shapes_and_events_pass_the_sdks_own_models(iii_version: str, stat
             key=json.dumps,
         )
     finally:
+        worker.stop()
+
+
+@pytest.mark.parametrize("version", [v for v in III_SDK_VERSIONS if v != "0.22.1"])
+def test_a_12_mib_payload_round_trips(version: str, state_engine: Engine) -> None:
+    """iii-sdk 0.24+ sends frames up to 16 MiB; so does svc by default. (0.22.1 cannot receive frames
+    over 1 MiB, its websockets default: docs/iii-compatibility.md.)"""
+    iii_python(version)
+    worker = IiiWorker(version, state_engine.url)
+    ours = register_worker(state_engine.url, fast_options("svc-12mib"))
+    try:
+        assert ours.wait_until_connected(10)
+        big = "x" * (12 * 1024 * 1024)
+
+        def echoed() -> Any:
+            return ours.trigger({"function_id": "matrix::echo", "payload": {"big": big}, "timeout_ms": 20_000})
+
+        wait_for(lambda: "matrix::echo" in json.dumps(ours.trigger({"function_id": "engine::functions::list"})), 20)
+        result = echoed()
+        assert result["sdk"] == version
+        assert result["echo"]["big"] == big
+    finally:
+        ours.shutdown()
         worker.stop()

@@ -74,7 +74,7 @@ export const MAX_LIST_LIMIT = 10_000;
 export interface ServiceLimits extends StoreLimits {
   /**
    * How many bytes of entries one `state::list` answer may hold: what fits in a frame the engine
-   * accepts (its `max_frame_bytes`, less room for the frame around them). Default: 8 MiB less 16 KiB.
+   * accepts (its `max_frame_bytes`, less room for the frame around them). Default: 16 MiB less 16 KiB.
    */
   answerBytes?: () => number;
 }

@@ -16,7 +16,7 @@ PROTOCOL_VERSION: Final = 1
 DEFAULT_ENGINE_PORT: Final = 49134
 DEFAULT_ENGINE_URL: Final = f"ws://localhost:{DEFAULT_ENGINE_PORT}"
 #: Largest frame the engine accepts by default; the SDK refuses to send larger ones.
-DEFAULT_MAX_FRAME_BYTES: Final = 8 * 1024 * 1024
+DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
 #: The deadline of a call that sets none (config.yaml `engine.invocation_timeout_ms`).
 DEFAULT_INVOCATION_TIMEOUT_MS: Final = 30_000
 #: Deepest nesting of arrays and objects a frame may have, its own object counted (docs/protocol.md).

@@ -10,7 +10,7 @@ export const PROTOCOL_VERSION = 1;
 export const DEFAULT_ENGINE_PORT = 49134;
 export const DEFAULT_ENGINE_URL = `ws://localhost:${DEFAULT_ENGINE_PORT}`;
 /** Largest frame the engine accepts by default; SDKs refuse to send larger ones. */
-export const DEFAULT_MAX_FRAME_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 /** The deadline of a call that sets none (config.yaml `engine.invocation_timeout_ms`). */
 export const DEFAULT_INVOCATION_TIMEOUT_MS = 30_000;
 /**
