@@ -10,6 +10,7 @@ import { Cluster, ClusterError } from './cluster/cluster.js';
 import { EngineRun, presentedRunSecret, type RunIdentity } from './engine-run.js';
 import { installClusterBuiltins } from './cluster/listing.js';
 import { Invocations } from './invocations.js';
+import { storeTelemetryFrame } from './otlp-logs.js';
 import { LogRing } from './hot/log-ring.js';
 import { SpanRing } from './hot/span-ring.js';
 import type { LogEntry } from './logs.js';
@@ -189,14 +190,19 @@ export class Engine {
   }
 
   /** Open connections: sessions and `/otel` sockets (both count against max_connections). */
+  /** Bounds of an iii SDK's telemetry frame and of each value stored from it. */
+  private get telemetryLimits(): { maxValue: number; maxFrameBytes: number } {
+    return { maxValue: this.opts.maxStoredValueBytes, maxFrameBytes: this.opts.maxFrameBytes };
+  }
+
   get connectionCount(): number {
     return this.sessions.size + this.telemetry.size;
   }
 
   /**
-   * iii SDKs stream OTLP telemetry on a second socket; accepted and drained, never a worker. It is
-   * a connection like any other: counted against max_connections and dropped when it stops
-   * answering pings.
+   * iii SDKs stream OTLP telemetry on a second socket, never a worker: its log lines are stored
+   * (otlp-logs.ts), spans and metrics drained. It is a connection like any other: counted against
+   * max_connections and dropped when it stops answering pings.
    */
   private acceptTelemetry(ws: WebSocket): void {
     if (this.stopping) {
@@ -207,7 +213,10 @@ export class Engine {
     const alive = (): void => {
       if (this.telemetry.has(ws)) this.telemetry.set(ws, true);
     };
-    ws.on('message', alive);
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      alive();
+      if (isBinary) storeTelemetryFrame(data, this.logs, this.telemetryLimits);
+    });
     ws.on('pong', alive);
     ws.on('error', () => {});
     ws.on('close', () => this.telemetry.delete(ws));
@@ -266,8 +275,11 @@ export class Engine {
     this.sessions.set(s.id, s);
     ws.on('message', (data, isBinary) => {
       s.alive = true;
-      // Binary frames are tolerated (iii SDKs send OTLP telemetry in them) and ignored.
-      if (isBinary) return;
+      // Binary frames carry iii SDKs' OTLP telemetry: their log lines are kept, the rest ignored.
+      if (isBinary) {
+        storeTelemetryFrame(data as Buffer, this.logs, this.telemetryLimits, s);
+        return;
+      }
       this.router.onText(s, data.toString());
     });
     ws.on('pong', () => {

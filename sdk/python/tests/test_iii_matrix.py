@@ -25,12 +25,16 @@ class IiiWorker:
 
     def __init__(self, version: str, url: str, *args: str) -> None:
         self.version = version
+        env = python_env()
+        # 0.22.1 sends telemetry to $III_URL (default ws://localhost:49134), not to the worker's
+        # address; an iii program on another port sets it (docs/iii-compatibility.md).
+        env["III_URL"] = url
         self.proc = subprocess.Popen(
             [str(iii_python(version)), str(FIXTURES / "iii_matrix_worker.py"), url, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=python_env(),
+            env=env,
         )
         first = self.next_line(timeout=40)
         if first.get("kind") != "ready":
@@ -160,4 +164,24 @@ def test_a_12_mib_payload_round_trips(version: str, state_engine: Engine) -> Non
         assert result["echo"]["big"] == big
     finally:
         ours.shutdown()
+        worker.stop()
+
+
+def test_logger_lines_reach_svc_logs(iii_version: str, state_engine: Engine) -> None:
+    """iii's Logger sends its lines as OTLP logs over /otel; the engine keeps them, so `svc logs` shows them."""
+    worker = IiiWorker(iii_version, state_engine.url)
+    text = f"hello from iii-sdk {iii_version}"
+    try:
+        echo_answers(state_engine, iii_version)
+        assert state_engine.cli("trigger", "matrix::log", f"text={text}").returncode == 0
+
+        def logged() -> list[dict[str, Any]]:
+            proc = state_engine.cli("logs", "--json", "--text", text, timeout=10)
+            return [json.loads(line) for line in proc.stdout.splitlines()] if proc.returncode == 0 else []
+
+        wait_for(lambda: len(logged()) > 0, timeout=30, what=f"the iii Logger line of {iii_version} in svc logs")
+        [line] = logged()
+        seen = (line["level"], line["message"], line["worker_name"], line["data"])
+        assert seen == ("warn", text, "iii-matrix", {"n": 1})
+    finally:
         worker.stop()
