@@ -19,6 +19,8 @@ export const MAX_LINES_PER_FRAME = 2048;
 const MAX_ATTRIBUTE_DEPTH = 16;
 const TRACE_ID = /^[0-9a-f]{32}$/;
 const ZERO_TRACE_ID = '0'.repeat(32);
+/** Attributes of a Logger line that say who and where, not what: not part of its data. */
+const NOT_DATA = ['service.name', 'trace_id', 'span_id'];
 
 /** One line decoded from an OTLP log record. */
 export interface OtlpLogLine {
@@ -98,10 +100,13 @@ export function decodeOtlpLogs(json: string): OtlpLogLine[] {
         if (body === null || body === undefined) continue;
         const attrs = attributes(r.attributes);
         const name = attrs['service.name'];
-        delete attrs['service.name'];
+        // npm's Logger repeats the record's ids as attributes: they are the line's trace id, not its data.
+        const attrTraceId = attrs.trace_id;
+        for (const k of NOT_DATA) delete attrs[k];
         // The Logger's structured data travels as the attribute log.data; other attributes are kept as data too.
         const data = 'log.data' in attrs && Object.keys(attrs).length === 1 ? attrs['log.data'] : Object.keys(attrs).length > 0 ? attrs : undefined;
-        const traceId = typeof r.traceId === 'string' ? r.traceId.toLowerCase() : undefined;
+        const rawTraceId = typeof r.traceId === 'string' && r.traceId !== '' ? r.traceId : attrTraceId;
+        const traceId = typeof rawTraceId === 'string' ? rawTraceId.toLowerCase() : undefined;
         lines.push({
           level: levelOf(r.severityNumber, r.severityText),
           message: typeof body === 'string' ? body : JSON.stringify(body),

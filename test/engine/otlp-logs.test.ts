@@ -77,16 +77,23 @@ test('an iii Logger line on /otel is stored with its level, data, name and trace
         spanId: 'b7ad6b7169203331',
       },
       { severityNumber: 17, body: { stringValue: 'otel-error line' }, attributes: [] },
+      // npm's Logger: the ids repeated as attributes, intValue a number, no record traceId.
+      {
+        severityNumber: 9,
+        body: { stringValue: 'otel-info line' },
+        attributes: [attr('trace_id', { stringValue: '188D82285A0C4D6B0000000000000001' }), attr('span_id', { stringValue: '35b30ea8df0d16e9' }), attr('log.data', { kvlistValue: { values: [attr('k', { intValue: 1 })] } })],
+      },
       { severityNumber: 5, body: { stringValue: 'otel-debug line' }, traceId: '00000000000000000000000000000000' },
     ]),
   );
-  await eventually(async () => assert.equal((await lines('otel-')).length, 3));
-  const [warn, error, debug] = await lines('otel-');
+  await eventually(async () => assert.equal((await lines('otel-')).length, 4));
+  const [warn, error, info, debug] = await lines('otel-');
   assert.deepEqual(
     { level: warn!.level, message: warn!.message, worker_name: warn!.worker_name, trace_id: warn!.trace_id, data: warn!.data },
     { level: 'warn', message: 'otel-warn line', worker_name: 'orders', trace_id: '0af7651916cd43dd8448eb211c80319c', data: { order: 42, tags: ['a', true] } },
   );
   assert.deepEqual([error!.level, error!.worker_name, error!.data], ['error', 'iii-python-sdk', undefined], 'named by the resource when the line has no service.name');
+  assert.deepEqual([info!.level, info!.trace_id, info!.data], ['info', '188d82285a0c4d6b0000000000000001', { k: 1 }], 'trace_id and span_id attributes are not data');
   assert.deepEqual([debug!.level, debug!.trace_id], ['debug', undefined], 'an all-zero trace id is no trace');
   ws.close();
 });
