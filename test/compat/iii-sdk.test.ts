@@ -263,6 +263,28 @@ describe(`published iii-sdk@${III_VERSION} against the svc engine`, { timeout: 9
     assert.ok(ids.includes('svc::double') && ids.includes('iii::greet'), JSON.stringify(ids));
   });
 
+  test("with its telemetry off, an iii worker's nested call stays in its caller's trace", async () => {
+    // npm 0.22.1 then names a span of its own as the parent, which the engine never recorded: the
+    // engine takes the one call the worker is serving as the parent.
+    const quiet = registerIiiWorker(eng.url, { workerName: 'iii-quiet', otel: { enabled: false } });
+    extraIii.push(quiet);
+    quiet.registerFunction('iii::quiet-nested', async (input: { n: number }) => quiet.trigger({ function_id: 'svc::double', payload: { n: input.n } }));
+    await until('iii::quiet-nested to be registered', () => functionExists('iii::quiet-nested'));
+    assert.deepEqual(await svc.trigger({ function_id: 'iii::quiet-nested', payload: { n: 4 } }), { n: 8 });
+    type Span = { span_id: string; parent_span_id: string | null; function_id: string; depth: number };
+    const traces = (await svc.trigger({ function_id: 'engine::traces::list', payload: { function_id: 'iii::quiet-nested' } })) as { traces: Array<{ trace_id: string; span_count: number }> };
+    const trace = traces.traces[0]!;
+    const { spans } = (await svc.trigger({ function_id: 'engine::traces::get', payload: { trace_id: trace.trace_id } })) as { spans: Span[] };
+    assert.deepEqual(
+      spans.map((s) => [s.function_id, s.depth]),
+      [
+        ['iii::quiet-nested', 0],
+        ['svc::double', 1],
+      ],
+    );
+    assert.equal(spans[1]!.parent_span_id, spans[0]!.span_id);
+  });
+
   test("every id of iii's EngineFunctions is served to the iii worker", async () => {
     const payloads: Record<string, unknown> = {
       [EngineFunctions.INFO_FUNCTIONS]: { function_id: 'iii::greet' },
