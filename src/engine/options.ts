@@ -60,6 +60,14 @@ export interface EngineOptions {
   slowConsumerMs: number;
   /** Frames of the calls in flight together; new calls are refused with `overloaded` while over. */
   maxInFlightBytes: number;
+  /** Bytes the engine holds per channel before it stops reading the writer (backpressure). */
+  channelWindowBytes: number;
+  /** Largest frame on a channel socket; a larger one closes that socket (1009) unread. */
+  maxChannelFrameBytes: number;
+  /** A channel with a side not opened within this ends (`channel_expired`). */
+  channelOpenTimeoutMs: number;
+  /** Channels one connection may have created and not yet ended (`too_many_channels`). */
+  maxChannelsPerWorker: number;
   /** Cluster mode (docs/cluster.md): several engines sharing one Redis. null: a single engine. */
   cluster: ClusterOptions | null;
 }
@@ -91,6 +99,12 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   maxSendBufferBytes: 32 * 1024 * 1024,
   slowConsumerMs: 5000,
   maxInFlightBytes: 256 * 1024 * 1024,
+  channelWindowBytes: 1024 * 1024,
+  // iii's SDKs send 64 KiB frames; a Python reader (websockets) takes at most 1 MiB.
+  maxChannelFrameBytes: 1024 * 1024,
+  // iii sweeps a channel whose other side never connects after 5 minutes (CHANNEL_TTL).
+  channelOpenTimeoutMs: 5 * 60 * 1000,
+  maxChannelsPerWorker: 1024,
   cluster: null,
 };
 

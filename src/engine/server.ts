@@ -1,11 +1,13 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { SvcError } from 'svc-sdk';
 import { ENGINE_RESTART_CLOSE, STALE_WORKER_CLOSE } from 'svc-sdk/protocol';
 import { Access, isLoopbackHost, presentedToken, TokenTable } from './auth.js';
 import { cutString, StoredValues } from './budgets.js';
 import { installBuiltins } from './builtins.js';
+import { Channels, installChannelBuiltins, refuseUpgrade } from './channel-endpoint.js';
 import { Cluster, ClusterError } from './cluster/cluster.js';
 import { EngineRun, presentedRunSecret, type RunIdentity } from './engine-run.js';
 import { installClusterBuiltins } from './cluster/listing.js';
@@ -38,6 +40,8 @@ export class Engine {
   /** null unless cluster mode is on (engine.cluster). */
   readonly cluster: Cluster | null = null;
   private readonly router: Router;
+  /** Channels (channels.ts): streams between workers, relayed on /ws/channels/. */
+  readonly channels: Channels;
   private readonly sessions = new Map<string, Session>();
   /** iii SDKs' `/otel` telemetry sockets: counted as connections and pinged; true: answered since the last ping. */
   private readonly telemetry = new Map<WebSocket, boolean>();
@@ -87,6 +91,14 @@ export class Engine {
       },
     });
     installTraceBuiltins(this.registry, this.traces);
+    this.channels = new Channels({
+      windowBytes: this.opts.channelWindowBytes,
+      openTimeoutMs: this.opts.channelOpenTimeoutMs,
+      maxPerWorker: this.opts.maxChannelsPerWorker,
+      maxFrameBytes: this.opts.maxChannelFrameBytes,
+      pingIntervalMs: this.opts.pingIntervalMs,
+    });
+    installChannelBuiltins(this.registry, this.channels);
     if (this.opts.cluster) {
       const router = this.router;
       this.cluster = new Cluster(this.opts.cluster, {
@@ -128,24 +140,37 @@ export class Engine {
     });
     const allowedOrigins = new Set(this.opts.allowedOrigins.map((o) => normalizeOrigin(o) ?? o));
     const wss = new WebSocketServer({
-      server: http,
+      noServer: true,
       // Frames between max_frame_bytes and this hard cap are read and refused with a clear error;
       // only beyond it does ws close the connection (1009) to protect memory.
       maxPayload: this.opts.maxFrameBytes * 4,
       perMessageDeflate: false,
-      // Workers connect on `/`; iii SDKs also open `/otel` for telemetry. Other paths (iii's
-      // `/ws/channels/…`, which svc does not implement) are refused at the upgrade with 404.
-      verifyClient: (info: { req: IncomingMessage }, done: (ok: boolean, status?: number, message?: string, headers?: Record<string, string>) => void) => {
-        // A web page (it sends Origin) from an origin not allowed: refused before it is a connection.
-        const refusal = originRefusal(info.req, allowedOrigins);
-        if (refusal) {
-          done(false, 403, JSON.stringify({ error: { code: 'origin_not_allowed', message: refusal } }), { 'Content-Type': 'application/json' });
-          return;
-        }
-        const path = (info.req.url ?? '/').split('?')[0];
-        if (path === '/' || path === '' || path === '/otel') done(true);
-        else done(false, 404, 'Not Found: svc serves workers on / (docs/protocol.md)');
-      },
+    });
+    // Workers connect on `/`; iii SDKs also open `/otel` for telemetry and `/ws/channels/…` for
+    // channels. Other paths are refused at the upgrade with 404.
+    http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on('error', () => {});
+      // A web page (it sends Origin) from an origin not allowed: refused before it is a connection.
+      const refusal = originRefusal(req, allowedOrigins);
+      if (refusal) return refuseUpgrade(socket, 403, 'origin_not_allowed', refusal);
+      const path = (req.url ?? '/').split('?')[0]!;
+      if (path === '/' || path === '' || path === '/otel') {
+        wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+        return;
+      }
+      if (!path.startsWith('/ws/channels/')) return refuseUpgrade(socket, 404, 'not_found', 'svc serves workers on / and channels on /ws/channels/<channel_id> (docs/protocol.md)');
+      if (this.stopping) return refuseUpgrade(socket, 503, 'shutting_down', 'The engine is shutting down');
+      // With tokens configured a channel's socket presents one too; its key is the right to the channel.
+      if (this.tokens.enabled && !this.tokens.find(presentedToken(req))) {
+        return refuseUpgrade(socket, 401, 'unauthorized', 'This engine requires a token on channel sockets too: Authorization: Bearer <token> or ?token=');
+      }
+      try {
+        this.channels.upgrade(req, socket, head);
+      } catch (e) {
+        // Nothing an upgrade carries may end the engine: a bug here costs this socket only.
+        this.event('error', `channel upgrade failed: ${(e as Error).message}`);
+        socket.destroy();
+      }
     });
     this.wss = wss;
     wss.on('error', (err) => this.event('error', `server error: ${err.message}`));
@@ -301,6 +326,7 @@ export class Engine {
     this.invocations.halt(s, `${s.name} ${why.startsWith('worker') ? why.slice(7) : why}`.trim());
     this.registry.removeAll(s);
     this.triggers.removePeer(s);
+    this.channels.ownerLeft(s);
     if (s.role !== 'client') this.event('info', `worker ${s.name} left: ${why}`, { worker_id: s.id });
   }
 
@@ -390,6 +416,7 @@ export class Engine {
         s.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
       }
       for (const ws of this.telemetry.keys()) ws.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
+      this.channels.close();
       const wss = this.wss;
       const http = this.http;
       if (wss) {

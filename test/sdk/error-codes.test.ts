@@ -7,6 +7,7 @@
  * sdk/python/src/), where a code is written in one of the forms svc's code uses to produce one:
  *
  *   new SvcError('code', …)   new StateError('code', …)   new HttpError(404, 'code', …)   (Python: SvcError("code", …))
+ *   super('code', …)   an SvcError subclass that always carries one code
  *   { code: 'code', … }   {"code": "code"}   readonly code = 'code'   error.code = 'code'
  *   type CronErrorCode = 'a' | 'b'   (code: 'a' | 'b')   the codes a class or function declares it produces
  *   ErrorCode.Timeout, ErrorCode.TIMEOUT   the protocol's list, in either SDK
@@ -43,6 +44,7 @@ function producedCodes(): Map<string, string> {
   const pyNames = new Map([...pyErrors.matchAll(/^\s+([A-Z_]+) = "([a-z_]+)"$/gm)].map((m) => [m[1]!, m[2]!]));
   const singles = [
     new RegExp(`\\b(?:new\\s+)?[A-Z]\\w*Error\\(\\s*(?:\\d+\\s*,\\s*)?${Q}(${CODE})${Q}`, 'g'),
+    new RegExp(`\\bsuper\\(\\s*(?:\\d+\\s*,\\s*)?${Q}(${CODE})${Q}`, 'g'),
     // A property (`code: 'x'`, `"code": "x"`), not a ternary's `x.code : 'y'`; an assignment.
     new RegExp(`(?<![.\\w])code${Q}?\\s*:\\s*${Q}(${CODE})${Q}(?!\\s*\\|)`, 'g'),
     new RegExp(`\\bcode\\s*=\\s*${Q}(${CODE})${Q}`, 'g'),

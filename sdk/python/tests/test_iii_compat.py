@@ -20,11 +20,16 @@ from .iii_sdks import iii_python
 
 @pytest.fixture
 def iii_worker(engine: Engine) -> Iterator[subprocess.Popen[str]]:
+    yield from run_iii_fixture(engine, "iii_worker.py")
+
+
+def run_iii_fixture(engine: Engine, script: str) -> Iterator[subprocess.Popen[str]]:
+    """Run tests/fixtures/<script> on the published iii-sdk against `engine` until the test ends."""
     python = iii_python()
     env = python_env()
     env["OTEL_ENABLED"] = "false"  # iii's telemetry socket is not part of the protocol under test
     proc = subprocess.Popen(
-        [str(python), str(FIXTURES / "iii_worker.py"), engine.url],
+        [str(python), str(FIXTURES / script), engine.url],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

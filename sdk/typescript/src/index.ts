@@ -27,6 +27,7 @@ export type {
   ErrorEvent,
 } from './worker-events.js';
 export { Logger, type LogLevel } from './logger.js';
+export { ChannelReader, ChannelWriter, isChannelRef, channelUrl, type ChannelRef } from './channels.js';
 export { TriggerAction, publish } from './queue.js';
 export { InvocationError, SvcError } from './errors.js';
 export { type ReconnectOptions, DEFAULT_RECONNECT } from './connection.js';

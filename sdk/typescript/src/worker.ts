@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { hostname, platform } from 'node:os';
 import { Caller } from './caller.js';
+import { ChannelReader, ChannelWriter, type ChannelRef } from './channels.js';
 import { Connection, DEFAULT_RECONNECT } from './connection.js';
 import type { InvocationScope } from './context.js';
 import { describeValue, InvocationError, toErrorBody } from './errors.js';
@@ -71,6 +72,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   private closedBy: InvocationError | null = null;
   /** The message of the engine's `error` frame that precedes its refusal's close. */
   private refusalMessage: string | undefined;
+  /** A channel socket presents the worker's token (no run secret: a channel is not a worker). */
+  private readonly channelHeaders: Record<string, string>;
   private waiters: Array<{ connected(): void; failed(e: InvocationError): void }> = [];
   private stopping: Promise<void> | undefined;
   /** Ends shutdown()'s wait for running handlers early: the socket is gone. */
@@ -82,6 +85,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
     this.workerName = options.workerName ?? process.env.SVC_WORKER_NAME ?? `${hostname()}:${process.pid}`;
     const token = options.token ?? process.env.SVC_TOKEN;
     const runSecret = options.runSecret ?? process.env[RUN_SECRET_ENV];
+    this.channelHeaders = token ? { authorization: `Bearer ${token}` } : {};
     const headers = (): Record<string, string> => {
       const h: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
       const secret = typeof runSecret === 'function' ? runSecret() : runSecret;
@@ -239,6 +243,21 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   trigger<T = unknown>(req: CallRequest): Promise<T>;
   trigger<T = unknown>(req: CallRequest): Promise<T> {
     return this.caller.call<T>(req);
+  }
+
+  /** A new channel (`engine::channels::create`): its two refs, to open here or pass on in a payload. */
+  createChannel(options: { bufferSize?: number } = {}): Promise<{ writer: ChannelRef; reader: ChannelRef }> {
+    return this.trigger({ function_id: 'engine::channels::create', payload: options.bufferSize === undefined ? {} : { buffer_size: options.bufferSize } });
+  }
+
+  /** Open the read side of a channel from its ref (a Node Readable). */
+  openReader(ref: ChannelRef): ChannelReader {
+    return new ChannelReader(ref, { url: this.url, headers: this.channelHeaders });
+  }
+
+  /** Open the write side of a channel from its ref (a Node Writable). */
+  openWriter(ref: ChannelRef): ChannelWriter {
+    return new ChannelWriter(ref, { url: this.url, headers: this.channelHeaders });
   }
 
   // ---- LogSink -------------------------------------------------------------------------------------

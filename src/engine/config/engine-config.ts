@@ -42,6 +42,10 @@ export const LIMIT_KEYS: Readonly<Record<string, keyof EngineOptions>> = {
   max_send_buffer_bytes: 'maxSendBufferBytes',
   slow_consumer_ms: 'slowConsumerMs',
   max_in_flight_bytes: 'maxInFlightBytes',
+  channel_window_bytes: 'channelWindowBytes',
+  max_channel_frame_bytes: 'maxChannelFrameBytes',
+  channel_open_timeout_ms: 'channelOpenTimeoutMs',
+  max_channels_per_worker: 'maxChannelsPerWorker',
 };
 
 /** The blocks inside `engine:` with parsers of their own. */

@@ -7,6 +7,7 @@ worker.register_function("math::add", lambda data: {"c": data["a"] + data["b"]})
 """
 
 from ._version import __version__
+from .channels import ChannelReader, ChannelWriter, channel_url, is_channel_ref
 from .context import InvocationContext, current_invocation
 from .errors import (
     ErrorCode,
@@ -27,6 +28,8 @@ from .worker import FunctionRef, TriggerTypeRef, Worker, register_worker
 __all__ = [
     "DEFAULT_ENGINE_URL",
     "DEFAULT_MAX_FRAME_BYTES",
+    "ChannelReader",
+    "ChannelWriter",
     "EnqueueResult",
     "ErrorCode",
     "FunctionRef",
@@ -50,8 +53,10 @@ __all__ = [
     "TriggerTypeRef",
     "Worker",
     "__version__",
+    "channel_url",
     "current_invocation",
     "default_url",
+    "is_channel_ref",
     "publish",
     "publish_async",
     "redact_address",

@@ -12,12 +12,13 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 from ._background import spawn
 from ._version import __version__
 from .calls import Caller
+from .channels import ChannelReader, ChannelWriter
 from .connection import Connection, Session
 from .context import current_invocation
 from .errors import ErrorCode, InvalidArgumentError, InvalidFunctionIdError, SvcError
@@ -244,6 +245,18 @@ class Worker:
         return await asyncio.wrap_future(
             asyncio.run_coroutine_threadsafe(self._caller.call(request, parent), self._loop)
         )
+
+    async def create_channel(self, buffer_size: int | None = None) -> dict[str, Any]:
+        """A new channel (`engine::channels::create`): `{"writer": ref, "reader": ref}`, to open or pass on."""
+        payload = {} if buffer_size is None else {"buffer_size": buffer_size}
+        request: TriggerRequest = {"function_id": "engine::channels::create", "payload": payload}
+        return cast(dict[str, Any], await self.trigger_async(request))
+
+    def open_reader(self, ref: Mapping[str, Any]) -> ChannelReader:
+        return ChannelReader(self._connection.url, ref, self.options.token)
+
+    def open_writer(self, ref: Mapping[str, Any]) -> ChannelWriter:
+        return ChannelWriter(self._connection.url, ref, self.options.token)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 

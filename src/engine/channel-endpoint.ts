@@ -1,0 +1,147 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { Channel, DEFAULT_CHANNEL_FRAMES, MAX_CHANNEL_FRAMES, type ChannelErrorCode, type ChannelLimits, type ChannelRef } from './channels.js';
+import { EngineError } from './errors.js';
+import type { Peer } from './peer.js';
+import type { Registry } from './registry.js';
+
+/**
+ * The engine's channels and their endpoint, `/ws/channels/<channel_id>?key=…&dir=read|write` on
+ * the engine's port. A socket is let in only with the key of that side of a live channel, once
+ * (and, with tokens configured, a valid token: server.ts checks it before handing the upgrade
+ * here). Refusals are HTTP answers to the upgrade, with an error body, before any socket exists.
+ */
+export class Channels {
+  private readonly byId = new Map<string, Channel>();
+  private readonly byOwner = new Map<Peer, Set<Channel>>();
+  private readonly wss: WebSocketServer;
+  /** Sockets that answered the last ping. */
+  private readonly alive = new WeakSet<WebSocket>();
+  private readonly liveness: NodeJS.Timeout;
+
+  constructor(
+    private readonly limits: ChannelLimits & { maxFrameBytes: number; pingIntervalMs: number },
+  ) {
+    // Its own server: channel frames have their own size cap (a frame over it closes the socket
+    // with 1009 before it is buffered), apart from the protocol socket's.
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes, perMessageDeflate: false });
+    this.liveness = setInterval(() => this.ping(), limits.pingIntervalMs);
+    this.liveness.unref();
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /** `engine::channels::create {buffer_size?}` for `owner`: a new channel's two refs. */
+  create(owner: Peer, data: unknown): { writer: ChannelRef; reader: ChannelRef } {
+    const raw = typeof data === 'object' && data !== null ? (data as Record<string, unknown>).buffer_size : undefined;
+    if (raw !== undefined && raw !== null && !(Number.isInteger(raw) && (raw as number) >= 1 && (raw as number) <= MAX_CHANNEL_FRAMES)) {
+      throw new EngineError('invalid_payload', `engine::channels::create: "buffer_size" must be an integer from 1 to ${MAX_CHANNEL_FRAMES}, got ${JSON.stringify(raw)?.slice(0, 40)}`);
+    }
+    const mine = this.byOwner.get(owner) ?? new Set<Channel>();
+    if (mine.size >= this.limits.maxPerWorker) {
+      throw new EngineError('too_many_channels', `${owner.name} has ${mine.size} open channels (engine.limits.max_channels_per_worker); end some first`);
+    }
+    const c = new Channel(owner, (raw as number | undefined) ?? DEFAULT_CHANNEL_FRAMES, this.limits, (ended) => this.forget(ended));
+    this.byId.set(c.id, c);
+    mine.add(c);
+    this.byOwner.set(owner, mine);
+    return { writer: c.ref('write'), reader: c.ref('read') };
+  }
+
+  /** An upgrade on `/ws/channels/…`: opened onto its channel, or answered with why not. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    let url: URL;
+    let id: string;
+    try {
+      url = new URL(req.url ?? '/', 'http://engine');
+      id = decodeURIComponent(url.pathname.slice('/ws/channels/'.length));
+    } catch {
+      return refuseUpgrade(socket, 400, 'invalid_channel_ref', 'The channel URL is malformed (its percent-encoding)');
+    }
+    const dir = url.searchParams.get('dir');
+    const key = url.searchParams.get('key') ?? '';
+    if (dir !== 'read' && dir !== 'write') {
+      return refuseUpgrade(socket, 400, 'invalid_channel_ref', `"dir" must be read or write, got ${JSON.stringify(dir)?.slice(0, 40)}`);
+    }
+    const c = this.byId.get(id);
+    if (!c) return refuseUpgrade(socket, 404, 'channel_not_found', `Channel ${JSON.stringify(id.slice(0, 80))} does not exist (it ended, expired, or was never created)`);
+    const why = c.refusal(dir, key);
+    if (why) return refuseUpgrade(socket, why.status, why.code, why.message);
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      // The upgrade is asynchronous: the channel may have ended, or the side been taken, meanwhile.
+      const late = c.refusal(dir, key);
+      if (late) {
+        ws.close(1008, `${late.code}: ${late.message}`.slice(0, 120));
+        return;
+      }
+      this.alive.add(ws);
+      ws.on('pong', () => this.alive.add(ws));
+      c.attach(dir, ws);
+    });
+  }
+
+  /**
+   * Its owner left: channels with a side never opened end now (nobody is left to hand the ref on);
+   * channels open at both ends go on until their sockets close.
+   */
+  ownerLeft(owner: Peer): void {
+    const mine = this.byOwner.get(owner);
+    if (!mine) return;
+    for (const c of [...mine]) {
+      if (!c.opened) c.abort('channel_owner_left', `channel ${c.id}: ${owner.name}, which created it, disconnected before both sides opened`);
+    }
+  }
+
+  /** Sockets that miss a ping period are cut (their channel ends as on any lost side). */
+  private ping(): void {
+    for (const c of this.byId.values()) {
+      for (const ws of c.sockets()) {
+        // A writer we stopped reading cannot answer; its reader is checked instead.
+        if (c.isPaused(ws)) continue;
+        if (!this.alive.has(ws)) {
+          ws.terminate();
+          continue;
+        }
+        this.alive.delete(ws);
+        ws.ping();
+      }
+    }
+  }
+
+  private forget(c: Channel): void {
+    this.byId.delete(c.id);
+    const mine = this.byOwner.get(c.owner);
+    mine?.delete(c);
+    if (mine?.size === 0) this.byOwner.delete(c.owner);
+  }
+
+  /** Engine shutdown: every channel ends for both sides with `shutting_down`. */
+  close(): void {
+    clearInterval(this.liveness);
+    for (const c of [...this.byId.values()]) c.abort('shutting_down', 'the engine shut down before the stream ended');
+    for (const ws of this.wss.clients) ws.terminate();
+    this.wss.close();
+  }
+}
+
+/** Why the engine refuses a WebSocket upgrade (docs/errors.md). */
+export type UpgradeRefusalCode = ChannelErrorCode | 'origin_not_allowed' | 'unauthorized' | 'not_found';
+
+/** Answer an upgrade with an HTTP error and a JSON body `{error:{code,message}}`, then close. */
+export function refuseUpgrade(socket: Duplex, status: number, code: UpgradeRefusalCode, message: string): void {
+  const body = JSON.stringify({ error: { code, message } });
+  const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 503: 'Service Unavailable' }[status] ?? 'Error';
+  socket.on('error', () => {});
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+}
+
+/** `engine::channels::create`: callable as any function (a token needs the right to call it). */
+export function installChannelBuiltins(registry: Registry, channels: Channels): void {
+  registry.addBuiltin('engine::channels::create', 'Create a channel (a stream of frames between two workers): {buffer_size?} → {writer, reader} refs', (data, caller) => {
+    if (!caller) throw new EngineError('invalid_payload', 'engine::channels::create needs a calling connection to own the channel');
+    return channels.create(caller, data);
+  });
+}

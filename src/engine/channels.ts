@@ -1,0 +1,221 @@
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { WebSocket } from 'ws';
+import type { Peer } from './peer.js';
+
+/**
+ * Channels (iii's streaming primitive, docs/protocol.md "Channels"): a one-way pipe of binary and
+ * text frames between two WebSockets, the writer's and the reader's, that the engine relays. They
+ * are a separate path from calls: nothing here touches the call path.
+ *
+ * Backpressure: what the engine holds for a channel (frames queued before the reader opened, plus
+ * frames handed to the reader's socket and not yet written to the kernel) is bounded by a window
+ * in bytes and in frames. Over it, the engine stops reading the writer's socket (ws `pause()`), so
+ * TCP slows the writer; it resumes once the reader has taken half of it.
+ */
+
+/** What `engine::channels::create` answers, and what a worker passes to another in a payload. */
+export interface ChannelRef {
+  channel_id: string;
+  access_key: string;
+  direction: 'read' | 'write';
+}
+
+export interface ChannelLimits {
+  /** Bytes the engine holds per channel before it stops reading the writer. */
+  windowBytes: number;
+  /** A side not opened within this ends the channel (`channel_expired`). */
+  openTimeoutMs: number;
+  /** Channels one peer may have created and not yet ended. */
+  maxPerWorker: number;
+}
+
+/**
+ * How a channel ends other than by its writer finishing, as the reason of the close its sockets get
+ * (`<code>: <message>`), and why an upgrade onto one is refused (docs/errors.md, Channels).
+ */
+export type ChannelErrorCode =
+  | 'channel_expired'
+  | 'channel_owner_left'
+  | 'channel_writer_lost'
+  | 'channel_reader_closed'
+  | 'channel_wrong_direction'
+  | 'channel_key_invalid'
+  | 'channel_in_use'
+  | 'channel_not_found'
+  | 'invalid_channel_ref'
+  | 'shutting_down';
+
+/** Close code of a channel that ended other than by its writer finishing; the reason starts with the error code. */
+export const CHANNEL_ABORT_CLOSE = 1011;
+
+/** iii's `buffer_size`: frames in the window (default 64, at most 1024). */
+export const DEFAULT_CHANNEL_FRAMES = 64;
+export const MAX_CHANNEL_FRAMES = 1024;
+
+type Side = 'read' | 'write';
+
+export class Channel {
+  readonly id = randomUUID();
+  private readonly keys: Record<Side, Buffer> = { read: randomBytes(32), write: randomBytes(32) };
+  /** A ref is spent once opened: a second socket with it is refused. */
+  private readonly used: Record<Side, boolean> = { read: false, write: false };
+  private writer: WebSocket | null = null;
+  private reader: WebSocket | null = null;
+  private readonly queue: Array<{ data: Buffer; binary: boolean }> = [];
+  private heldBytes = 0;
+  private heldFrames = 0;
+  private paused = false;
+  private writerDone = false;
+  ended = false;
+  private openTimer: NodeJS.Timeout | null;
+
+  constructor(
+    readonly owner: Peer,
+    private readonly maxFrames: number,
+    private readonly limits: ChannelLimits,
+    private readonly onEnd: (c: Channel) => void,
+  ) {
+    this.openTimer = setTimeout(
+      () => this.abort('channel_expired', `channel ${this.id}: a side did not open within ${limits.openTimeoutMs} ms (engine.limits.channel_open_timeout_ms)`),
+      limits.openTimeoutMs,
+    );
+    this.openTimer.unref();
+  }
+
+  ref(direction: Side): ChannelRef {
+    return { channel_id: this.id, access_key: this.keys[direction].toString('base64url'), direction };
+  }
+
+  /** Why `key` may not open `side` now, or null. The key is compared in constant time. */
+  refusal(side: Side, key: string): { status: number; code: ChannelErrorCode; message: string } | null {
+    const given = Buffer.from(key, 'base64url');
+    const mine = this.keys[side];
+    if (given.length !== mine.length || !timingSafeEqual(given, mine)) {
+      return { status: 403, code: 'channel_key_invalid', message: `The key presented does not open the ${side} side of channel ${this.id}` };
+    }
+    if (this.used[side] || this.ended) return { status: 409, code: 'channel_in_use', message: `The ${side} side of channel ${this.id} was already opened` };
+    return null;
+  }
+
+  get opened(): boolean {
+    return this.used.read && this.used.write;
+  }
+
+  attach(side: Side, ws: WebSocket): void {
+    this.used[side] = true;
+    if (this.opened && this.openTimer) {
+      clearTimeout(this.openTimer);
+      this.openTimer = null;
+    }
+    ws.on('error', () => {
+      /* 'close' follows */
+    });
+    if (side === 'write') {
+      this.writer = ws;
+      ws.on('message', (data: Buffer, isBinary) => this.fromWriter(data, isBinary));
+      ws.on('close', (code) => this.writerClosed(code));
+    } else {
+      this.reader = ws;
+      // A reader sends nothing: data from it is a protocol error, not something to relay or hold.
+      ws.on('message', () => ws.close(1008, 'channel_wrong_direction: the read side of a channel sends nothing'));
+      ws.on('close', () => this.readerClosed());
+      this.flush();
+    }
+  }
+
+  private fromWriter(data: Buffer, binary: boolean): void {
+    if (this.ended || this.writerDone) return;
+    if (this.reader && this.queue.length === 0) this.relay(data, binary);
+    else {
+      this.queue.push({ data, binary });
+      this.heldBytes += data.length;
+      this.heldFrames++;
+    }
+    if (!this.paused && (this.heldBytes > this.limits.windowBytes || this.heldFrames > this.maxFrames)) {
+      this.paused = true;
+      this.writer?.pause();
+    }
+  }
+
+  /** Hand a frame to the reader's socket; it stays counted until ws has written it. */
+  private relay(data: Buffer, binary: boolean, counted = false): void {
+    if (!counted) {
+      this.heldBytes += data.length;
+      this.heldFrames++;
+    }
+    this.reader!.send(data, { binary }, () => {
+      this.heldBytes -= data.length;
+      this.heldFrames--;
+      if (this.paused && this.heldBytes <= this.limits.windowBytes / 2 && this.heldFrames <= this.maxFrames / 2) {
+        this.paused = false;
+        this.writer?.resume();
+      }
+    });
+  }
+
+  private flush(): void {
+    if (!this.reader) return;
+    for (const f of this.queue.splice(0)) this.relay(f.data, f.binary, true);
+    if (this.writerDone) this.finish();
+  }
+
+  private writerClosed(code: number): void {
+    this.writer = null;
+    if (this.ended) return;
+    // 1000 (and 1005, a close without a code) is the writer finishing; anything else is it failing.
+    if (code !== 1000 && code !== 1005) {
+      this.abort('channel_writer_lost', `channel ${this.id}: the writer's connection ended (code ${code}) before it finished`);
+      return;
+    }
+    this.writerDone = true;
+    if (this.reader) this.finish();
+  }
+
+  private readerClosed(): void {
+    this.reader = null;
+    if (this.ended) return;
+    if (this.writerDone && this.queue.length === 0) this.end();
+    else this.abort('channel_reader_closed', `channel ${this.id}: the reader closed the channel`);
+  }
+
+  /** The writer finished and everything is handed to the reader: the reader's close follows its data. */
+  private finish(): void {
+    this.reader?.close(1000, 'stream_complete');
+    this.end();
+  }
+
+  /** End it for both sides with `code` (both are told: close CHANNEL_ABORT_CLOSE, reason `code: message`). */
+  abort(code: ChannelErrorCode, message: string): void {
+    if (this.ended) return;
+    const reason = `${code}: ${message}`;
+    // A close reason is at most 123 bytes.
+    const shown = Buffer.from(reason).subarray(0, 123).toString().replace(/\uFFFD$/, '');
+    for (const ws of [this.writer, this.reader]) {
+      if (!ws) continue;
+      ws.close(CHANNEL_ABORT_CLOSE, shown);
+      // A socket we stopped reading cannot take part in a close handshake: cut it after a moment.
+      setTimeout(() => ws.terminate(), 1000).unref();
+    }
+    this.end();
+  }
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.openTimer) clearTimeout(this.openTimer);
+    this.openTimer = null;
+    this.queue.length = 0;
+    if (this.paused) this.writer?.resume();
+    this.onEnd(this);
+  }
+
+  /** The sockets open on it (liveness pings, shutdown). */
+  sockets(): WebSocket[] {
+    return [this.writer, this.reader].filter((w): w is WebSocket => w !== null);
+  }
+
+  /** The writer is paused by backpressure: it cannot answer pings while we do not read it. */
+  isPaused(ws: WebSocket): boolean {
+    return this.paused && ws === this.writer;
+  }
+}

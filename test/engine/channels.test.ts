@@ -1,0 +1,292 @@
+/**
+ * Issue 22 item 1: channels. `engine::channels::create` gives iii's pair of refs; each side opens
+ * `/ws/channels/<id>?key=&dir=` on the engine's port; frames go through byte-exact, end to end
+ * with backpressure, and every way a channel can go wrong ends it for both sides with a code.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import WebSocket from 'ws';
+import { channelUrl, SvcError, type ChannelRef, type Worker } from 'svc-sdk';
+import { startEngine } from '../helpers/engine.js';
+import { adminToken, token } from '../helpers/tokens.js';
+import { eventually, sleep, WorkerPool } from '../helpers/util.js';
+
+type Eng = Awaited<ReturnType<typeof startEngine>>;
+
+/** The HTTP answer to an upgrade the engine refuses: its status and error code. */
+async function refusal(url: string, headers: Record<string, string> = {}): Promise<{ status: number; code: string }> {
+  const ws = new WebSocket(url, { headers });
+  ws.on('error', () => {});
+  const [, res] = (await once(ws, 'unexpected-response')) as [unknown, import('node:http').IncomingMessage];
+  let body = '';
+  for await (const c of res) body += c;
+  ws.terminate();
+  return { status: res.statusCode ?? 0, code: (JSON.parse(body) as { error: { code: string } }).error.code };
+}
+
+/** How a raw socket on a channel ends: its close code and reason. */
+async function closed(ws: WebSocket): Promise<{ code: number; reason: string }> {
+  const [code, reason] = (await once(ws, 'close')) as [number, Buffer];
+  return { code, reason: reason.toString() };
+}
+
+function sha(b: Buffer): string {
+  return createHash('sha256').update(b).digest('hex');
+}
+
+describe('channels', { timeout: 120_000 }, () => {
+  let eng: Eng;
+  const pool = new WorkerPool(() => eng.url);
+  let w: Worker;
+  before(async () => {
+    eng = await startEngine({ channelWindowBytes: 256 * 1024, channelOpenTimeoutMs: 600 });
+    w = pool.make('channels-test');
+    await w.ready();
+  });
+  after(async () => {
+    await pool.closeAll();
+    await eng.stop();
+  });
+
+  test('create answers iii’s pair of refs', async () => {
+    const pair = await w.createChannel();
+    assert.equal(pair.writer.direction, 'write');
+    assert.equal(pair.reader.direction, 'read');
+    assert.equal(pair.writer.channel_id, pair.reader.channel_id);
+    assert.notEqual(pair.writer.access_key, pair.reader.access_key, 'each side has its own key: a reader cannot write');
+    await assert.rejects(w.createChannel({ bufferSize: 5000 }), (e: SvcError) => e.code === 'invalid_payload' && /buffer_size/.test(e.message));
+  });
+
+  test('20 MB of binary frames and text frames arrive byte-exact and in order, then the end', async () => {
+    const pair = await w.createChannel();
+    const data = randomBytes(20 * 1024 * 1024);
+    const reader = w.openReader(pair.reader);
+    const texts: string[] = [];
+    reader.on('text', (t: string) => texts.push(t));
+    const writer = w.openWriter(pair.writer);
+    await writer.sendText('{"type":"set_status","status_code":201}');
+    const got = reader.readAll();
+    writer.end(data);
+    assert.equal(sha(await got), sha(data));
+    assert.deepEqual(texts, ['{"type":"set_status","status_code":201}']);
+    await eventually(() => assert.equal(eng.engine.channels.size, 0), 2000);
+  });
+
+  test('a ref passed in a payload: another worker writes what this one reads', async () => {
+    const producer = pool.make('producer');
+    producer.registerFunction('stream::numbers', async (data: { out: ChannelRef; count: number }) => {
+      const out = producer.openWriter(data.out);
+      for (let i = 0; i < data.count; i++) out.write(`${i}\n`);
+      out.end();
+      await once(out, 'finish');
+      return { sent: data.count };
+    });
+    await producer.ready();
+    await eventually(async () => assert.ok(((await w.trigger({ function_id: 'engine::functions::list' })) as { functions: Array<{ function_id: string }> }).functions.some((f) => f.function_id === 'stream::numbers')));
+    const pair = await w.createChannel();
+    const text = w.openReader(pair.reader).readAll();
+    assert.deepEqual(await w.trigger({ function_id: 'stream::numbers', payload: { out: pair.writer, count: 1000 } }), { sent: 1000 });
+    assert.equal((await text).toString().split('\n').length, 1001);
+  });
+
+  test('a reader that stops reading slows the writer: the engine holds no more than its window', async () => {
+    const pair = await w.createChannel();
+    const reader = w.openReader(pair.reader);
+    reader.pause();
+    const writer = w.openWriter(pair.writer);
+    const chunk = randomBytes(64 * 1024);
+    let accepted = 0;
+    const total = 64 * 1024 * 1024;
+    const writing = (async () => {
+      for (let sent = 0; sent < total; sent += chunk.length) {
+        if (!writer.write(chunk)) await once(writer, 'drain');
+        accepted += chunk.length;
+      }
+      writer.end();
+    })();
+    await sleep(1500);
+    // Window (256 KiB) + the reader's and writer's socket buffers + the writer's high water: a few MB, not 64.
+    assert.ok(accepted < 16 * 1024 * 1024, `the writer got ${accepted} bytes accepted while the reader read nothing`);
+    const hash = createHash('sha256');
+    let n = 0;
+    reader.on('data', (c: Buffer) => {
+      hash.update(c);
+      n += c.length;
+    });
+    reader.resume();
+    await once(reader, 'end');
+    await writing;
+    assert.equal(n, total);
+  });
+
+  test('the reader closing early ends the writer with channel_reader_closed', async () => {
+    const pair = await w.createChannel();
+    const reader = w.openReader(pair.reader);
+    const writer = w.openWriter(pair.writer);
+    writer.write(Buffer.alloc(1000));
+    await once(reader, 'data');
+    reader.destroy();
+    const [err] = (await once(writer, 'error')) as [SvcError];
+    assert.equal(err.code, 'channel_reader_closed');
+  });
+
+  test('kill -9 of the writer’s process ends the reader with channel_writer_lost', async () => {
+    const pair = await w.createChannel();
+    const reader = w.openReader(pair.reader);
+    const child = spawn(process.execPath, ['--input-type=module', '-e', `
+      import WebSocket from 'ws';
+      const ws = new WebSocket(process.argv[1]);
+      ws.on('open', () => { const b = Buffer.alloc(1024); setInterval(() => ws.send(b), 1); process.stdout.write('open\\n'); });
+    `, channelUrl(eng.url, pair.writer)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await once(child.stdout!, 'data');
+    await once(reader, 'data');
+    child.kill('SIGKILL');
+    const [err] = (await once(reader, 'error')) as [SvcError];
+    assert.equal(err.code, 'channel_writer_lost');
+  });
+
+  test('a ref never opened expires; the side that opened is told channel_expired', async () => {
+    const pair = await w.createChannel();
+    const writer = new WebSocket(channelUrl(eng.url, pair.writer));
+    const end = await closed(writer);
+    assert.equal(end.code, 1011);
+    assert.match(end.reason, /^channel_expired: /);
+    assert.deepEqual(await refusal(channelUrl(eng.url, pair.reader)), { status: 404, code: 'channel_not_found' });
+  });
+
+  test('a worker’s channels not yet opened go when it disconnects', async () => {
+    const owner = pool.make('owner');
+    await owner.ready();
+    const pair = await owner.createChannel();
+    await owner.shutdown();
+    await eventually(async () => assert.deepEqual(await refusal(channelUrl(eng.url, pair.reader)), { status: 404, code: 'channel_not_found' }));
+  });
+
+  test('a wrong key, a side opened twice, a bad direction, a foreign Origin are refused at the upgrade', async () => {
+    const pair = await w.createChannel();
+    assert.deepEqual(await refusal(channelUrl(eng.url, { ...pair.reader, access_key: pair.writer.access_key })), { status: 403, code: 'channel_key_invalid' });
+    assert.deepEqual(await refusal(channelUrl(eng.url, { ...pair.reader, access_key: 'x' })), { status: 403, code: 'channel_key_invalid' });
+    assert.deepEqual(await refusal(channelUrl(eng.url, pair.reader).replace('dir=read', 'dir=both')), { status: 400, code: 'invalid_channel_ref' });
+    assert.deepEqual(await refusal(`${eng.url}/ws/channels/%E0%A4%A?dir=read&key=x`), { status: 400, code: 'invalid_channel_ref' });
+    assert.deepEqual(await refusal(channelUrl(eng.url, pair.reader), { origin: 'https://evil.example' }), { status: 403, code: 'origin_not_allowed' });
+    const first = new WebSocket(channelUrl(eng.url, pair.reader));
+    await once(first, 'open');
+    assert.deepEqual(await refusal(channelUrl(eng.url, pair.reader)), { status: 409, code: 'channel_in_use' });
+    first.terminate();
+  });
+
+  test('a 100 MB frame closes its socket unread (1009) and the reader is told; a deep JSON text frame is relayed untouched', async () => {
+    const pair = await w.createChannel();
+    const reader = new WebSocket(channelUrl(eng.url, pair.reader));
+    const writer = new WebSocket(channelUrl(eng.url, pair.writer));
+    await Promise.all([once(reader, 'open'), once(writer, 'open')]);
+    const deep = '['.repeat(10_000) + ']'.repeat(10_000);
+    writer.send(deep);
+    const [first, isBinary] = (await once(reader, 'message')) as [Buffer, boolean];
+    assert.equal(isBinary, false);
+    assert.equal(first.toString(), deep);
+    writer.send(Buffer.alloc(100 * 1024 * 1024));
+    assert.equal((await closed(writer)).code, 1009);
+    const end = await closed(reader);
+    assert.equal(end.code, 1011);
+    assert.match(end.reason, /^channel_writer_lost: /);
+    // The engine is fine: a new channel works.
+    const again = await w.createChannel();
+    const r = w.openReader(again.reader).readAll();
+    w.openWriter(again.writer).end('ok');
+    assert.equal((await r).toString(), 'ok');
+  });
+
+  test('a reader that sends data is closed (1008)', async () => {
+    const pair = await w.createChannel();
+    const reader = new WebSocket(channelUrl(eng.url, pair.reader));
+    await once(reader, 'open');
+    reader.send('hello');
+    const end = await closed(reader);
+    assert.equal(end.code, 1008);
+    assert.match(end.reason, /^channel_wrong_direction/);
+  });
+});
+
+describe('a channel reader that stops reading', { timeout: 60_000 }, () => {
+  let eng: Eng;
+  const pool = new WorkerPool(() => eng.url);
+  before(async () => {
+    eng = await startEngine({ pingIntervalMs: 300 });
+  });
+  after(async () => {
+    await pool.closeAll();
+    await eng.stop();
+  });
+
+  test('is dropped after a ping period without an answer; its writer is told channel_reader_closed', async () => {
+    const w = pool.make('stalled');
+    await w.ready();
+    const pair = await w.createChannel();
+    const reader = new WebSocket(channelUrl(eng.url, pair.reader));
+    await once(reader, 'open');
+    reader.on('error', () => {});
+    // A peer that stops reading its socket: it answers no ping either.
+    reader.pause();
+    const writer = w.openWriter(pair.writer);
+    writer.write(Buffer.alloc(4 * 1024 * 1024));
+    const [err] = (await once(writer, 'error')) as [SvcError];
+    assert.equal(err.code, 'channel_reader_closed');
+    assert.equal(eng.engine.channels.size, 0);
+    reader.terminate();
+  });
+});
+
+test('engine shutdown ends an open channel for both sides with shutting_down', { timeout: 30_000 }, async () => {
+  const eng = await startEngine();
+  const pool = new WorkerPool(() => eng.url);
+  const w = pool.make('stopping');
+  await w.ready();
+  const pair = await w.createChannel();
+  const reader = w.openReader(pair.reader);
+  const writer = w.openWriter(pair.writer);
+  writer.write('partial');
+  await once(reader, 'data');
+  const failures = Promise.all([once(reader, 'error'), once(writer, 'error')]);
+  const stopping = eng.stop();
+  const [[readErr], [writeErr]] = (await failures) as [[SvcError], [SvcError]];
+  assert.equal(readErr.code, 'shutting_down');
+  assert.equal(writeErr.code, 'shutting_down');
+  await stopping;
+  await pool.closeAll();
+});
+
+describe('channels with tokens', { timeout: 60_000 }, () => {
+  let eng: Eng;
+  const ADMIN = 'admin-secret-0123456789';
+  const NONE = 'none-secret-0123456789';
+  const pool = new WorkerPool(() => eng.url);
+  before(async () => {
+    eng = await startEngine({ tokens: [adminToken(ADMIN), token('none', NONE, {})], maxChannelsPerWorker: 3 });
+  });
+  after(async () => {
+    await pool.closeAll();
+    await eng.stop();
+  });
+
+  test('a channel socket needs a valid token; a token without the right cannot create one; creating is capped per worker', async () => {
+    const admin = pool.make('admin', { token: ADMIN });
+    const none = pool.make('none', { token: NONE });
+    await Promise.all([admin.ready(), none.ready()]);
+    await assert.rejects(none.createChannel(), (e: SvcError) => e.code === 'forbidden' && /engine::channels::create/.test(e.message));
+    const pair = await admin.createChannel();
+    assert.deepEqual(await refusal(channelUrl(eng.url, pair.reader)), { status: 401, code: 'unauthorized' });
+    assert.deepEqual(await refusal(channelUrl(eng.url, pair.reader), { authorization: 'Bearer wrong-secret-0123456789' }), { status: 401, code: 'unauthorized' });
+    // Any valid token with the key opens it: the worker handed the ref need not be the creator.
+    const r = none.openReader(pair.reader).readAll();
+    admin.openWriter(pair.writer).end('with a token');
+    assert.equal((await r).toString(), 'with a token');
+    await admin.createChannel();
+    await admin.createChannel();
+    await admin.createChannel();
+    await assert.rejects(admin.createChannel(), (e: SvcError) => e.code === 'too_many_channels');
+  });
+});
