@@ -126,6 +126,19 @@ export function installBuiltins(deps: BuiltinDeps): void {
 
   registry.addBuiltin('engine::triggers::list', 'Trigger types and their providers', () => ({ trigger_types: deps.triggers.listTypes() }));
   registry.addBuiltin('engine::registered-triggers::list', 'Trigger bindings (function ↔ event source)', () => ({ triggers: deps.triggers.listBindings() }));
+  // The two info ids iii's SDKs name in EngineFunctions (INFO_TRIGGERS, INFO_REGISTERED_TRIGGERS): `{id}`, one row of the list.
+  registry.addBuiltin('engine::triggers::info', 'One trigger type by id', (data) => {
+    const id = str(obj(data), 'id', 'engine::triggers::info');
+    const t = deps.triggers.listTypes().find((x) => x.id === id);
+    if (!t) throw new EngineError('trigger_type_not_found', `Trigger type ${id} not found`);
+    return t;
+  });
+  registry.addBuiltin('engine::registered-triggers::info', 'One trigger binding by id', (data) => {
+    const id = str(obj(data), 'id', 'engine::registered-triggers::info');
+    const b = deps.triggers.listBindings().find((x) => x.id === id);
+    if (!b) throw new EngineError('trigger_not_found', `Trigger ${id} not found`);
+    return b;
+  });
 
   registry.addBuiltin('engine::queues::list', 'Calls in flight per function', () => {
     const counts = deps.invocations.countByFunction();

@@ -136,6 +136,22 @@ export class Invocations {
   }
 
   /**
+   * The engine span a call made inside an iii client's handler descends from. iii SDKs (no `hello`
+   * features) name their own spans as parents, which the engine never records (npm 0.22.1 with its
+   * telemetry off sends the trace with a span id of its own; with it on, spans the engine drains),
+   * so the tree would break there. While such a client serves exactly one call, and the new call
+   * has no traceparent or one in that call's trace, that call is the parent. With none or several
+   * served, the traceparent is taken as it is. svc-sdk peers name engine spans themselves.
+   */
+  private onlyServedCall(caller: Peer | null, traceId: string | undefined): Call | undefined {
+    if (caller === null || caller.features.size !== 0 || caller.node !== undefined || caller.incoming.size !== 1) return undefined;
+    for (const c of caller.incoming.values()) {
+      return traceId === undefined || traceId === (c.traceId || this.ids.traceId(c.idNumber)) ? c : undefined;
+    }
+    return undefined;
+  }
+
+  /**
    * Start a call: a builtin answers itself, anything else goes to a provider. Returns the error that
    * refuses it instead of answering, so that the hot path makes no answer closure per call.
    * `internal`: the answer path of a call the engine makes itself (no caller).
@@ -176,7 +192,12 @@ export class Invocations {
     let parentSpanId = '';
     if (this.spans) {
       const parent = parseTraceparent(traceparent);
-      if (parent) {
+      const served = this.onlyServedCall(caller, parent?.traceId);
+      if (served) {
+        traceId = served.traceId || this.ids.traceId(served.idNumber);
+        parentSpanId = this.ids.spanId(served.idNumber);
+        traceparent = '00-' + traceId + '-' + this.ids.spanPrefix + hex + '-' + (parent?.flags ?? '01');
+      } else if (parent) {
         traceId = parent.traceId;
         parentSpanId = parent.parentId;
         traceparent = '00-' + traceId + '-' + this.ids.spanPrefix + hex + '-' + parent.flags;

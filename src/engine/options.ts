@@ -101,7 +101,8 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   maxStoredBytesPerWorker: 4 * 1024 * 1024,
   maxLogBytes: 32 * 1024 * 1024,
   maxTraceBytes: 16 * 1024 * 1024,
-  maxSendBufferBytes: 16 * 1024 * 1024,
+  // Two frames of the largest size: one frame a peer is reading is never a slow consumer.
+  maxSendBufferBytes: 32 * 1024 * 1024,
   slowConsumerMs: 5000,
   maxInFlightBytes: 256 * 1024 * 1024,
   channelWindowBytes: 1024 * 1024,

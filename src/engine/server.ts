@@ -3,15 +3,17 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { SvcError } from 'svc-sdk';
-import { STALE_WORKER_CLOSE } from 'svc-sdk/protocol';
-import { Access, isLoopbackHost, presentedToken, TokenTable } from './auth.js';
+import { ENGINE_RESTART_CLOSE } from 'svc-sdk/protocol';
+import { admitConnection } from './admission.js';
+import { isLoopbackHost, presentedToken, TokenTable, type Access } from './auth.js';
 import { cutString, StoredValues } from './budgets.js';
 import { installBuiltins } from './builtins.js';
 import { Channels, installChannelBuiltins, refuseUpgrade } from './channel-endpoint.js';
 import { Cluster, ClusterError } from './cluster/cluster.js';
-import { EngineRun, presentedRunSecret, type RunIdentity } from './engine-run.js';
+import { EngineRun, type RunIdentity } from './engine-run.js';
 import { installClusterBuiltins } from './cluster/listing.js';
 import { Invocations } from './invocations.js';
+import { storeTelemetryFrame } from './otlp-logs.js';
 import { LogRing } from './hot/log-ring.js';
 import { CallMetrics } from './metrics/call-metrics.js';
 import { MetricsServer } from './metrics/metrics-server.js';
@@ -192,7 +194,7 @@ export class Engine {
     wss.on('error', (err) => this.event('error', `server error: ${err.message}`));
     wss.on('connection', (ws, req) => {
       const path = (req.url ?? '/').split('?')[0];
-      const admitted = this.authenticate(ws, req);
+      const admitted = admitConnection(ws, req, { connections: this.connectionCount, maxConnections: this.opts.maxConnections, run: this.run, tokens: this.tokens, warn: (m) => this.event('warn', m) });
       if (!admitted) return;
       if (path === '/otel') return this.acceptTelemetry(ws);
       this.accept(ws, req.socket, admitted.access, admitted.identity);
@@ -259,76 +261,42 @@ export class Engine {
   }
 
   /** Open connections: sessions and `/otel` sockets (both count against max_connections). */
+  /** Bounds of an iii SDK's telemetry frame and of each value stored from it. */
+  private get telemetryLimits(): { maxValue: number; maxFrameBytes: number } {
+    return { maxValue: this.opts.maxStoredValueBytes, maxFrameBytes: this.opts.maxFrameBytes };
+  }
+
   get connectionCount(): number {
     return this.sessions.size + this.telemetry.size;
   }
 
   /**
-   * iii SDKs stream OTLP telemetry on a second socket; accepted and drained, never a worker. It is
-   * a connection like any other: counted against max_connections and dropped when it stops
-   * answering pings.
+   * iii SDKs stream OTLP telemetry on a second socket, never a worker: its log lines are stored
+   * (otlp-logs.ts), spans and metrics drained. It is a connection like any other: counted against
+   * max_connections and dropped when it stops answering pings.
    */
   private acceptTelemetry(ws: WebSocket): void {
     if (this.stopping) {
-      ws.close(1001, 'engine shutting down');
+      ws.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
       return;
     }
     this.telemetry.set(ws, true);
     const alive = (): void => {
       if (this.telemetry.has(ws)) this.telemetry.set(ws, true);
     };
-    ws.on('message', alive);
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      alive();
+      if (isBinary) storeTelemetryFrame(data, this.logs, this.telemetryLimits);
+    });
     ws.on('pong', alive);
     ws.on('error', () => {});
     ws.on('close', () => this.telemetry.delete(ws));
   }
 
-  /**
-   * A connection presenting a run secret this run did not issue is a worker an earlier (or
-   * another) engine started: it is refused with close code 4410, which the SDKs take as final
-   * (their engine is gone: they exit). Checked before the token, which that worker may also hold.
-   * With tokens configured, a connection without a valid one is told why and closed before it
-   * sees anything of the registry (no `workerregistered`). Close code 4401 tells SDKs it is final.
-   */
-  private authenticate(ws: WebSocket, req: IncomingMessage): { access: Access; identity: RunIdentity | null } | null {
-    if (this.connectionCount >= this.opts.maxConnections) {
-      refuse(ws, 'overloaded', `The engine has ${this.connectionCount} connections (engine.limits.max_connections); retry later`, 1013);
-      return null;
-    }
-    const runSecret = presentedRunSecret(req);
-    const identity = runSecret === undefined ? null : this.run.verify(runSecret);
-    if (runSecret !== undefined && identity === null) {
-      const theirs = EngineRun.runOf(runSecret);
-      const why =
-        theirs === this.run.id
-          ? `This connection presents a run secret this engine run (${this.run.id}) no longer honours: the instance it was issued to has exited`
-          : `This connection presents the run secret of engine run ${theirs}, but this engine is run ${this.run.id}: the engine that started this worker is gone, and a supervised worker attaches only to the engine run that started it`;
-      refuse(ws, 'stale_worker', why, STALE_WORKER_CLOSE);
-      this.event('warn', `refused a connection from ${req.socket.remoteAddress ?? 'unknown'}: ${why}`);
-      return null;
-    }
-    const access = this.tokenAccess(ws, req);
-    return access ? { access, identity } : null;
-  }
-
-  private tokenAccess(ws: WebSocket, req: IncomingMessage): Access | null {
-    if (!this.tokens.enabled) return new Access(null);
-    const secret = presentedToken(req);
-    const spec = this.tokens.find(secret);
-    if (!spec) {
-      const why = secret
-        ? 'The token presented is not valid for this engine'
-        : 'This engine requires a token: set SVC_TOKEN (or the SDK option token, or an Authorization: Bearer header)';
-      refuse(ws, 'unauthorized', why, 4401);
-      return null;
-    }
-    return new Access(spec);
-  }
-
   private accept(ws: WebSocket, socket: Socket, access: Access, identity: RunIdentity | null): void {
     const ip = socket.remoteAddress ?? 'unknown';
     if (this.stopping) {
-      ws.close(1001, 'engine shutting down');
+      ws.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
       return;
     }
     const s = new Session(ws, ip, socket);
@@ -338,8 +306,11 @@ export class Engine {
     ws.on('message', (data, isBinary) => {
       s.alive = true;
       s.framesIn++;
-      // Binary frames are tolerated (iii SDKs send OTLP telemetry in them) and ignored.
-      if (isBinary) return;
+      // Binary frames carry iii SDKs' OTLP telemetry: their log lines are kept, the rest ignored.
+      if (isBinary) {
+        storeTelemetryFrame(data as Buffer, this.logs, this.telemetryLimits, s);
+        return;
+      }
       this.router.onText(s, data.toString());
     });
     ws.on('pong', () => {
@@ -428,7 +399,8 @@ export class Engine {
 
   /**
    * Graceful stop: refuse new connections and new top-level calls, let in-flight calls finish for
-   * `graceMs`, then end what is left with `shutting_down` and close every connection (1001).
+   * `graceMs`, then end what is left with `shutting_down` and close every connection with 1012 (service restart), which
+   * every SDK, iii's included, answers by reconnecting.
    */
   stop(graceMs = this.opts.shutdownGraceMs, beforeClose?: () => Promise<void>): Promise<void> {
     if (this.stopping) return this.stopping;
@@ -448,9 +420,9 @@ export class Engine {
       if (beforeClose) await beforeClose();
       this.invocations.haltAll({ code: 'shutting_down', message: 'The engine shut down before the call finished' });
       for (const s of [...this.sessions.values()]) {
-        s.close(1001, 'engine shutting down');
+        s.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
       }
-      for (const ws of this.telemetry.keys()) ws.close(1001, 'engine shutting down');
+      for (const ws of this.telemetry.keys()) ws.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
       this.channels.close();
       const wss = this.wss;
       const http = this.http;
@@ -486,9 +458,4 @@ export class EngineStartError extends SvcError {
     super(code, message);
     this.name = 'EngineStartError';
   }
-}
-
-function refuse(ws: WebSocket, code: string, message: string, closeCode: number): void {
-  ws.send(JSON.stringify({ type: 'error', error: { code, message } }));
-  ws.close(closeCode, `${code}: ${message}`.slice(0, 120));
 }

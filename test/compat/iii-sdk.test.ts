@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { registerWorker as registerIiiWorker, TriggerAction, type EnqueueResult, type IIIClient } from 'iii-sdk';
+import { EngineFunctions } from 'iii-sdk/engine';
 import { registerWorker, InvocationError, type TriggerBinding, type Worker } from 'svc-sdk';
 import { startEngine } from '../helpers/engine.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
@@ -262,6 +263,47 @@ describe(`published iii-sdk@${III_VERSION} against the svc engine`, { timeout: 9
     assert.ok(ids.includes('svc::double') && ids.includes('iii::greet'), JSON.stringify(ids));
   });
 
+  test("with its telemetry off, an iii worker's nested call stays in its caller's trace", async () => {
+    // npm 0.22.1 then names a span of its own as the parent, which the engine never recorded: the
+    // engine takes the one call the worker is serving as the parent.
+    const quiet = registerIiiWorker(eng.url, { workerName: 'iii-quiet', otel: { enabled: false } });
+    extraIii.push(quiet);
+    quiet.registerFunction('iii::quiet-nested', async (input: { n: number }) => quiet.trigger({ function_id: 'svc::double', payload: { n: input.n } }));
+    await until('iii::quiet-nested to be registered', () => functionExists('iii::quiet-nested'));
+    assert.deepEqual(await svc.trigger({ function_id: 'iii::quiet-nested', payload: { n: 4 } }), { n: 8 });
+    type Span = { span_id: string; parent_span_id: string | null; function_id: string; depth: number };
+    const traces = (await svc.trigger({ function_id: 'engine::traces::list', payload: { function_id: 'iii::quiet-nested' } })) as { traces: Array<{ trace_id: string; span_count: number }> };
+    const trace = traces.traces[0]!;
+    const { spans } = (await svc.trigger({ function_id: 'engine::traces::get', payload: { trace_id: trace.trace_id } })) as { spans: Span[] };
+    assert.deepEqual(
+      spans.map((s) => [s.function_id, s.depth]),
+      [
+        ['iii::quiet-nested', 0],
+        ['svc::double', 1],
+      ],
+    );
+    assert.equal(spans[1]!.parent_span_id, spans[0]!.span_id);
+  });
+
+  test("every id of iii's EngineFunctions is served to the iii worker", async () => {
+    const payloads: Record<string, unknown> = {
+      [EngineFunctions.INFO_FUNCTIONS]: { function_id: 'iii::greet' },
+      [EngineFunctions.INFO_WORKERS]: { name: 'iii-compat' },
+      [EngineFunctions.INFO_TRIGGERS]: { id: 'no-such-type' },
+      [EngineFunctions.INFO_REGISTERED_TRIGGERS]: { id: 'no-such-binding' },
+    };
+    for (const id of Object.values(EngineFunctions)) {
+      if (id === EngineFunctions.REGISTER_WORKER) continue; // every iii connection calls it (above)
+      const outcome = await iii.trigger({ function_id: id, payload: payloads[id] ?? {} }).then(
+        () => 'answered',
+        (e: { code?: string }) => e.code,
+      );
+      assert.notEqual(outcome, 'function_not_found', `${id} is served`);
+    }
+    await assert.rejects(iii.trigger({ function_id: EngineFunctions.INFO_TRIGGERS, payload: { id: 'no-such-type' } }), { code: 'trigger_type_not_found' });
+    await assert.rejects(iii.trigger({ function_id: EngineFunctions.INFO_REGISTERED_TRIGGERS, payload: { id: 'no-such-binding' } }), { code: 'trigger_not_found' });
+  });
+
   test('an iii trigger against a trigger type provided by an svc-sdk worker is forwarded to it', async () => {
     const bound: TriggerBinding[] = [];
     const unbound: TriggerBinding[] = [];
@@ -286,6 +328,10 @@ describe(`published iii-sdk@${III_VERSION} against the svc engine`, { timeout: 9
       const row = listed.triggers.find((x) => x.id === bound[0]!.id);
       assert.equal(row?.status, 'active');
       assert.equal(row?.worker_name, 'iii-compat');
+      // The info ids answer one row of those lists.
+      assert.deepEqual(await iii.trigger({ function_id: EngineFunctions.INFO_REGISTERED_TRIGGERS, payload: { id: bound[0]!.id } }), row);
+      const typeInfo = (await iii.trigger({ function_id: EngineFunctions.INFO_TRIGGERS, payload: { id: 'compat-http' } })) as { id: string; provider: { worker_name: string }; bindings: number };
+      assert.deepEqual([typeInfo.id, typeInfo.provider.worker_name, typeInfo.bindings], ['compat-http', 'svc-compat', 1]);
       t.unregister();
       await until('the provider to hear of the unregistration', () => unbound.length === 1);
       assert.equal(unbound[0]!.id, bound[0]!.id);

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { InvocationError } from 'svc-sdk';
+import { DEFAULT_MAX_FRAME_BYTES, InvocationError } from 'svc-sdk';
 import { startEngine } from '../helpers/engine.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { eventually, WorkerPool } from '../helpers/util.js';
@@ -117,7 +117,7 @@ describe('bad input is answered, never fatal', () => {
 
   test('a result over the SDK limit is refused by the callee as result_too_large, not payload_too_large', async () => {
     const callee = pool.make('big-result-sdk');
-    callee.registerFunction('big::sdk_result', () => 'y'.repeat(9 * 1024 * 1024));
+    callee.registerFunction('big::sdk_result', () => 'y'.repeat(DEFAULT_MAX_FRAME_BYTES + 1024 * 1024));
     await callee.ready();
     const caller = pool.make('big-sdk-caller');
     await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::sdk_result', timeoutMs: 5000 }), { code: 'result_too_large', message: /^Result of big::sdk_result: Frame of \d+ bytes exceeds/ }));

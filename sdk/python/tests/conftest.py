@@ -30,7 +30,7 @@ def node() -> str:
 
 
 class Engine:
-    """`svc --config` in a temp dir. `stop()` is SIGTERM (clean close 1001 to every worker)."""
+    """`svc --config` in a temp dir. `stop()` is SIGTERM (close 1012, "service restart", to every worker)."""
 
     def __init__(self, workdir: Path, engine_settings: str = "") -> None:
         self.workdir = workdir

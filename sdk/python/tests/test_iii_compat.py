@@ -1,14 +1,13 @@
 """An unmodified worker on the published iii-sdk (PyPI) works with our engine and our SDK.
 
-The iii-sdk goes into its own venv (sdk/python/.iii-venv/<version>, kept between runs) so it never
-shares site-packages with svc_sdk. Skipped, with the reason printed, only when PyPI is unreachable.
+The iii-sdk (the newest pinned release, tests/iii_sdks.py) runs in a venv of its own. Every pinned
+release against each scenario: test_iii_matrix.py.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import venv
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,41 +15,7 @@ from typing import Any
 import pytest
 
 from .conftest import FIXTURES, Engine, WorkerFactory, python_env, wait_for
-
-#: The newest iii-sdk release that works unmodified against svc (README.md says the same).
-III_SDK_VERSION = "0.25.0"
-VENV = Path(__file__).resolve().parents[1] / ".iii-venv" / III_SDK_VERSION
-NETWORK_ERRORS = (
-    "Could not fetch URL",
-    "NewConnectionError",
-    "Max retries exceeded",
-    "Temporary failure in name resolution",
-    "Network is unreachable",
-    "ConnectTimeoutError",
-    "ProxyError",
-)
-
-
-def iii_python() -> Path:
-    python = VENV / "bin" / "python"
-    marker = VENV / ".installed"
-    if marker.exists():
-        return python
-    if not python.exists():
-        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
-    proc = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"iii-sdk=={III_SDK_VERSION}"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if proc.returncode != 0:
-        output = proc.stdout + proc.stderr
-        if any(marker_text in output for marker_text in NETWORK_ERRORS):
-            pytest.skip(f"PyPI cannot be reached, so iii-sdk=={III_SDK_VERSION} cannot be installed: {output[-300:]}")
-        pytest.fail(f"pip install iii-sdk=={III_SDK_VERSION} failed:\n{output}")
-    marker.write_text(III_SDK_VERSION)
-    return python
+from .iii_sdks import iii_python
 
 
 @pytest.fixture

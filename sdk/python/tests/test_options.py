@@ -17,7 +17,7 @@ def test_default_url_comes_from_svc_url(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_defaults_match_the_engine() -> None:
     opts = InitOptions(worker_name="w")
-    assert opts.max_frame_bytes == DEFAULT_MAX_FRAME_BYTES == 8 * 1024 * 1024
+    assert opts.max_frame_bytes == DEFAULT_MAX_FRAME_BYTES == 16 * 1024 * 1024
     assert 100 <= opts.reconnect.initial_delay_ms <= 1000
     assert opts.reconnect.max_delay_ms == 30_000
     assert opts.reconnect.factor == 2

@@ -21,7 +21,8 @@ import {
   type StoreLimits,
 } from './store.js';
 
-export type StateEventType = 'created' | 'updated' | 'deleted';
+/** iii's names (npm iii-sdk `StateEventType`, PyPI `iii.state.StateEventType`, which validates them). */
+export type StateEventType = 'state:created' | 'state:updated' | 'state:deleted';
 
 /** Payload delivered to functions bound with a `state` trigger. */
 export interface StateEvent {
@@ -44,7 +45,7 @@ export interface StateFunctions {
   'state::set'(data: unknown, parent?: CallParent): Promise<{ old_value: JsonValue; new_value: JsonValue }>;
   'state::delete'(data: unknown, parent?: CallParent): Promise<JsonValue>;
   'state::update'(data: unknown, parent?: CallParent): Promise<{ old_value: JsonValue; new_value: JsonValue }>;
-  'state::list'(data: unknown): Promise<Entry[] | { entries: Entry[]; next_cursor: string | null }>;
+  'state::list'(data: unknown): Promise<JsonValue[] | { entries: Entry[]; next_cursor: string | null }>;
   'state::list_groups'(data: unknown): Promise<{ groups: string[] }>;
 }
 
@@ -55,12 +56,13 @@ export const FUNCTION_DESCRIPTIONS: Record<keyof StateFunctions, string> = {
   'state::update':
     'Atomically apply {scope, key, ops} (set, merge, increment, decrement, append, remove; each with an optional path); returns {old_value, new_value}.',
   'state::list':
-    'The entries [{key, value}] of {scope}, ordered by key. With {limit?, cursor?}: one page, {entries, next_cursor}; pass next_cursor back as cursor for the next (null on the last page).',
+    'The values of {scope}, ordered by key, as a flat array. With {limit?, cursor?}: one page of entries with their keys, {entries: [{key, value}], next_cursor}; pass next_cursor back as cursor for the next (null on the last page).',
   'state::list_groups': 'The scopes that hold at least one key: {groups}.',
 };
 
-function eventOf(scope: string, key: string, c: Change): StateEvent | undefined {
-  const event_type: StateEventType | undefined = c.exists ? (c.existed ? 'updated' : 'created') : c.existed ? 'deleted' : undefined;
+/** `deleting`: a delete is an event even when the key was absent (iii fires it with old_value null). */
+function eventOf(scope: string, key: string, c: Change, deleting: boolean): StateEvent | undefined {
+  const event_type: StateEventType | undefined = c.exists ? (c.existed ? 'state:updated' : 'state:created') : c.existed || deleting ? 'state:deleted' : undefined;
   if (!event_type) return undefined;
   return { type: 'state', event_type, scope, key, old_value: c.old_value, new_value: c.new_value };
 }
@@ -72,7 +74,7 @@ export const MAX_LIST_LIMIT = 10_000;
 export interface ServiceLimits extends StoreLimits {
   /**
    * How many bytes of entries one `state::list` answer may hold: what fits in a frame the engine
-   * accepts (its `max_frame_bytes`, less room for the frame around them). Default: 8 MiB less 16 KiB.
+   * accepts (its `max_frame_bytes`, less room for the frame around them). Default: 16 MiB less 16 KiB.
    */
   answerBytes?: () => number;
 }
@@ -82,13 +84,14 @@ export const ANSWER_FRAME_ROOM = 16 * 1024;
 
 /**
  * Build the handlers. `onChange` runs after a write is durable, once per write that changed
- * something (an update that leaves an absent key absent is not an event).
+ * something, and once per delete (of an absent key too, as iii does); an update that leaves an
+ * absent key absent is not an event.
  */
 export function stateFunctions(store: StateStore, limits: ServiceLimits, onChange?: (e: StateEvent, parent: CallParent | undefined) => void): StateFunctions {
   const answerBytes = limits.answerBytes ?? (() => DEFAULT_MAX_FRAME_BYTES - ANSWER_FRAME_ROOM);
-  const emit = (scope: string, key: string, c: Change, parent: CallParent | undefined) => {
+  const emit = (scope: string, key: string, c: Change, parent: CallParent | undefined, deleting = false) => {
     if (onChange) {
-      const e = eventOf(scope, key, c);
+      const e = eventOf(scope, key, c, deleting);
       if (e) onChange(e, parent);
     }
     return { old_value: c.old_value, new_value: c.new_value };
@@ -110,7 +113,7 @@ export function stateFunctions(store: StateStore, limits: ServiceLimits, onChang
       const scope = checkScope('state::delete', p.scope);
       const key = checkKey('state::delete', p.key);
       const c = await store.delete(scope, key);
-      emit(scope, key, c, parent);
+      emit(scope, key, c, parent, true);
       return c.old_value;
     },
     async 'state::update'(data, parent) {
@@ -124,7 +127,7 @@ export function stateFunctions(store: StateStore, limits: ServiceLimits, onChang
       const p = payloadObject('state::list', data);
       const scope = checkScope('state::list', p.scope);
       if (p.limit == null && p.cursor == null) {
-        // Unpaged, as before paging existed: the whole scope, when it fits in one answer.
+        // Unpaged, as iii answers it: the values alone, the whole scope, when it fits in one answer.
         const all = await store.listPage(scope, undefined, Infinity, answerBytes());
         if (all.next !== null) {
           throw new StateError(
@@ -132,7 +135,7 @@ export function stateFunctions(store: StateStore, limits: ServiceLimits, onChang
             `state::list: scope ${quote(scope)} holds more than fits in one answer (${answerBytes()} bytes); page through it with {"scope", "limit"} and then {"scope", "cursor": <next_cursor>}`,
           );
         }
-        return all.entries;
+        return all.entries.map((e) => e.value);
       }
       const limit = p.limit ?? DEFAULT_LIST_LIMIT;
       if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {

@@ -114,7 +114,7 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
   await worker.registerTriggerType(
     {
       id: 'state',
-      description: 'Fires the bound function when a state key changes. Config {scope?, key?, condition_function_id?}; payload {type: "state", event_type: created|updated|deleted, scope, key, old_value, new_value}.',
+      description: 'Fires the bound function when a state key changes. Config {scope?, key?, condition_function_id?}; payload {type: "state", event_type: state:created|state:updated|state:deleted, scope, key, old_value, new_value}.',
       // A binding receives every write it matches, values included: what state::get would show.
       binding_requires_call: ['state::get'],
     },

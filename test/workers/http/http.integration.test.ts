@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { InvocationError, registerWorker, type Worker } from 'svc-sdk';
+import { DEFAULT_MAX_FRAME_BYTES, InvocationError, registerWorker, type Worker } from 'svc-sdk';
 import { startEngine } from '../../helpers/engine.js';
 import { startHttpWorker, type HttpWorkerHandle } from '../../../src/workers/http/worker.js';
 import type { HttpRequestPayload } from '../../../src/workers/http/request.js';
@@ -74,7 +74,7 @@ before(async () => {
     return { status_code: 200, body: 'late' };
   });
   app.registerFunction('not_envelope', () => ({ c: 5 }));
-  app.registerFunction('huge', () => ({ status_code: 200, body: 'y'.repeat(9 * 1024 * 1024) }));
+  app.registerFunction('huge', () => ({ status_code: 200, body: 'y'.repeat(DEFAULT_MAX_FRAME_BYTES + 1024 * 1024) }));
 
   await bind(app, 'math::add_two_numbers', '/math/add-two-numbers', 'POST');
   await bind(app, 'users::get', '/users/:id');

@@ -61,7 +61,7 @@ describe('svc-state through the engine (embedded store)', () => {
       old_value: { n: 1 },
       new_value: { n: 3 },
     });
-    assert.deepEqual(await call('state::list', { scope: 'w' }), [{ key: 'k', value: { n: 3 } }]);
+    assert.deepEqual(await call('state::list', { scope: 'w' }), [{ n: 3 }]);
     assert.ok((await call<{ groups: string[] }>('state::list_groups', {})).groups.includes('w'));
     assert.deepEqual(await call('state::delete', { scope: 'w', key: 'k' }), { n: 3 });
     assert.equal(await call('state::get', { scope: 'w', key: 'k' }), null);
@@ -140,11 +140,11 @@ describe('svc-state through the engine (embedded store)', () => {
       assert.deepEqual(
         seen.map((e) => [e.event_type, e.scope, e.key, e.old_value, e.new_value]),
         [
-          ['created', 'watched', 'a', null, 1],
-          ['updated', 'watched', 'a', 1, 2],
-          ['deleted', 'watched', 'a', 2, null],
-          ['created', 'watched', 'big', null, 5],
-          ['updated', 'watched', 'big', 5, 500],
+          ['state:created', 'watched', 'a', null, 1],
+          ['state:updated', 'watched', 'a', 1, 2],
+          ['state:deleted', 'watched', 'a', 2, null],
+          ['state:created', 'watched', 'big', null, 5],
+          ['state:updated', 'watched', 'big', 5, 500],
         ],
       );
       assert.deepEqual(keyOnly.map((e) => e.new_value), [500]);

@@ -25,6 +25,7 @@ class ErrorCode:
     DUPLICATE_FUNCTION = "duplicate_function"
     ENQUEUE_ERROR = "enqueue_error"
     WORKER_NOT_FOUND = "worker_not_found"
+    TRIGGER_NOT_FOUND = "trigger_not_found"
     FORBIDDEN = "forbidden"
     BINDING_NOT_FOUND = "binding_not_found"
     OVERLOADED = "overloaded"

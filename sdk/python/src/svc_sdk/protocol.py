@@ -16,7 +16,7 @@ PROTOCOL_VERSION: Final = 1
 DEFAULT_ENGINE_PORT: Final = 49134
 DEFAULT_ENGINE_URL: Final = f"ws://localhost:{DEFAULT_ENGINE_PORT}"
 #: Largest frame the engine accepts by default; the SDK refuses to send larger ones.
-DEFAULT_MAX_FRAME_BYTES: Final = 8 * 1024 * 1024
+DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
 #: The deadline of a call that sets none (config.yaml `engine.invocation_timeout_ms`).
 DEFAULT_INVOCATION_TIMEOUT_MS: Final = 30_000
 #: Deepest nesting of arrays and objects a frame may have, its own object counted (docs/protocol.md).
@@ -48,6 +48,8 @@ MESSAGE_TYPES: Final = (
 UNAUTHORIZED_CLOSE: Final = 4401
 #: WebSocket close code of the engine's `stale_worker` refusal (another engine run's secret).
 STALE_WORKER_CLOSE: Final = 4410
+#: WebSocket close code of a graceful engine stop (1012, "service restart"): peers reconnect.
+ENGINE_RESTART_CLOSE: Final = 1012
 #: Upgrade request header carrying the run secret the engine gave a process it started.
 RUN_SECRET_HEADER: Final = "x-svc-run-secret"
 

@@ -10,7 +10,7 @@ export const PROTOCOL_VERSION = 1;
 export const DEFAULT_ENGINE_PORT = 49134;
 export const DEFAULT_ENGINE_URL = `ws://localhost:${DEFAULT_ENGINE_PORT}`;
 /** Largest frame the engine accepts by default; SDKs refuse to send larger ones. */
-export const DEFAULT_MAX_FRAME_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 /** The deadline of a call that sets none (config.yaml `engine.invocation_timeout_ms`). */
 export const DEFAULT_INVOCATION_TIMEOUT_MS = 30_000;
 /**
@@ -36,6 +36,12 @@ export const FEATURES: readonly Feature[] = ['cancel', 'ack'];
 export const UNAUTHORIZED_CLOSE = 4401;
 /** WebSocket close code of the engine's `stale_worker` refusal (another engine run's secret). */
 export const STALE_WORKER_CLOSE = 4410;
+/**
+ * WebSocket close code of a graceful engine stop (1012, "service restart"): the engine is going
+ * away and will likely be back, so peers reconnect. Not 1001: PyPI iii-sdk 0.22.1 takes a clean
+ * close (1000/1001) as the end and never reconnects.
+ */
+export const ENGINE_RESTART_CLOSE = 1012;
 /** Upgrade request header carrying the run secret the engine gave a process it started. */
 export const RUN_SECRET_HEADER = 'x-svc-run-secret';
 

@@ -24,6 +24,7 @@ export const ErrorCode = {
   DuplicateFunction: 'duplicate_function',
   EnqueueError: 'enqueue_error',
   WorkerNotFound: 'worker_not_found',
+  TriggerNotFound: 'trigger_not_found',
   Forbidden: 'forbidden',
   BindingNotFound: 'binding_not_found',
   Overloaded: 'overloaded',

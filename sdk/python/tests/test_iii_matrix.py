@@ -1,0 +1,187 @@
+"""Every pinned iii-sdk release (tests/iii_sdks.py), unmodified and with telemetry on, against svc.
+
+One engine per release and scenario group, reused between the cases that do not stop it; the venvs
+are installed once per machine. docs/iii-compatibility.md lists what these check.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from svc_sdk import register_worker
+
+from .conftest import FIXTURES, Engine, fast_options, python_env, wait_for
+from .iii_sdks import III_SDK_VERSIONS, iii_python
+
+
+class IiiWorker:
+    """fixtures/iii_matrix_worker.py in the venv of one iii-sdk release; its JSON lines, read as they come."""
+
+    def __init__(self, version: str, url: str, *args: str) -> None:
+        self.version = version
+        env = python_env()
+        # 0.22.1 sends telemetry to $III_URL (default ws://localhost:49134), not to the worker's
+        # address; an iii program on another port sets it (docs/iii-compatibility.md).
+        env["III_URL"] = url
+        self.proc = subprocess.Popen(
+            [str(iii_python(version)), str(FIXTURES / "iii_matrix_worker.py"), url, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        first = self.next_line(timeout=40)
+        if first.get("kind") != "ready":
+            self.stop()
+            pytest.fail(f"iii-sdk {version} worker did not start: {first}")
+
+    def next_line(self, timeout: float = 10) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()  # the fixture prints one line per event, flushed
+        if not line:
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            pytest.fail(f"iii-sdk {self.version} worker ended: {err[-2000:]}")
+        parsed: dict[str, Any] = json.loads(line)
+        return parsed
+
+    def stop(self) -> None:
+        self.proc.kill()  # iii-sdk's own threads can outlive SIGTERM; nothing of ours to end cleanly
+        self.proc.wait(10)
+
+
+@pytest.fixture(params=III_SDK_VERSIONS)
+def iii_version(request: pytest.FixtureRequest) -> str:
+    version: str = request.param
+    iii_python(version)  # installed before the engine starts, so no engine waits on pip
+    return version
+
+
+def echo_answers(engine: Engine, version: str, timeout: float = 30) -> None:
+    """matrix::echo, called through `svc trigger`, answers from the iii worker within `timeout`."""
+
+    def answered() -> bool:
+        proc = engine.cli("trigger", "matrix::echo", "n=1", timeout=10)
+        return proc.returncode == 0 and json.loads(proc.stdout) == {"echo": {"n": 1}, "sdk": version}
+
+    wait_for(answered, timeout=timeout, what=f"matrix::echo of iii-sdk {version} to answer")
+
+
+def test_reconnects_after_sigterm_and_after_kill(iii_version: str, tmp_path: Path) -> None:
+    """A graceful stop closes with 1012, which every release reconnects after (0.22.1 does not after 1001)."""
+    engine = Engine(tmp_path)
+    engine.start()
+    worker = IiiWorker(iii_version, engine.url)
+    try:
+        echo_answers(engine, iii_version)
+        engine.restart()  # SIGTERM, then the same port again
+        echo_answers(engine, iii_version)
+        engine.kill()  # kill -9: the socket drops without a close frame
+        engine.start()
+        echo_answers(engine, iii_version)
+    finally:
+        worker.stop()
+        engine.stop()
+
+
+@pytest.fixture(scope="module")
+def state_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """One engine with svc-state, shared by every release's state and payload cases (a scope each)."""
+    engine = Engine(tmp_path_factory.mktemp("state"))
+    engine.extra_config = "workers:\n  - name: svc-state\n    builtin: svc-state\n"
+    engine.start()
+    wait_for(lambda: engine.cli("trigger", "state::list_groups").returncode == 0, timeout=30, what="svc-state to serve")
+    yield engine
+    engine.stop()
+
+
+def test_state_shapes_and_events_pass_the_sdks_own_models(iii_version: str, state_engine: Engine) -> None:
+    """state::list is a flat array of values; events are state:created|updated|deleted (validated by
+    iii.state.StateEventData); deleting an absent key answers null and fires state:deleted."""
+    scope = f"matrix-{iii_version}"
+    worker = IiiWorker(iii_version, state_engine.url, scope)
+    try:
+
+        def bound() -> bool:
+            proc = state_engine.cli("trigger", "engine::registered-triggers::list", timeout=10)
+            return proc.returncode == 0 and "matrix::on_state" in proc.stdout
+
+        wait_for(bound, timeout=30, what="the iii worker's state trigger to be bound")
+        proc = state_engine.cli("trigger", "matrix::state", f"scope={scope}")
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == {
+            "list": [{"n": 1}, 2],
+            "deleted": 2,
+            "missing": None,
+            "model": "StateDeleteResult",
+        }
+        events = [worker.next_line() for _ in range(4)]
+        refused = [e for e in events if e["kind"] != "state_event"]
+        assert not refused, f"iii-sdk {iii_version} refused: {refused}"
+        # Fired in write order; the SDK runs each handler in a task of its own, so print order may differ.
+        seen = sorted(
+            (
+                (e["event"]["event_type"], e["event"]["key"], e["event"]["old_value"], e["event"]["new_value"])
+                for e in events
+            ),
+            key=json.dumps,
+        )
+        assert seen == sorted(
+            [
+                ("state:created", "a", None, {"n": 1}),
+                ("state:created", "b", None, 2),
+                ("state:deleted", "b", 2, None),
+                ("state:deleted", "never-set", None, None),
+            ],
+            key=json.dumps,
+        )
+    finally:
+        worker.stop()
+
+
+@pytest.mark.parametrize("version", [v for v in III_SDK_VERSIONS if v != "0.22.1"])
+def test_a_12_mib_payload_round_trips(version: str, state_engine: Engine) -> None:
+    """iii-sdk 0.24+ sends frames up to 16 MiB; so does svc by default. (0.22.1 cannot receive frames
+    over 1 MiB, its websockets default: docs/iii-compatibility.md.)"""
+    iii_python(version)
+    worker = IiiWorker(version, state_engine.url)
+    ours = register_worker(state_engine.url, fast_options("svc-12mib"))
+    try:
+        assert ours.wait_until_connected(10)
+        big = "x" * (12 * 1024 * 1024)
+
+        def echoed() -> Any:
+            return ours.trigger({"function_id": "matrix::echo", "payload": {"big": big}, "timeout_ms": 20_000})
+
+        wait_for(lambda: "matrix::echo" in json.dumps(ours.trigger({"function_id": "engine::functions::list"})), 20)
+        result = echoed()
+        assert result["sdk"] == version
+        assert result["echo"]["big"] == big
+    finally:
+        ours.shutdown()
+        worker.stop()
+
+
+def test_logger_lines_reach_svc_logs(iii_version: str, state_engine: Engine) -> None:
+    """iii's Logger sends its lines as OTLP logs over /otel; the engine keeps them, so `svc logs` shows them."""
+    worker = IiiWorker(iii_version, state_engine.url)
+    text = f"hello from iii-sdk {iii_version}"
+    try:
+        echo_answers(state_engine, iii_version)
+        assert state_engine.cli("trigger", "matrix::log", f"text={text}").returncode == 0
+
+        def logged() -> list[dict[str, Any]]:
+            proc = state_engine.cli("logs", "--json", "--text", text, timeout=10)
+            return [json.loads(line) for line in proc.stdout.splitlines()] if proc.returncode == 0 else []
+
+        wait_for(lambda: len(logged()) > 0, timeout=30, what=f"the iii Logger line of {iii_version} in svc logs")
+        [line] = logged()
+        seen = (line["level"], line["message"], line["worker_name"], line["data"])
+        assert seen == ("warn", text, "iii-matrix", {"n": 1})
+    finally:
+        worker.stop()
