@@ -32,6 +32,11 @@ export interface HttpWorkerConfig {
   timeoutMs?: number;
   /** Send one log line per request to the engine's logs. */
   requestLog: boolean;
+  /**
+   * Which routes' payloads carry the `request_body` and `response` channel refs: `routes` (those
+   * bound with `stream: true`) or `all` (every route, for iii programs that stream with iii's helpers).
+   */
+  streaming: 'routes' | 'all';
 }
 
 export const DEFAULT_HTTP_CONFIG: HttpWorkerConfig = {
@@ -40,6 +45,7 @@ export const DEFAULT_HTTP_CONFIG: HttpWorkerConfig = {
   cors: null,
   bodyLimitBytes: 1024 * 1024,
   requestLog: true,
+  streaming: 'routes',
 };
 
 /** svc-http's config (SVC_WORKER_CONFIG) is not valid: `invalid_config`, the message names the key. */
@@ -51,7 +57,7 @@ export class HttpConfigError extends SvcError {
   }
 }
 
-const KEYS = ['host', 'port', 'cors', 'body_limit_bytes', 'timeout_ms', 'request_log'];
+const KEYS = ['host', 'port', 'cors', 'body_limit_bytes', 'timeout_ms', 'request_log', 'streaming'];
 const CORS_KEYS = ['origins', 'methods', 'headers', 'expose_headers', 'credentials', 'max_age'];
 
 /** Validate the snake_case config object; absent keys take DEFAULT_HTTP_CONFIG. Throws HttpConfigError. */
@@ -73,6 +79,10 @@ export function parseHttpWorkerConfig(raw: unknown): HttpWorkerConfig {
   if (c.request_log !== undefined) {
     if (typeof c.request_log !== 'boolean') throw new HttpConfigError('svc-http config: request_log must be true or false');
     out.requestLog = c.request_log;
+  }
+  if (c.streaming !== undefined) {
+    if (c.streaming !== 'routes' && c.streaming !== 'all') throw new HttpConfigError(`svc-http config: streaming must be "routes" or "all", got ${JSON.stringify(c.streaming)}`);
+    out.streaming = c.streaming;
   }
   if (c.cors !== undefined && c.cors !== null && c.cors !== false) out.cors = parseCors(c.cors);
   return out;

@@ -11,6 +11,7 @@ import type { CorsConfig } from './config.js';
 import { buildPayload, parseBody, type HttpRequestPayload } from './request.js';
 import { envelopeToResponse, errorResponse, HttpError, invocationErrorToHttp, type HttpResponseSpec } from './response.js';
 import type { RouteMatch, RouteTable } from './route-table.js';
+import { serveStreamed, type StreamingHooks } from './stream-response.js';
 
 export interface RequestLogEntry {
   method: string;
@@ -30,7 +31,7 @@ export interface HttpAppOptions {
    * Call the bound function for trigger binding `bindingId`; rejects with an error carrying `code`
    * (the SDK's InvocationError).
    */
-  invoke(functionId: string, payload: HttpRequestPayload, bindingId: string): Promise<unknown>;
+  invoke(functionId: string, payload: HttpRequestPayload, bindingId: string, signal?: AbortSignal): Promise<unknown>;
   bodyLimitBytes: number;
   /** Only used in the 504 message; the deadline itself is enforced by `invoke` (and the engine). */
   timeoutMs: () => number;
@@ -38,6 +39,10 @@ export interface HttpAppOptions {
   /** False while svc-http is cut off from the engine: its routes are unknown then, so a miss is 503, not 404. */
   engineConnected?: () => boolean;
   onRequestLog?: (entry: RequestLogEntry) => void;
+  /** Channels for streaming routes; without them no route streams. */
+  streaming?: StreamingHooks;
+  /** `all`: every route streams, not only those bound with `stream: true`. */
+  streamAll?: boolean;
 }
 
 interface Locals {
@@ -89,6 +94,17 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
         path: req.path,
         route: route.apiPath,
       });
+      if (opts.streaming && (route.stream || opts.streamAll)) {
+        await serveStreamed({
+          res,
+          functionId: route.functionId,
+          hooks: opts.streaming,
+          call: (response, signal) => opts.invoke(route.functionId, { ...payload, response }, route.triggerId, signal),
+          send: (spec) => send(res, spec),
+          sendError: (e) => sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs())),
+        });
+        return;
+      }
       const result = await opts.invoke(route.functionId, payload, route.triggerId);
       send(res, envelopeToResponse(result, route.functionId));
     } catch (e) {

@@ -1,0 +1,198 @@
+/**
+ * Issue 22 part 2: svc-http routes that stream (trigger config `stream: true`), end to end with a
+ * real engine, the real svc-http worker, a worker writing to the `response` channel, and curl.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { registerWorker, type ChannelRef, type Worker } from 'svc-sdk';
+import { startEngine } from '../../helpers/engine.js';
+import { startHttpWorker, type HttpWorkerHandle } from '../../../src/workers/http/worker.js';
+import type { HttpRequestPayload } from '../../../src/workers/http/request.js';
+
+type Req = HttpRequestPayload & { response: ChannelRef };
+
+let engine: Awaited<ReturnType<typeof startEngine>>;
+let http: HttpWorkerHandle;
+let app: Worker;
+let base: string;
+let dir: string;
+let file: string;
+let fileHash: string;
+const FILE_BYTES = 32 * 1024 * 1024;
+
+async function bind(function_id: string, api_path: string, stream = true, http_method = 'GET') {
+  return app.registerTrigger({ type: 'http', function_id, config: { api_path, http_method, stream } });
+}
+
+async function eventually(check: () => void, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      return check();
+    } catch (e) {
+      if (Date.now() > end) throw e;
+      await sleep(20);
+    }
+  }
+}
+
+/** curl -N: each output chunk with the ms since the request started. */
+function curlChunks(url: string): Promise<{ chunks: Array<{ at: number; text: string }>; code: number }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn('curl', ['-sS', '-N', url]);
+    const chunks: Array<{ at: number; text: string }> = [];
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (text: string) => chunks.push({ at: performance.now() - started, text }));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ chunks, code: code ?? -1 }));
+  });
+}
+
+before(async () => {
+  engine = await startEngine();
+  const runSecret = engine.engine.run.issue({ kind: 'instance', worker: 'svc-http', replica: 0 });
+  http = await startHttpWorker({ url: engine.url, port: 0, timeoutMs: 30_000, runSecret, requestLog: false });
+  base = `http://127.0.0.1:${http.port}`;
+  app = registerWorker(engine.url, { workerName: 'app', echoLogs: false });
+  dir = await mkdtemp(join(tmpdir(), 'svc-http-stream-'));
+  file = join(dir, 'download.bin');
+  const bytes = randomBytes(FILE_BYTES);
+  fileHash = createHash('sha256').update(bytes).digest('hex');
+  await writeFile(file, bytes);
+
+  app.registerFunction('sse', async (req: Req) => {
+    const out = app.openWriter(req.response);
+    await out.sendText(JSON.stringify({ type: 'set_status', status_code: 200 }));
+    await out.sendText(JSON.stringify({ type: 'set_headers', headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } }));
+    for (let i = 0; i < 100; i++) {
+      out.write(`data: event ${i}\n\n`);
+      await sleep(10);
+    }
+    await new Promise<void>((resolve, reject) => out.end((e?: Error | null) => (e ? reject(e) : resolve())));
+    return null;
+  });
+  app.registerFunction('download', async (req: Req) => {
+    const out = app.openWriter(req.response);
+    await out.sendText(JSON.stringify({ type: 'set_headers', headers: { 'content-type': 'application/octet-stream' } }));
+    await pipeline(createReadStream(file), out);
+    return null;
+  });
+  app.registerFunction('created', async (req: Req) => {
+    const out = app.openWriter(req.response);
+    await out.sendText(JSON.stringify({ type: 'set_status', status_code: 201 }));
+    await out.sendText(JSON.stringify({ type: 'set_headers', headers: { 'X-Made': 'yes', 'Set-Cookie': ['a=1', 'b=2'], 'Content-Length': '999' } }));
+    out.end('made');
+    return null;
+  });
+  app.registerFunction('envelope', (req: Req) => ({ status_code: 202, body: { has_response_ref: typeof req.response?.channel_id === 'string' } }));
+  app.registerFunction('bad_control', async (req: Req) => {
+    const out = app.openWriter(req.response);
+    // svc-http closes the channel on the bad frame: this writer then fails, as it should.
+    out.on('error', () => {});
+    await out.sendText(JSON.stringify({ type: 'set_status', status_code: 99 }));
+    return null;
+  });
+  app.registerFunction('no_answer', () => ({ nothing: true }));
+  app.registerFunction('plain', (req: Req) => ({ status_code: 200, body: { has_response_ref: 'response' in req } }));
+
+  await bind('sse', '/sse');
+  await bind('download', '/download');
+  await bind('created', '/created');
+  await bind('envelope', '/envelope');
+  await bind('bad_control', '/bad-control');
+  await bind('no_answer', '/no-answer');
+  await bind('plain', '/plain', false);
+});
+
+after(async () => {
+  await app?.shutdown();
+  await http?.shutdown();
+  await engine?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('svc-http streamed responses (stream: true)', () => {
+  test('SSE: 100 events reach curl -N one by one as they are sent', async () => {
+    const { chunks, code } = await curlChunks(`${base}/sse`);
+    assert.equal(code, 0);
+    const text = chunks.map((c) => c.text).join('');
+    const events = text.split('\n\n').filter(Boolean);
+    assert.equal(events.length, 100);
+    assert.equal(events[0], 'data: event 0');
+    assert.equal(events[99], 'data: event 99');
+    // Sent 10 ms apart: they arrive in many chunks spread over the ~1 s of sending, not at the end.
+    assert.ok(chunks.length >= 20, `arrived in ${chunks.length} chunks`);
+    const firstEvent = chunks[0]!.at;
+    const last = chunks[chunks.length - 1]!.at;
+    assert.ok(last - firstEvent >= 500, `first chunk at ${firstEvent.toFixed(0)} ms, last at ${last.toFixed(0)} ms`);
+  });
+
+  test('SSE response headers come from set_headers; the body is chunked', async () => {
+    const res = await fetch(`${base}/sse`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'text/event-stream');
+    assert.equal(res.headers.get('transfer-encoding'), 'chunked');
+    assert.equal((await res.text()).split('\n\n').filter(Boolean).length, 100);
+  });
+
+  test('a download streamed from a file arrives byte-exact', async () => {
+    const res = await fetch(`${base}/download`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/octet-stream');
+    const hash = createHash('sha256');
+    let bytes = 0;
+    for await (const chunk of res.body!) {
+      hash.update(chunk);
+      bytes += chunk.length;
+    }
+    assert.equal(bytes, FILE_BYTES);
+    assert.equal(hash.digest('hex'), fileHash);
+  });
+
+  test('set_status and set_headers set the response; framing headers from the handler are dropped', async () => {
+    const res = await fetch(`${base}/created`);
+    assert.equal(res.status, 201);
+    assert.equal(res.headers.get('x-made'), 'yes');
+    assert.deepEqual(res.headers.getSetCookie(), ['a=1', 'b=2']);
+    assert.equal(res.headers.get('content-length'), null);
+    assert.equal(await res.text(), 'made');
+  });
+
+  test('a handler that returns an envelope without writing is answered with the envelope; its channel is freed', async () => {
+    const res = await fetch(`${base}/envelope`);
+    assert.equal(res.status, 202);
+    assert.deepEqual(await res.json(), { has_response_ref: true });
+    await eventually(() => assert.equal(engine.engine.channels.size, 0));
+  });
+
+  test('an invalid control frame is a 500 invalid_response naming it', async () => {
+    const res = await fetch(`${base}/bad-control`);
+    assert.equal(res.status, 500);
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    assert.equal(error.code, 'invalid_response');
+    assert.match(error.message, /set_status with status_code 99/);
+  });
+
+  test('a result that is no envelope, with nothing written, is a 500 invalid_response after the grace', async () => {
+    const res = await fetch(`${base}/no-answer`);
+    assert.equal(res.status, 500);
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    assert.equal(error.code, 'invalid_response');
+    assert.match(error.message, /wrote nothing to its response channel/);
+  });
+
+  test('a route without stream: true gets no channel refs and creates no channel', async () => {
+    const res = await fetch(`${base}/plain`);
+    assert.deepEqual(await res.json(), { has_response_ref: false });
+    assert.equal(engine.engine.channels.size, 0);
+  });
+});
