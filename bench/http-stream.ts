@@ -1,11 +1,12 @@
 /**
  * `node dist/bench/http-stream.js [--mb 200]` (issue 22 part 2): a download of N MB streamed through
- * svc-http's `response` channel, byte-exact (sha256), with the peak RSS of svc-http's and the
- * engine's processes while it runs.
+ * svc-http's `response` channel, then an upload of the same N MB (application/octet-stream)
+ * through its `request_body` channel, each byte-exact (sha256), with the peak RSS of svc-http's
+ * and the engine's processes while each runs.
  *
  * Processes: the engine (bench/engine.js), svc-http (its real process entry), and this script as
- * the worker (it writes a random N MB file to the channel) and the client (fetch, hashing as it
- * reads). RSS is sampled from /proc every 50 ms.
+ * the worker (it writes a random N MB file to the channel, and hashes the upload) and the client
+ * (fetch). RSS is sampled from /proc every 50 ms.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, readFileSync } from 'node:fs';
@@ -58,32 +59,53 @@ async function main(): Promise<void> {
       await pipeline(createReadStream(file), out);
       return null;
     });
+    worker.registerFunction('bench::upload', async (req: { request_body: ChannelRef }) => {
+      const h = createHash('sha256');
+      let bytes = 0;
+      for await (const chunk of worker.openReader(req.request_body)) {
+        h.update(chunk as Buffer);
+        bytes += (chunk as Buffer).length;
+      }
+      return { status_code: 200, body: { sha256: h.digest('hex'), bytes } };
+    });
     await worker.registerTrigger({ type: 'http', function_id: 'bench::download', config: { api_path: '/download', http_method: 'GET', stream: true } });
+    await worker.registerTrigger({ type: 'http', function_id: 'bench::upload', config: { api_path: '/upload', http_method: 'POST', stream: true } });
     await new Promise((r) => setTimeout(r, 300));
+    process.stdout.write(`${machine()}\n`);
 
     const pids = { engine: engine.child.pid, http: http.child.pid };
-    const base0 = { engine: rssMiB(pids.engine), http: rssMiB(pids.http) };
-    const peak = { ...base0 };
-    const sampler = setInterval(() => {
-      peak.engine = Math.max(peak.engine, rssMiB(pids.engine));
-      peak.http = Math.max(peak.http, rssMiB(pids.http));
-    }, 50);
-    const t0 = performance.now();
-    const res = await fetch(`${base}/download`);
-    const got = createHash('sha256');
-    let bytes = 0;
-    for await (const chunk of res.body!) {
-      got.update(chunk);
-      bytes += chunk.length;
-    }
-    const seconds = (performance.now() - t0) / 1000;
-    clearInterval(sampler);
-    const ok = got.digest('hex') === expected && bytes === mb * 1024 * 1024;
-    process.stdout.write(`${machine()}\n`);
-    process.stdout.write(`download ${mb} MB through svc-http's response channel: status ${res.status}, sha256 ${ok ? 'equal' : 'DIFFERENT'}, ${fmt(seconds, 1)} s (${fmt(mb / seconds, 0)} MB/s)\n`);
-    process.stdout.write(`RSS MiB before → peak: svc-http ${fmt(base0.http, 0)} → ${fmt(peak.http, 0)}, engine ${fmt(base0.engine, 0)} → ${fmt(peak.engine, 0)}\n`);
+    const measure = async (what: string, run: () => Promise<boolean>): Promise<void> => {
+      const base0 = { engine: rssMiB(pids.engine), http: rssMiB(pids.http) };
+      const peak = { ...base0 };
+      const sampler = setInterval(() => {
+        peak.engine = Math.max(peak.engine, rssMiB(pids.engine));
+        peak.http = Math.max(peak.http, rssMiB(pids.http));
+      }, 50);
+      const t0 = performance.now();
+      const ok = await run();
+      const seconds = (performance.now() - t0) / 1000;
+      clearInterval(sampler);
+      process.stdout.write(`${what} ${mb} MB: sha256 ${ok ? 'equal' : 'DIFFERENT'}, ${fmt(seconds, 1)} s (${fmt(mb / seconds, 0)} MB/s); `);
+      process.stdout.write(`RSS MiB before → peak: svc-http ${fmt(base0.http, 0)} → ${fmt(peak.http, 0)}, engine ${fmt(base0.engine, 0)} → ${fmt(peak.engine, 0)}\n`);
+      if (!ok) process.exitCode = 1;
+    };
+    await measure('download (response channel)', async () => {
+      const res = await fetch(`${base}/download`);
+      const got = createHash('sha256');
+      let bytes = 0;
+      for await (const chunk of res.body!) {
+        got.update(chunk);
+        bytes += chunk.length;
+      }
+      return res.status === 200 && got.digest('hex') === expected && bytes === mb * 1024 * 1024;
+    });
+    await measure('upload (request_body channel)', async () => {
+      const init = { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: createReadStream(file), duplex: 'half' };
+      const res = await fetch(`${base}/upload`, init as unknown as RequestInit);
+      const got = (await res.json()) as { sha256?: string; bytes?: number };
+      return res.status === 200 && got.sha256 === expected && got.bytes === mb * 1024 * 1024;
+    });
     await worker.shutdown();
-    if (!ok) process.exitCode = 1;
   } finally {
     await stopAll(procs);
     await rm(dir, { recursive: true, force: true });

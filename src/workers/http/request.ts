@@ -23,6 +23,8 @@ export interface HttpRequestPayload {
   path: string;
   /** The bound pattern, e.g. `/users/:id`. */
   route: string;
+  /** Streaming routes only: the read side of the request body's channel (iii's shape). */
+  request_body?: ChannelRef;
   /** Streaming routes only: the write side of the response channel (iii's shape). */
   response?: ChannelRef;
 }

@@ -11,6 +11,7 @@ import type { CorsConfig } from './config.js';
 import { buildPayload, parseBody, type HttpRequestPayload } from './request.js';
 import { envelopeToResponse, errorResponse, HttpError, invocationErrorToHttp, type HttpResponseSpec } from './response.js';
 import type { RouteMatch, RouteTable } from './route-table.js';
+import { buffersBody, checkEncoding } from './stream-request.js';
 import { serveStreamed, type StreamingHooks } from './stream-response.js';
 
 export interface RequestLogEntry {
@@ -79,8 +80,15 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   });
 
   // Every content type is read as bytes (with the size limit and gzip/deflate/br decoding done by
-  // body-parser), then parsed by us: one limit and one set of error codes for JSON and text.
-  app.use(express.raw({ type: () => true, limit: opts.bodyLimitBytes }));
+  // body-parser), then parsed by us: one limit and one set of error codes for JSON and text. A
+  // streaming route's body is not read here unless it is small JSON: it streams to the function.
+  const readBody = express.raw({ type: () => true, limit: opts.bodyLimitBytes });
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (streams(res) && !buffersBody(req, opts.bodyLimitBytes)) return next();
+    readBody(req, res, next);
+  });
+
+  const streams = (res: Response): boolean => opts.streaming !== undefined && (opts.streamAll === true || (res.locals as Locals).match!.route.stream);
 
   app.use(async (req: Request, res: Response) => {
     const { route, params } = (res.locals as Locals).match!;
@@ -94,12 +102,14 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
         path: req.path,
         route: route.apiPath,
       });
-      if (opts.streaming && (route.stream || opts.streamAll)) {
+      if (opts.streaming && streams(res)) {
+        if (!Buffer.isBuffer(req.body)) checkEncoding(req);
         await serveStreamed({
           res,
           functionId: route.functionId,
           hooks: opts.streaming,
-          call: (response, signal) => opts.invoke(route.functionId, { ...payload, response }, route.triggerId, signal),
+          buffered: Buffer.isBuffer(req.body) ? req.body : undefined,
+          call: (refs, signal) => opts.invoke(route.functionId, { ...payload, ...refs }, route.triggerId, signal),
           send: (spec) => send(res, spec),
           sendError: (e) => sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs())),
         });

@@ -1,5 +1,5 @@
 /**
- * The response of a streaming route (docs/http.md "Streaming"): the handler gets a `response`
+ * The response of a streaming route (docs/http.md "Streaming responses"): the handler gets a `response`
  * channel ref and writes iii's frames to it — text control frames `{"type":"set_status"}` and
  * `{"type":"set_headers"}`, then binary chunks — which go to the client as they come (chunked).
  *
@@ -8,14 +8,18 @@
  * route. A client that goes away cancels the call and closes the channel.
  */
 import type { Response } from 'express';
-import type { ChannelReader, ChannelRef } from 'svc-sdk';
+import type { ChannelReader, ChannelRef, ChannelWriter } from 'svc-sdk';
 import { nestsDeeperThan } from './request.js';
 import { envelopeToResponse, HttpError, normalizeHeaders, type HttpResponseSpec } from './response.js';
+import { pumpRequestBody } from './stream-request.js';
 
-/** What svc-http needs from its worker to stream: new channels, and the read side of one. */
+/** What svc-http needs from its worker to stream: new channels, and either side of one. */
 export interface StreamingHooks {
   createChannel(): Promise<{ writer: ChannelRef; reader: ChannelRef }>;
   openReader(ref: ChannelRef): ChannelReader;
+  openWriter(ref: ChannelRef): ChannelWriter;
+  /** End a channel svc-http created (`engine::channels::close`), opened or not. */
+  closeChannel(channelId: string): Promise<unknown>;
 }
 
 /** A control frame larger than this, or nested deeper than MAX_CONTROL_DEPTH, is refused. */
@@ -64,8 +68,10 @@ export interface StreamedCall {
   res: Response;
   functionId: string;
   hooks: StreamingHooks;
-  /** Make the call with the `response` writer ref in its payload; aborting `signal` cancels it. */
-  call(response: ChannelRef, signal: AbortSignal): Promise<unknown>;
+  /** The request body when it was read whole (small JSON); otherwise the request streams. */
+  buffered: Buffer | undefined;
+  /** Make the call with these refs in its payload; aborting `signal` cancels it. */
+  call(refs: { request_body: ChannelRef; response: ChannelRef }, signal: AbortSignal): Promise<unknown>;
   send(spec: HttpResponseSpec): void;
   sendError(e: unknown): void;
 }
@@ -77,7 +83,16 @@ function isEnvelope(v: unknown): boolean {
 /** Serve one request of a streaming route; resolves when the response is decided (not when it ends). */
 export async function serveStreamed(s: StreamedCall): Promise<void> {
   const { res, functionId } = s;
-  const { writer, reader } = await s.hooks.createChannel();
+  const [{ writer, reader }, body] = await Promise.all([s.hooks.createChannel(), s.hooks.createChannel()]);
+  const pump = pumpRequestBody(res.req, s.buffered, s.hooks.openWriter(body.writer));
+  // However the response ends, the request body's channel ends with it, also when the function
+  // never opened it (else it would wait for its reader until channel_open_timeout_ms).
+  res.once('close', () => {
+    pump.stop();
+    s.hooks.closeChannel(body.writer.channel_id).catch(() => {
+      /* svc-http lost the engine: the channel went with its connection */
+    });
+  });
   const stream = s.hooks.openReader(reader);
   const cancel = new AbortController();
   const head: ResponseHead = { status: 200, headers: {} };
@@ -152,7 +167,7 @@ export async function serveStreamed(s: StreamedCall): Promise<void> {
     closeChannel();
   });
 
-  s.call(writer, cancel.signal).then(
+  s.call({ request_body: body.reader, response: writer }, cancel.signal).then(
     (result) => {
       if (settled) return;
       if (isEnvelope(result)) {

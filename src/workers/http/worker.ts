@@ -54,7 +54,12 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
     timeoutMs: () => worker.defaultTimeoutMs,
     cors: config.cors,
     engineConnected: () => worker.state === 'connected',
-    streaming: { createChannel: () => worker.createChannel(), openReader: (ref) => worker.openReader(ref) },
+    streaming: {
+      createChannel: () => worker.createChannel(),
+      openReader: (ref) => worker.openReader(ref),
+      openWriter: (ref) => worker.openWriter(ref),
+      closeChannel: (channelId) => worker.trigger({ function_id: 'engine::channels::close', payload: { channel_id: channelId } }),
+    },
     streamAll: config.streaming === 'all',
     ...(config.requestLog ? { onRequestLog: (e: RequestLogEntry) => logRequest(log, e) } : {}),
   });

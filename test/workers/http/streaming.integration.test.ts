@@ -1,23 +1,24 @@
 /**
  * Issue 22 part 2: svc-http routes that stream (trigger config `stream: true`), end to end with a
- * real engine, the real svc-http worker, a worker writing to the `response` channel, and curl.
+ * real engine, the real svc-http worker, a worker reading `request_body` and writing `response`, and curl.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { gzipSync } from 'node:zlib';
 import { registerWorker, type ChannelRef, type Worker } from 'svc-sdk';
 import { startEngine } from '../../helpers/engine.js';
 import { startHttpWorker, type HttpWorkerHandle } from '../../../src/workers/http/worker.js';
 import type { HttpRequestPayload } from '../../../src/workers/http/request.js';
 
-type Req = HttpRequestPayload & { response: ChannelRef };
+type Req = HttpRequestPayload & { response: ChannelRef; request_body: ChannelRef };
 
 let engine: Awaited<ReturnType<typeof startEngine>>;
 let http: HttpWorkerHandle;
@@ -103,6 +104,16 @@ before(async () => {
   });
   app.registerFunction('no_answer', () => ({ nothing: true }));
   app.registerFunction('plain', (req: Req) => ({ status_code: 200, body: { has_response_ref: 'response' in req } }));
+  // Hashes the request body as it streams in; answers with an envelope.
+  app.registerFunction('hash', async (req: Req) => {
+    const hash = createHash('sha256');
+    let bytes = 0;
+    for await (const chunk of app.openReader(req.request_body)) {
+      hash.update(chunk as Buffer);
+      bytes += (chunk as Buffer).length;
+    }
+    return { status_code: 200, body: { sha256: hash.digest('hex'), bytes, body: req.body, content_type: req.headers['content-type'] ?? null } };
+  });
 
   await bind('sse', '/sse');
   await bind('download', '/download');
@@ -111,6 +122,7 @@ before(async () => {
   await bind('bad_control', '/bad-control');
   await bind('no_answer', '/no-answer');
   await bind('plain', '/plain', false);
+  await bind('hash', '/hash', true, 'POST');
 });
 
 after(async () => {
@@ -190,9 +202,64 @@ describe('svc-http streamed responses (stream: true)', () => {
     assert.match(error.message, /wrote nothing to its response channel/);
   });
 
+  test('a function that answers without opening the request body frees both channels', async () => {
+    const res = await fetch(`${base}/envelope`, { method: 'GET' });
+    assert.equal(res.status, 202);
+    await res.arrayBuffer();
+    await eventually(() => assert.equal(engine.engine.channels.size, 0));
+  });
+
   test('a route without stream: true gets no channel refs and creates no channel', async () => {
     const res = await fetch(`${base}/plain`);
     assert.deepEqual(await res.json(), { has_response_ref: false });
     assert.equal(engine.engine.channels.size, 0);
+  });
+});
+
+const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
+
+describe('svc-http streamed request bodies (stream: true)', () => {
+  test('a 32 MB application/octet-stream upload arrives byte-exact through request_body, over body_limit_bytes', async () => {
+    const data = await readFile(file);
+    const res = await fetch(`${base}/hash`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: createReadStream(file) as unknown as BodyInit, duplex: 'half' } as RequestInit);
+    assert.equal(res.status, 200);
+    const got = (await res.json()) as { sha256: string; bytes: number; body: unknown };
+    assert.equal(got.bytes, data.length);
+    assert.equal(got.sha256, fileHash);
+    assert.equal(got.body, null, 'a streamed body is not parsed');
+  });
+
+  test('multipart/form-data with two files and fields passes through as bytes', async () => {
+    const form = new FormData();
+    form.append('title', 'two files');
+    form.append('tags', 'a,b');
+    const one = randomBytes(300_000);
+    const two = randomBytes(70_000);
+    form.append('one', new Blob([one]), 'one.bin');
+    form.append('two', new Blob([two], { type: 'image/png' }), 'two.png');
+    const request = new Request(`${base}/hash`, { method: 'POST', body: form });
+    const sent = Buffer.from(await request.clone().arrayBuffer());
+    const res = await fetch(request);
+    const got = (await res.json()) as { sha256: string; bytes: number; content_type: string };
+    assert.equal(got.bytes, sent.length);
+    assert.equal(got.sha256, sha(sent));
+    assert.match(got.content_type, /^multipart\/form-data; boundary=/);
+    assert.ok(sent.includes(one) && sent.includes(two));
+  });
+
+  test('small JSON is parsed into body and streamed too; gzip is decoded', async () => {
+    const json = JSON.stringify({ a: 1, list: [1, 2, 3] });
+    let res = await fetch(`${base}/hash`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: json });
+    let got = (await res.json()) as { sha256: string; body: unknown };
+    assert.deepEqual(got.body, { a: 1, list: [1, 2, 3] });
+    assert.equal(got.sha256, sha(json));
+    const text = 'x'.repeat(100_000);
+    res = await fetch(`${base}/hash`, { method: 'POST', headers: { 'content-type': 'text/plain', 'content-encoding': 'gzip' }, body: gzipSync(text) });
+    got = (await res.json()) as { sha256: string; body: unknown };
+    assert.equal(got.sha256, sha(text));
+    res = await fetch(`${base}/hash`, { method: 'POST', headers: { 'content-type': 'text/plain', 'content-encoding': 'zstd' }, body: 'x' });
+    assert.equal(res.status, 415);
+    assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'unsupported_encoding');
+    await eventually(() => assert.equal(engine.engine.channels.size, 0));
   });
 });
