@@ -6,7 +6,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
+import { connect } from 'node:net';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +30,14 @@ let dir: string;
 let file: string;
 let fileHash: string;
 const FILE_BYTES = 32 * 1024 * 1024;
+function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+const endlessStarted = deferred<void>();
+const endlessCancelled = deferred<unknown>();
+let firehoseWritten = 0;
 
 async function bind(function_id: string, api_path: string, stream = true, http_method = 'GET') {
   return app.registerTrigger({ type: 'http', function_id, config: { api_path, http_method, stream } });
@@ -104,6 +114,34 @@ before(async () => {
   });
   app.registerFunction('no_answer', () => ({ nothing: true }));
   app.registerFunction('plain', (req: Req) => ({ status_code: 200, body: { has_response_ref: 'response' in req } }));
+  // Sends an event every 20 ms until its call is cancelled.
+  app.registerFunction('endless', async (req: Req, ctx: { signal: AbortSignal }) => {
+    const out = app.openWriter(req.response);
+    out.on('error', () => {});
+    await out.sendText(JSON.stringify({ type: 'set_headers', headers: { 'content-type': 'text/event-stream' } }));
+    endlessStarted.resolve();
+    while (!ctx.signal.aborted) {
+      out.write('data: tick\n\n');
+      await sleep(20);
+    }
+    endlessCancelled.resolve(ctx.signal.reason);
+    return null;
+  });
+  // Writes 256 MB as fast as the channel takes it, counting what it got out.
+  app.registerFunction('firehose', async (req: Req) => {
+    const out = app.openWriter(req.response);
+    const chunk = Buffer.alloc(1024 * 1024, 7);
+    try {
+      for (let i = 0; i < 256; i++) {
+        if (!out.write(chunk)) await once(out, 'drain');
+        firehoseWritten += chunk.length;
+      }
+      out.end();
+    } catch {
+      /* the client went away: the channel was closed */
+    }
+    return null;
+  });
   // Hashes the request body as it streams in; answers with an envelope.
   app.registerFunction('hash', async (req: Req) => {
     const hash = createHash('sha256');
@@ -123,6 +161,8 @@ before(async () => {
   await bind('no_answer', '/no-answer');
   await bind('plain', '/plain', false);
   await bind('hash', '/hash', true, 'POST');
+  await bind('endless', '/endless');
+  await bind('firehose', '/firehose');
 });
 
 after(async () => {
@@ -261,5 +301,34 @@ describe('svc-http streamed request bodies (stream: true)', () => {
     assert.equal(res.status, 415);
     assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'unsupported_encoding');
     await eventually(() => assert.equal(engine.engine.channels.size, 0));
+  });
+});
+
+describe('svc-http streaming: the client going away, and a slow client', () => {
+  test('a client disconnect cancels the call and closes the channels', async () => {
+    const abort = new AbortController();
+    const res = await fetch(`${base}/endless`, { signal: abort.signal });
+    assert.equal(res.status, 200);
+    await endlessStarted.promise;
+    const reader = res.body!.getReader();
+    await reader.read();
+    abort.abort();
+    const cancelled = await Promise.race([endlessCancelled.promise.then(() => true), sleep(5000).then(() => false)]);
+    assert.ok(cancelled, "the handler's call was cancelled");
+    await eventually(() => assert.equal(engine.engine.channels.size, 0));
+  });
+
+  test('a client that stops reading bounds what the handler gets out (and so svc-http and the engine hold)', async () => {
+    const socket = connect(http.port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write('GET /firehose HTTP/1.1\r\nHost: x\r\n\r\n');
+    socket.pause(); // never reads: the kernel's buffers fill, then svc-http's, then the channel's
+    await sleep(1500);
+    const stalled = firehoseWritten;
+    await sleep(500);
+    assert.ok(stalled < 48 * 1024 * 1024, `the handler wrote ${firehoseWritten} bytes of 256 MB to a client reading nothing`);
+    assert.equal(firehoseWritten, stalled, 'the handler is held, not writing on');
+    socket.destroy();
+    await eventually(() => assert.equal(engine.engine.channels.size, 0), 10_000);
   });
 });
