@@ -11,7 +11,8 @@ import type { CorsConfig } from './config.js';
 import { buildPayload, parseBody, type HttpRequestPayload } from './request.js';
 import { envelopeToResponse, errorResponse, HttpError, invocationErrorToHttp, type HttpResponseSpec } from './response.js';
 import type { RouteMatch, RouteTable } from './route-table.js';
-import { buffersBody, checkEncoding } from './stream-request.js';
+import { DEFAULT_STREAM_BODY_LIMIT } from './config.js';
+import { buffersBody, checkDeclaredLength, checkEncoding } from './stream-request.js';
 import { serveStreamed, type StreamingHooks } from './stream-response.js';
 
 export interface RequestLogEntry {
@@ -34,6 +35,8 @@ export interface HttpAppOptions {
    */
   invoke(functionId: string, payload: HttpRequestPayload, bindingId: string, signal?: AbortSignal): Promise<unknown>;
   bodyLimitBytes: number;
+  /** Most bytes of a streaming route's request body (`stream_body_limit_bytes`). */
+  streamBodyLimitBytes?: number;
   /** Only used in the 504 message; the deadline itself is enforced by `invoke` (and the engine). */
   timeoutMs: () => number;
   cors: CorsConfig | null;
@@ -103,12 +106,17 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
         route: route.apiPath,
       });
       if (opts.streaming && streams(res)) {
-        if (!Buffer.isBuffer(req.body)) checkEncoding(req);
+        const streamLimit = opts.streamBodyLimitBytes ?? DEFAULT_STREAM_BODY_LIMIT;
+        if (!Buffer.isBuffer(req.body)) {
+          checkEncoding(req);
+          checkDeclaredLength(req, streamLimit);
+        }
         await serveStreamed({
           res,
           functionId: route.functionId,
           hooks: opts.streaming,
           buffered: Buffer.isBuffer(req.body) ? req.body : undefined,
+          bodyLimitBytes: streamLimit,
           call: (refs, signal) => opts.invoke(route.functionId, { ...payload, ...refs }, route.triggerId, signal),
           send: (spec) => send(res, spec),
           sendError: (e) => sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs())),

@@ -70,6 +70,8 @@ export interface StreamedCall {
   hooks: StreamingHooks;
   /** The request body when it was read whole (small JSON); otherwise the request streams. */
   buffered: Buffer | undefined;
+  /** Most bytes a streamed request body may carry (svc-http's `stream_body_limit_bytes`). */
+  bodyLimitBytes: number;
   /** Make the call with these refs in its payload; aborting `signal` cancels it. */
   call(refs: { request_body: ChannelRef; response: ChannelRef }, signal: AbortSignal): Promise<unknown>;
   send(spec: HttpResponseSpec): void;
@@ -84,15 +86,6 @@ function isEnvelope(v: unknown): boolean {
 export async function serveStreamed(s: StreamedCall): Promise<void> {
   const { res, functionId } = s;
   const [{ writer, reader }, body] = await Promise.all([s.hooks.createChannel(), s.hooks.createChannel()]);
-  const pump = pumpRequestBody(res.req, s.buffered, s.hooks.openWriter(body.writer));
-  // However the response ends, the request body's channel ends with it, also when the function
-  // never opened it (else it would wait for its reader until channel_open_timeout_ms).
-  res.once('close', () => {
-    pump.stop();
-    s.hooks.closeChannel(body.writer.channel_id).catch(() => {
-      /* svc-http lost the engine: the channel went with its connection */
-    });
-  });
   const stream = s.hooks.openReader(reader);
   const cancel = new AbortController();
   const head: ResponseHead = { status: 200, headers: {} };
@@ -126,6 +119,24 @@ export async function serveStreamed(s: StreamedCall): Promise<void> {
     res.flushHeaders();
   };
 
+  const pump = pumpRequestBody(res.req, s.buffered, s.hooks.openWriter(body.writer), s.bodyLimitBytes, (e) => {
+    // Over the limit: the function's reader is told the body failed; the client gets 413 unless
+    // the function's response already began.
+    if (!res.headersSent) {
+      cancel.abort();
+      // The rest of the body is not read: the connection cannot carry another request.
+      res.setHeader('connection', 'close');
+      byEnvelope(() => s.sendError(e));
+    }
+  });
+  // However the response ends, the request body's channel ends with it, also when the function
+  // never opened it (else it would wait for its reader until channel_open_timeout_ms).
+  res.once('close', () => {
+    pump.stop();
+    s.hooks.closeChannel(body.writer.channel_id).catch(() => {
+      /* svc-http lost the engine: the channel went with its connection */
+    });
+  });
   stream.on('text', (text: string) => {
     if (res.headersSent || closedByUs) return;
     byChannel();

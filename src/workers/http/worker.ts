@@ -51,6 +51,7 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
     // is the binding's: the engine runs it with the rights of the worker that bound the route.
     invoke: (functionId, payload, bindingId, signal) => worker.trigger({ function_id: functionId, payload, bindingId, ...(signal ? { signal } : {}) }),
     bodyLimitBytes: config.bodyLimitBytes,
+    streamBodyLimitBytes: config.streamBodyLimitBytes,
     timeoutMs: () => worker.defaultTimeoutMs,
     cors: config.cors,
     engineConnected: () => worker.state === 'connected',

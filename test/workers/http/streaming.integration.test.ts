@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
+import { request } from 'node:http';
 import { connect } from 'node:net';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -30,6 +31,7 @@ let dir: string;
 let file: string;
 let fileHash: string;
 const FILE_BYTES = 32 * 1024 * 1024;
+const STREAM_LIMIT = 40 * 1024 * 1024;
 function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
   let resolve!: (v: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
@@ -71,7 +73,7 @@ function curlChunks(url: string): Promise<{ chunks: Array<{ at: number; text: st
 before(async () => {
   engine = await startEngine();
   const runSecret = engine.engine.run.issue({ kind: 'instance', worker: 'svc-http', replica: 0 });
-  http = await startHttpWorker({ url: engine.url, port: 0, timeoutMs: 30_000, runSecret, requestLog: false });
+  http = await startHttpWorker({ url: engine.url, port: 0, timeoutMs: 30_000, runSecret, requestLog: false, streamBodyLimitBytes: STREAM_LIMIT });
   base = `http://127.0.0.1:${http.port}`;
   app = registerWorker(engine.url, { workerName: 'app', echoLogs: false });
   dir = await mkdtemp(join(tmpdir(), 'svc-http-stream-'));
@@ -285,6 +287,35 @@ describe('svc-http streamed request bodies (stream: true)', () => {
     assert.equal(got.sha256, sha(sent));
     assert.match(got.content_type, /^multipart\/form-data; boundary=/);
     assert.ok(sent.includes(one) && sent.includes(two));
+  });
+
+  test('a body over stream_body_limit_bytes is a 413: declared, before the call; streamed, when it passes the limit', async () => {
+    const declared = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const r = request(`${base}/hash`, { method: 'POST', headers: { 'content-type': 'application/octet-stream', 'content-length': String(STREAM_LIMIT + 1) } }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      r.on('error', reject);
+      r.flushHeaders();
+    });
+    assert.equal(declared.status, 413);
+    assert.match(declared.body, /payload_too_large.*stream_body_limit_bytes \(41943040 bytes\)/);
+
+    let sent = 0;
+    const chunk = Buffer.alloc(1024 * 1024, 1);
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= STREAM_LIMIT + 4 * chunk.length) return controller.close();
+        sent += chunk.length;
+        controller.enqueue(chunk);
+      },
+    });
+    const res = await fetch(`${base}/hash`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body, duplex: 'half' } as RequestInit);
+    assert.equal(res.status, 413);
+    assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'payload_too_large');
+    await eventually(() => assert.equal(engine.engine.channels.size, 0));
   });
 
   test('small JSON is parsed into body and streamed too; gzip is decoded', async () => {
