@@ -51,6 +51,20 @@ export class Channels {
     return { writer: c.ref('write'), reader: c.ref('read') };
   }
 
+  /**
+   * `engine::channels::close {channel_id}` by the channel's owner: it ends for both sides
+   * (`channel_owner_closed`), opened or not. `{closed: false}` when `owner` has no such channel
+   * (it already ended, or is another worker's).
+   */
+  closeOwned(owner: Peer, data: unknown): { closed: boolean } {
+    const id = typeof data === 'object' && data !== null ? (data as Record<string, unknown>).channel_id : undefined;
+    if (typeof id !== 'string') throw new EngineError('invalid_payload', `engine::channels::close: "channel_id" must be a string, got ${JSON.stringify(id)?.slice(0, 40)}`);
+    const c = this.byId.get(id);
+    if (!c || c.owner !== owner) return { closed: false };
+    c.abort('channel_owner_closed', `channel ${c.id}: ${owner.name}, which created it, closed it`);
+    return { closed: true };
+  }
+
   /** An upgrade on `/ws/channels/…`: opened onto its channel, or answered with why not. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     let url: URL;
@@ -138,10 +152,14 @@ export function refuseUpgrade(socket: Duplex, status: number, code: UpgradeRefus
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
 }
 
-/** `engine::channels::create`: callable as any function (a token needs the right to call it). */
+/** `engine::channels::create` and `::close`: callable as any function (a token needs the right to call it). */
 export function installChannelBuiltins(registry: Registry, channels: Channels): void {
   registry.addBuiltin('engine::channels::create', 'Create a channel (a stream of frames between two workers): {buffer_size?} → {writer, reader} refs', (data, caller) => {
     if (!caller) throw new EngineError('invalid_payload', 'engine::channels::create needs a calling connection to own the channel');
     return channels.create(caller, data);
+  });
+  registry.addBuiltin('engine::channels::close', 'End a channel this connection created, for both sides: {channel_id} → {closed}', (data, caller) => {
+    if (!caller) throw new EngineError('invalid_payload', 'engine::channels::close needs a calling connection that owns the channel');
+    return channels.closeOwned(caller, data);
   });
 }

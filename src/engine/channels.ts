@@ -36,6 +36,7 @@ export interface ChannelLimits {
 export type ChannelErrorCode =
   | 'channel_expired'
   | 'channel_owner_left'
+  | 'channel_owner_closed'
   | 'channel_writer_lost'
   | 'channel_reader_closed'
   | 'channel_wrong_direction'

@@ -165,6 +165,24 @@ describe('channels', { timeout: 120_000 }, () => {
     await eventually(async () => assert.deepEqual(await refusal(channelUrl(eng.url, pair.reader)), { status: 404, code: 'channel_not_found' }));
   });
 
+  test('engine::channels::close: the owner ends a channel nobody opened at once; another worker cannot', async () => {
+    // This engine expires a channel 600 ms after creation: everything slow happens first.
+    const other = pool.make('not-owner');
+    await other.ready();
+    const pair = await w.createChannel();
+    const writer = new WebSocket(channelUrl(eng.url, pair.writer));
+    await once(writer, 'open');
+    assert.deepEqual(await other.trigger({ function_id: 'engine::channels::close', payload: { channel_id: pair.writer.channel_id } }), { closed: false });
+    const ended = closed(writer);
+    assert.deepEqual(await w.trigger({ function_id: 'engine::channels::close', payload: { channel_id: pair.writer.channel_id } }), { closed: true });
+    const end = await ended;
+    assert.equal(end.code, 1011);
+    assert.match(end.reason, /^channel_owner_closed: /);
+    assert.deepEqual(await refusal(channelUrl(eng.url, pair.reader)), { status: 404, code: 'channel_not_found' });
+    assert.deepEqual(await w.trigger({ function_id: 'engine::channels::close', payload: { channel_id: pair.writer.channel_id } }), { closed: false });
+    await assert.rejects(w.trigger({ function_id: 'engine::channels::close', payload: {} }), (e: SvcError) => e.code === 'invalid_payload');
+  });
+
   test('a wrong key, a side opened twice, a bad direction, a foreign Origin are refused at the upgrade', async () => {
     const pair = await w.createChannel();
     assert.deepEqual(await refusal(channelUrl(eng.url, { ...pair.reader, access_key: pair.writer.access_key })), { status: 403, code: 'channel_key_invalid' });

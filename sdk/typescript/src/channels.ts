@@ -115,6 +115,9 @@ export class ChannelWriter extends Writable {
       for (let at = 0; at < buf.length; at += CHANNEL_FRAME_BYTES) {
         const part = buf.subarray(at, at + CHANNEL_FRAME_BYTES);
         last = new Promise((resolve, reject) => this.ws.send(part, { binary: true }, (err) => (err ? reject(err) : resolve())));
+        // A failed send also closes the socket, which fails this stream; the rejection itself is
+        // only awaited for the last frame, and only over WRITER_HIGH_WATER.
+        last.catch(() => {});
       }
       // The socket holds up to WRITER_HIGH_WATER unsent; beyond it the write waits for the kernel,
       // which the engine stops reading when its reader is slow: that is how backpressure reaches us.
@@ -149,6 +152,7 @@ export class ChannelReader extends Readable {
       if (!this.destroyed) this.destroy(e);
     });
     this.ws.on('message', (data: Buffer, isBinary) => {
+      if (this.destroyed) return;
       if (!isBinary) {
         this.emit('text', data.toString('utf8'));
         return;
@@ -167,6 +171,8 @@ export class ChannelReader extends Readable {
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    // A socket paused by backpressure would never read the engine's close reply: read (and drop) on.
+    if (this.ws.isPaused) this.ws.resume();
     if (this.ws.readyState === WebSocket.OPEN) this.ws.close(1000, 'reader_closed');
     else if (this.ws.readyState === WebSocket.CONNECTING) this.ws.terminate();
     callback(error);

@@ -26,6 +26,8 @@ export interface HttpWorkerConfig {
   cors: CorsConfig | null;
   /** Largest request body accepted (after decompression); larger gets 413. */
   bodyLimitBytes: number;
+  /** Largest request body of a streaming route (after decompression); larger gets 413. */
+  streamBodyLimitBytes: number;
   /**
    * Deadline of each call of a bound function; later gets 504. Unset: the engine's default
    * (`engine.invocation_timeout_ms`).
@@ -33,14 +35,24 @@ export interface HttpWorkerConfig {
   timeoutMs?: number;
   /** Send one log line per request to the engine's logs. */
   requestLog: boolean;
+  /**
+   * Which routes' payloads carry the `request_body` and `response` channel refs: `routes` (those
+   * bound with `stream: true`) or `all` (every route, for iii programs that stream with iii's helpers).
+   */
+  streaming: 'routes' | 'all';
 }
+
+/** 1 GiB: a streamed upload is never held, but a budget is still a budget. */
+export const DEFAULT_STREAM_BODY_LIMIT = 1024 ** 3;
 
 export const DEFAULT_HTTP_CONFIG: HttpWorkerConfig = {
   host: '127.0.0.1',
   port: 3111,
   cors: null,
   bodyLimitBytes: 1024 * 1024,
+  streamBodyLimitBytes: DEFAULT_STREAM_BODY_LIMIT,
   requestLog: true,
+  streaming: 'routes',
 };
 
 /** svc-http's config (SVC_WORKER_CONFIG) is not valid: `invalid_config`, the message names the key. */
@@ -52,7 +64,7 @@ export class HttpConfigError extends SvcError {
   }
 }
 
-const KEYS = ['host', 'port', 'cors', 'body_limit_bytes', 'timeout_ms', 'request_log'];
+const KEYS = ['host', 'port', 'cors', 'body_limit_bytes', 'timeout_ms', 'request_log', 'streaming', 'stream_body_limit_bytes'];
 const CORS_KEYS = ['origins', 'methods', 'headers', 'expose_headers', 'credentials', 'max_age'];
 
 /** Validate the snake_case config object; absent keys take DEFAULT_HTTP_CONFIG. Throws HttpConfigError. */
@@ -70,10 +82,15 @@ export function parseHttpWorkerConfig(raw: unknown): HttpWorkerConfig {
   }
   if (c.port !== undefined) out.port = int(c.port, 'port', 0, 65535);
   if (c.body_limit_bytes !== undefined) out.bodyLimitBytes = int(c.body_limit_bytes, 'body_limit_bytes', 1, 1024 ** 3);
+  if (c.stream_body_limit_bytes !== undefined) out.streamBodyLimitBytes = int(c.stream_body_limit_bytes, 'stream_body_limit_bytes', 1, 2 ** 50);
   if (c.timeout_ms !== undefined) out.timeoutMs = int(c.timeout_ms, 'timeout_ms', 1, 24 * 3600 * 1000);
   if (c.request_log !== undefined) {
     if (typeof c.request_log !== 'boolean') throw new HttpConfigError('svc-http config: request_log must be true or false');
     out.requestLog = c.request_log;
+  }
+  if (c.streaming !== undefined) {
+    if (c.streaming !== 'routes' && c.streaming !== 'all') throw new HttpConfigError(`svc-http config: streaming must be "routes" or "all", got ${JSON.stringify(c.streaming)}`);
+    out.streaming = c.streaming;
   }
   if (c.cors !== undefined && c.cors !== null && c.cors !== false) out.cors = parseCors(c.cors);
   return out;

@@ -4,6 +4,7 @@
  * Pure functions over the parts express already parsed (raw body bytes, headers, query), so the
  * mapping is testable without a server and the request path stays a few property copies.
  */
+import type { ChannelRef } from 'svc-sdk';
 import { HttpError } from './response.js';
 
 /** What the bound function receives. docs/http.md documents every field. */
@@ -22,6 +23,10 @@ export interface HttpRequestPayload {
   path: string;
   /** The bound pattern, e.g. `/users/:id`. */
   route: string;
+  /** Streaming routes only: the read side of the request body's channel (iii's shape). */
+  request_body?: ChannelRef;
+  /** Streaming routes only: the write side of the response channel (iii's shape). */
+  response?: ChannelRef;
 }
 
 /** `application/json`, `application/*+json` (e.g. `application/vnd.api+json`, `application/problem+json`). */

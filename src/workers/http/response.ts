@@ -72,7 +72,7 @@ export function envelopeToResponse(result: unknown, functionId?: string): HttpRe
  * Headers as `{name: value}` (value a string, a number, or an array of strings for repeated headers
  * such as Set-Cookie) or iii's `["Name: value", …]`. Names are lowercased; framing headers are dropped.
  */
-function normalizeHeaders(raw: unknown, who: string): Record<string, string | string[]> {
+export function normalizeHeaders(raw: unknown, who: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   if (raw === undefined || raw === null) return out;
   const put = (name: string, value: unknown): void => {

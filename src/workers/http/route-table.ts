@@ -29,14 +29,16 @@ export interface HttpTriggerConfig {
   /** Normalized: percent-encoded non-ASCII, no trailing slash (except `/`). */
   apiPath: string;
   method: HttpMethod;
+  /** `stream: true`: the payload carries the `request_body` and `response` channel refs (docs/http.md). */
+  stream: boolean;
 }
 
-/** Validate an `http` trigger's config `{api_path, http_method}`; throws TriggerConfigError. */
+/** Validate an `http` trigger's config `{api_path, http_method, stream?}`; throws TriggerConfigError. */
 export function parseHttpTriggerConfig(config: unknown): HttpTriggerConfig {
   if (typeof config !== 'object' || config === null || Array.isArray(config)) {
     throw new TriggerConfigError('invalid_trigger_config', `http trigger config must be an object {api_path, http_method}, got ${describe(config)}`);
   }
-  const { api_path, http_method } = config as { api_path?: unknown; http_method?: unknown };
+  const { api_path, http_method, stream } = config as { api_path?: unknown; http_method?: unknown; stream?: unknown };
   if (typeof api_path !== 'string' || api_path.trim().length === 0) {
     throw new TriggerConfigError('invalid_trigger_config', `http trigger config: api_path must be a non-empty string such as "/users/:id", got ${describe(api_path)}`);
   }
@@ -52,7 +54,10 @@ export function parseHttpTriggerConfig(config: unknown): HttpTriggerConfig {
       `http trigger config: http_method must be one of ${HTTP_METHODS.join(', ')} (any case), got ${describe(http_method)}`,
     );
   }
-  return { apiPath: normalizeApiPath(api_path), method: http_method.toUpperCase() as HttpMethod };
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
+    throw new TriggerConfigError('invalid_trigger_config', `http trigger config: stream must be true or false, got ${describe(stream)}`);
+  }
+  return { apiPath: normalizeApiPath(api_path), method: http_method.toUpperCase() as HttpMethod, stream: stream === true };
 }
 
 /**
@@ -78,6 +83,8 @@ export interface Route {
   method: HttpMethod;
   /** The pattern as bound (normalized). */
   apiPath: string;
+  /** The payload carries channel refs (trigger config `stream: true`). */
+  stream: boolean;
   /** Whatever registered this route (the SDK's binding object); removal can be limited to it. */
   readonly source: unknown;
   /** Two patterns that match exactly the same paths share this key (`/u/:id` and `/u/:name`). */
@@ -120,7 +127,7 @@ export class RouteTable {
    * idempotent even when the old binding's removal arrives late.
    */
   add(binding: { id: string; function_id: string; config: unknown }, source: unknown = binding): Route {
-    const { apiPath, method } = parseHttpTriggerConfig(binding.config);
+    const { apiPath, method, stream } = parseHttpTriggerConfig(binding.config);
     let key: string;
     let matcher: MatchFunction<ParamData>;
     let staticPath: string | null;
@@ -153,6 +160,7 @@ export class RouteTable {
       functionId: binding.function_id,
       method,
       apiPath,
+      stream,
       source,
       key,
       staticPath,

@@ -11,6 +11,9 @@ import type { CorsConfig } from './config.js';
 import { buildPayload, parseBody, type HttpRequestPayload } from './request.js';
 import { envelopeToResponse, errorResponse, HttpError, invocationErrorToHttp, type HttpResponseSpec } from './response.js';
 import type { RouteMatch, RouteTable } from './route-table.js';
+import { DEFAULT_STREAM_BODY_LIMIT } from './config.js';
+import { buffersBody, checkDeclaredLength, checkEncoding } from './stream-request.js';
+import { serveStreamed, type StreamingHooks } from './stream-response.js';
 
 export interface RequestLogEntry {
   method: string;
@@ -30,14 +33,20 @@ export interface HttpAppOptions {
    * Call the bound function for trigger binding `bindingId`; rejects with an error carrying `code`
    * (the SDK's InvocationError).
    */
-  invoke(functionId: string, payload: HttpRequestPayload, bindingId: string): Promise<unknown>;
+  invoke(functionId: string, payload: HttpRequestPayload, bindingId: string, signal?: AbortSignal): Promise<unknown>;
   bodyLimitBytes: number;
+  /** Most bytes of a streaming route's request body (`stream_body_limit_bytes`). */
+  streamBodyLimitBytes?: number;
   /** Only used in the 504 message; the deadline itself is enforced by `invoke` (and the engine). */
   timeoutMs: () => number;
   cors: CorsConfig | null;
   /** False while svc-http is cut off from the engine: its routes are unknown then, so a miss is 503, not 404. */
   engineConnected?: () => boolean;
   onRequestLog?: (entry: RequestLogEntry) => void;
+  /** Channels for streaming routes; without them no route streams. */
+  streaming?: StreamingHooks;
+  /** `all`: every route streams, not only those bound with `stream: true`. */
+  streamAll?: boolean;
 }
 
 interface Locals {
@@ -74,8 +83,15 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   });
 
   // Every content type is read as bytes (with the size limit and gzip/deflate/br decoding done by
-  // body-parser), then parsed by us: one limit and one set of error codes for JSON and text.
-  app.use(express.raw({ type: () => true, limit: opts.bodyLimitBytes }));
+  // body-parser), then parsed by us: one limit and one set of error codes for JSON and text. A
+  // streaming route's body is not read here unless it is small JSON: it streams to the function.
+  const readBody = express.raw({ type: () => true, limit: opts.bodyLimitBytes });
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (streams(res) && !buffersBody(req, opts.bodyLimitBytes)) return next();
+    readBody(req, res, next);
+  });
+
+  const streams = (res: Response): boolean => opts.streaming !== undefined && (opts.streamAll === true || (res.locals as Locals).match!.route.stream);
 
   app.use(async (req: Request, res: Response) => {
     const { route, params } = (res.locals as Locals).match!;
@@ -89,6 +105,24 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
         path: req.path,
         route: route.apiPath,
       });
+      if (opts.streaming && streams(res)) {
+        const streamLimit = opts.streamBodyLimitBytes ?? DEFAULT_STREAM_BODY_LIMIT;
+        if (!Buffer.isBuffer(req.body)) {
+          checkEncoding(req);
+          checkDeclaredLength(req, streamLimit);
+        }
+        await serveStreamed({
+          res,
+          functionId: route.functionId,
+          hooks: opts.streaming,
+          buffered: Buffer.isBuffer(req.body) ? req.body : undefined,
+          bodyLimitBytes: streamLimit,
+          call: (refs, signal) => opts.invoke(route.functionId, { ...payload, ...refs }, route.triggerId, signal),
+          send: (spec) => send(res, spec),
+          sendError: (e) => sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs())),
+        });
+        return;
+      }
       const result = await opts.invoke(route.functionId, payload, route.triggerId);
       send(res, envelopeToResponse(result, route.functionId));
     } catch (e) {

@@ -49,11 +49,19 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
     table: routes,
     // Without a timeout_ms of svc-http's own, the worker's default applies: the engine's. The call
     // is the binding's: the engine runs it with the rights of the worker that bound the route.
-    invoke: (functionId, payload, bindingId) => worker.trigger({ function_id: functionId, payload, bindingId }),
+    invoke: (functionId, payload, bindingId, signal) => worker.trigger({ function_id: functionId, payload, bindingId, ...(signal ? { signal } : {}) }),
     bodyLimitBytes: config.bodyLimitBytes,
+    streamBodyLimitBytes: config.streamBodyLimitBytes,
     timeoutMs: () => worker.defaultTimeoutMs,
     cors: config.cors,
     engineConnected: () => worker.state === 'connected',
+    streaming: {
+      createChannel: () => worker.createChannel(),
+      openReader: (ref) => worker.openReader(ref),
+      openWriter: (ref) => worker.openWriter(ref),
+      closeChannel: (channelId) => worker.trigger({ function_id: 'engine::channels::close', payload: { channel_id: channelId } }),
+    },
+    streamAll: config.streaming === 'all',
     ...(config.requestLog ? { onRequestLog: (e: RequestLogEntry) => logRequest(log, e) } : {}),
   });
 
@@ -70,11 +78,11 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
   await worker.registerTriggerType(
     {
       id: HTTP_TRIGGER_TYPE,
-      description: `HTTP endpoints on http://${config.host}:${port}; config {api_path: "/users/:id", http_method: "GET"}`,
+      description: `HTTP endpoints on http://${config.host}:${port}; config {api_path: "/users/:id", http_method: "GET", stream?: true}`,
       trigger_request_format: {
         type: 'object',
         required: ['api_path', 'http_method'],
-        properties: { api_path: { type: 'string', pattern: '^/' }, http_method: { type: 'string' } },
+        properties: { api_path: { type: 'string', pattern: '^/' }, http_method: { type: 'string' }, stream: { type: 'boolean' } },
       },
     },
     {

@@ -124,8 +124,11 @@ test('worker config: defaults, snake_case keys, refusals', () => {
   assert.equal(DEFAULT_HTTP_CONFIG.host, '127.0.0.1');
   assert.equal(DEFAULT_HTTP_CONFIG.bodyLimitBytes, 1048576);
   assert.equal(DEFAULT_HTTP_CONFIG.timeoutMs, undefined, "the engine's default deadline");
-  const c = parseHttpWorkerConfig({ host: '0.0.0.0', port: 8080, body_limit_bytes: 10, timeout_ms: 5, request_log: false, cors: { origins: 'https://a.example' } });
-  assert.deepEqual(c, { host: '0.0.0.0', port: 8080, bodyLimitBytes: 10, timeoutMs: 5, requestLog: false, cors: { origins: ['https://a.example'] } });
+  const c = parseHttpWorkerConfig({ host: '0.0.0.0', port: 8080, body_limit_bytes: 10, timeout_ms: 5, request_log: false, cors: { origins: 'https://a.example' }, streaming: 'all', stream_body_limit_bytes: 20 });
+  assert.deepEqual(c, { host: '0.0.0.0', port: 8080, bodyLimitBytes: 10, streamBodyLimitBytes: 20, timeoutMs: 5, requestLog: false, streaming: 'all', cors: { origins: ['https://a.example'] } });
+  assert.equal(DEFAULT_HTTP_CONFIG.streamBodyLimitBytes, 1024 ** 3);
+  assert.equal(DEFAULT_HTTP_CONFIG.streaming, 'routes', 'only routes bound with stream: true stream');
+  assert.throws(() => parseHttpWorkerConfig({ streaming: true }), /streaming must be "routes" or "all", got true/);
   assert.deepEqual(parseHttpWorkerConfig({ cors: true }).cors, { origins: ['*'] });
   assert.throws(() => parseHttpWorkerConfig({ prot: 1 }), (e: unknown) => e instanceof HttpConfigError && /unknown key "prot"/.test(e.message));
   assert.throws(() => parseHttpWorkerConfig({ port: 70000 }), /port must be an integer from 0 to 65535, got 70000/);

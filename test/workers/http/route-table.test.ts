@@ -5,10 +5,11 @@ import { RouteTable, TriggerConfigError, parseHttpTriggerConfig } from '../../..
 const bind = (id: string, fn: string, api_path: unknown, http_method: unknown = 'GET') => ({ id, function_id: fn, config: { api_path, http_method } });
 
 test('config: method is case-insensitive and stored uppercase; trailing slash is dropped', () => {
-  assert.deepEqual(parseHttpTriggerConfig({ api_path: '/users/:id/', http_method: 'post' }), { apiPath: '/users/:id', method: 'POST' });
-  assert.deepEqual(parseHttpTriggerConfig({ api_path: '/', http_method: 'Get' }), { apiPath: '/', method: 'GET' });
+  assert.deepEqual(parseHttpTriggerConfig({ api_path: '/users/:id/', http_method: 'post' }), { apiPath: '/users/:id', method: 'POST', stream: false });
+  assert.deepEqual(parseHttpTriggerConfig({ api_path: '/', http_method: 'Get' }), { apiPath: '/', method: 'GET', stream: false });
   // iii clients omit the leading slash (`_console/status`); it is added.
-  assert.deepEqual(parseHttpTriggerConfig({ api_path: 'users/:id', http_method: 'GET' }), { apiPath: '/users/:id', method: 'GET' });
+  assert.deepEqual(parseHttpTriggerConfig({ api_path: 'users/:id', http_method: 'GET' }), { apiPath: '/users/:id', method: 'GET', stream: false });
+  assert.deepEqual(parseHttpTriggerConfig({ api_path: '/sse', http_method: 'GET', stream: true }), { apiPath: '/sse', method: 'GET', stream: true });
 });
 
 test('config: bad configs are refused with invalid_trigger_config naming the input', () => {
@@ -23,6 +24,7 @@ test('config: bad configs are refused with invalid_trigger_config naming the inp
     [{ api_path: '/x?y=1', http_method: 'GET' }, /must not contain "\?"/],
     [{ api_path: '/a/(x)', http_method: 'GET' }, /"\/a\/\(x\)" is not a valid route pattern/],
     [{ api_path: '/a/:', http_method: 'GET' }, /not a valid route pattern: Missing parameter name/],
+    [{ api_path: '/a', http_method: 'GET', stream: 'yes' }, /stream must be true or false, got "yes"/],
   ];
   const table = new RouteTable();
   for (const [config, re] of cases) {
