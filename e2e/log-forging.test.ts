@@ -73,7 +73,13 @@ describe('log forging: client text is printed escaped', { timeout: 60_000 }, () 
     const bad = await runSvc(['trigger', 'evil::fail', '--address', engine.url]);
     assert.equal(bad.code, 1);
     assert.doesNotMatch(bad.stderr, DANGEROUS);
-    assert.equal(bad.stderr.trimEnd().split('\n').length, 1, bad.stderr);
-    assert.match(bad.stderr, /^error: bad\\u001b\[2J: hello\\u001b\[31m\\n2026/);
+    // One error line, then the callee's stack trace (issue 25 item 5): each of its lines under a
+    // `│` gutter, so that no text of the worker's can stand at the start of a line of its own.
+    const [first, ...rest] = bad.stderr.trimEnd().split('\n');
+    assert.match(first!, /^error: bad\\u001b\[2J: hello\\u001b\[31m\\n2026/);
+    const trace = rest.filter((l) => l.trim() !== '');
+    assert.equal(trace[0], 'stack trace (from the function\'s worker):', bad.stderr);
+    for (const l of trace.slice(1)) assert.match(l, /^ {2}│ /, bad.stderr);
+    assert.match(trace[1]!, /^ {2}│ Error: hello\\u001b\[31m$/, 'the forged line stays inside the trace, escaped');
   });
 });
