@@ -1,6 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { Counter, Registry } from 'prom-client';
 import { InvocationError, type Worker } from 'svc-sdk';
+import { MetricsServer } from '../../src/engine/metrics/metrics-server.js';
 import { parseEngineConfig } from '../../src/engine/config/engine-config.js';
 import { startEngine } from '../helpers/engine.js';
 import { eventually, WorkerPool } from '../helpers/util.js';
@@ -132,3 +135,59 @@ describe('engine.metrics in config.yaml', () => {
     }
   });
 });
+
+describe('the metrics port against browsers and floods', () => {
+  let server: MetricsServer;
+  let url: string;
+  let renderings = 0;
+
+  before(async () => {
+    // A real registry; its metrics() is wrapped only to count how often the text is rendered.
+    const registry = new Registry();
+    new Counter({ name: 'svc_test_total', help: 'a test counter', registers: [registry] }).inc(3);
+    const render = registry.metrics.bind(registry);
+    registry.metrics = () => {
+      renderings++;
+      return render();
+    };
+    server = new MetricsServer(registry);
+    url = (await server.start('127.0.0.1', 0)).url;
+  });
+  after(() => server.stop());
+
+  test('a request with an Origin is refused (web pages), and so is a Host that is not loopback (DNS rebinding)', async () => {
+    const fromPage = await get(url, { origin: 'http://attacker.example' });
+    assert.equal(fromPage.status, 403);
+    assert.match(fromPage.body, /^origin_not_allowed: .*"http:\/\/attacker\.example"/);
+    const rebound = await get(url, { host: `attacker.example:${new URL(url).port}` });
+    assert.equal(rebound.status, 403);
+    assert.match(rebound.body, /^host_not_allowed: .*"attacker\.example:\d+"/);
+    for (const host of ['localhost', '127.0.0.1', '[::1]']) {
+      const ok = await get(url, { host: `${host}:${new URL(url).port}` });
+      assert.equal(ok.status, 200, host);
+      assert.match(ok.body, /svc_test_total 3/);
+    }
+  });
+
+  test('concurrent scrapes share one rendering', async () => {
+    await new Promise((r) => setTimeout(r, 300));
+    const before = renderings;
+    const answers = await Promise.all(Array.from({ length: 50 }, () => get(url, {})));
+    assert.ok(answers.every((a) => a.status === 200 && /svc_test_total 3/.test(a.body)));
+    assert.equal(renderings - before, 1, `50 concurrent scrapes rendered ${renderings - before} times`);
+  });
+});
+
+/** A GET with the headers given as they are (fetch does not let a caller set Host or Origin). */
+function get(url: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}

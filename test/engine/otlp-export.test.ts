@@ -181,9 +181,17 @@ describe('OTLP export with a collector that never answers', () => {
       const t0 = Date.now();
       await eng.stop();
       const ms = Date.now() - t0;
+      // Nothing of the engine's is left waiting on the collector either: each export request gives
+      // up within EXPORT_TIMEOUT_MS (2 s), so the daemon's process can exit (the exporters' own
+      // 10 s default kept it alive after "engine stopped").
+      const open = (): number => [...sockets].filter((s) => !s.destroyed).length;
+      const waitUntil = Date.now() + 4000;
+      while (open() > 0 && Date.now() < waitUntil) await new Promise((r) => setTimeout(r, 50));
+      const stillOpen = open();
       for (const s of sockets) s.destroy();
       silent.close();
       assert.ok(ms < 6000, `stop took ${ms} ms`);
+      assert.equal(stillOpen, 0, `${stillOpen} export request(s) still open 4 s after stop`);
     }
   });
 });
