@@ -84,7 +84,7 @@ describe('config.yaml', () => {
     assert.deepEqual([e.maxLogBytes, e.maxInFlightBytes, e.slowConsumerMs], [1000000, 2000000, 700]);
     assert.deepEqual(
       [e.maxStoredValueBytes, e.maxStoredBytesPerWorker, e.maxTraceBytes, e.maxSendBufferBytes],
-      [65536, 4194304, 16777216, 16777216],
+      [65536, 4194304, 16777216, 33554432],
     );
     writeFileSync(f, 'engine:\n  limits:\n    max_log_bytes: -1\n');
     assert.throws(() => loadConfig(f), /engine\.limits\.max_log_bytes: must be a positive integer, got -1/);
