@@ -94,6 +94,24 @@ def _status(port: int, method: str, path: str) -> int:
         conn.close()
 
 
+def sse_events(port: int, path: str) -> tuple[list[str], list[float]]:
+    """GET an SSE endpoint (checking 200 and text/event-stream): its events, and when each read of
+    the body returned, in seconds since the request."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    started = time.monotonic()
+    conn.request("GET", path)
+    response = conn.getresponse()
+    assert response.status == 200
+    assert response.getheader("content-type") == "text/event-stream"
+    arrivals: list[float] = []
+    text = b""
+    while chunk := response.read1(65536):
+        arrivals.append(time.monotonic() - started)
+        text += chunk
+    conn.close()
+    return [e for e in text.decode().split("\n\n") if e], arrivals
+
+
 def test_python_sse_upload_and_download_through_svc_http(
     http_engine: tuple[Engine, int], make_worker: WorkerFactory, tmp_path: Path
 ) -> None:
@@ -104,19 +122,7 @@ def test_python_sse_upload_and_download_through_svc_http(
     wait_for(lambda: _status(port, "GET", "/events") == 200, timeout=30, what="svc-http to serve /events")
     wait_for(lambda: _status(port, "PUT", "/download") == 405, timeout=30, what="svc-http to bind /download")
 
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    started = time.monotonic()
-    conn.request("GET", "/events")
-    response = conn.getresponse()
-    assert response.status == 200
-    assert response.getheader("content-type") == "text/event-stream"
-    arrivals: list[float] = []
-    text = b""
-    while chunk := response.read1(65536):
-        arrivals.append(time.monotonic() - started)
-        text += chunk
-    conn.close()
-    events = [e for e in text.decode().split("\n\n") if e]
+    events, arrivals = sse_events(port, "/events")
     assert len(events) == 100
     assert events[0] == "data: event 0"
     assert events[99] == "data: event 99"

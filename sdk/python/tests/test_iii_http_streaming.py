@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import Engine
-from .test_http_streaming import _free_port, _status
+from .test_http_streaming import _free_port, _status, sse_events
 from .test_iii_compat import run_iii_fixture
 
 
@@ -69,19 +69,8 @@ def test_iii_sdk_http_handlers_stream_through_svc_http(
     assert hashlib.sha256(echoed).hexdigest() == hashlib.sha256(body).hexdigest()
 
     # Server-sent events reach the client as they are written, 50 ms apart.
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    started = time.monotonic()
-    conn.request("GET", "/iii/ticks")
-    response = conn.getresponse()
-    assert response.status == 200
-    assert response.getheader("content-type") == "text/event-stream"
-    arrivals: list[float] = []
-    text = b""
-    while chunk := response.read1(65536):
-        arrivals.append(time.monotonic() - started)
-        text += chunk
-    conn.close()
-    assert [e for e in text.decode().split("\n\n") if e] == [f"data: {i}" for i in range(10)]
+    events, arrivals = sse_events(port, "/iii/ticks")
+    assert events == [f"data: {i}" for i in range(10)]
     assert len(arrivals) >= 5, arrivals
     assert arrivals[-1] - arrivals[0] >= 0.2, arrivals
 
