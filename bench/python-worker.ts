@@ -22,9 +22,9 @@
  *   npm run bench:python -- --rounds 3 --in-flight 64
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { HERE, ROOT, cpuMicros, fmt, interleave, load, machine, median, parseRoundArgs, runMain, start, startNode, stopAll, type Proc } from './harness.js';
+import { benchPython, HERE, ROOT, cpuMicros, fmt, interleave, load, machine, median, parseRoundArgs, runMain, start, startNode, stopAll, type Proc } from './harness.js';
 
 const TARGET = 0.5;
 const CALLEES = ['ts', 'py-sync', 'py-async'] as const;
@@ -43,24 +43,6 @@ interface Sample {
   caller_cpu_us: number;
   engine_cpu_us: number;
   callee_cpu_us: number;
-}
-
-function python(): string {
-  if (process.env.SVC_BENCH_PYTHON) return process.env.SVC_BENCH_PYTHON;
-  const venv = join(ROOT, 'bench', 'out', 'python-venv');
-  const py = join(venv, 'bin', 'python');
-  if (!existsSync(py)) {
-    process.stdout.write(`creating ${venv} (pip install ./sdk/python) ...\n`);
-    mkdirSync(join(ROOT, 'bench', 'out'), { recursive: true });
-    for (const [cmd, args] of [
-      ['python3', ['-m', 'venv', venv]],
-      [py, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', join(ROOT, 'sdk', 'python')]],
-    ] as const) {
-      const r = spawnSync(cmd, args, { stdio: 'inherit' });
-      if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status ?? r.signal}); set SVC_BENCH_PYTHON to a Python 3.11+ with websockets installed`);
-    }
-  }
-  return py;
 }
 
 async function cell(callee: Callee, o: ReturnType<typeof parseRoundArgs>, py: string): Promise<Sample> {
@@ -95,7 +77,7 @@ async function cell(callee: Callee, o: ReturnType<typeof parseRoundArgs>, py: st
 async function main(): Promise<void> {
   const o = parseRoundArgs(process.argv.slice(2), { rounds: 5, warmupMs: 1000, measureMs: 3000, inFlight: 64 });
   if (!existsSync(join(HERE, 'caller.js'))) throw new Error('run `npm run build` first');
-  const py = python();
+  const py = benchPython();
   const pyVersion = spawnSync(py, ['-c', 'import sys, websockets; print(sys.version.split()[0], "websockets", websockets.__version__)'], { encoding: 'utf8' });
   if (pyVersion.status !== 0) throw new Error(`${py} cannot import websockets: ${pyVersion.stderr}`);
   process.stdout.write(

@@ -1,5 +1,7 @@
 """svc-http streaming routes served by a Python worker (issue 22 part 2), as docs/http.md shows them:
-an SSE endpoint whose events arrive one by one, and an upload hashed from `request_body`."""
+an SSE endpoint whose events arrive one by one, an upload hashed from `request_body`, and a
+download streamed from a file. (200 MB each way: `node dist/bench/http-stream.js --worker py`,
+bench/RESULTS.md.)"""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ def http_engine(tmp_path: Path) -> Iterator[tuple[Engine, int]]:
     eng.stop()
 
 
-def _serve(worker: Worker) -> None:
+def _serve(worker: Worker, download_path: Path) -> None:
     async def events(req: dict[str, Any]) -> None:
         out = worker.open_writer(req["response"])
         headers = {"content-type": "text/event-stream"}
@@ -59,9 +61,22 @@ def _serve(worker: Worker) -> None:
             size += len(chunk)
         return {"status_code": 200, "body": {"sha256": digest.hexdigest(), "bytes": size}}
 
+    async def download(req: dict[str, Any]) -> None:
+        out = worker.open_writer(req["response"])
+        headers = {"content-type": "application/octet-stream"}
+        await out.send_text(json.dumps({"type": "set_headers", "headers": headers}))
+        # The file is read off the event loop, so other calls keep running while the disk works.
+        with await asyncio.to_thread(open, download_path, "rb") as f:
+            while chunk := await asyncio.to_thread(f.read, 256 * 1024):
+                await out.write(chunk)
+        await out.close()
+        return None
+
     worker.register_function("py::events", events)
     worker.register_function("py::upload", upload)
-    for function_id, path, method in (("py::events", "/events", "GET"), ("py::upload", "/upload", "POST")):
+    worker.register_function("py::download", download)
+    routes = (("py::events", "/events", "GET"), ("py::upload", "/upload", "POST"), ("py::download", "/download", "GET"))
+    for function_id, path, method in routes:
         config = {"api_path": path, "http_method": method, "stream": True}
         worker.register_trigger({"type": "http", "function_id": function_id, "config": config})
 
@@ -79,14 +94,12 @@ def _status(port: int, method: str, path: str) -> int:
         conn.close()
 
 
-def test_python_sse_and_upload_through_svc_http(http_engine: tuple[Engine, int], make_worker: WorkerFactory) -> None:
-    eng, port = http_engine
-    _serve(make_worker("py-http-stream", url=eng.url))
-    wait_for(lambda: _status(port, "GET", "/events") == 200, timeout=30, what="svc-http to serve /events")
-
+def sse_events(port: int, path: str) -> tuple[list[str], list[float]]:
+    """GET an SSE endpoint (checking 200 and text/event-stream): its events, and when each read of
+    the body returned, in seconds since the request."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     started = time.monotonic()
-    conn.request("GET", "/events")
+    conn.request("GET", path)
     response = conn.getresponse()
     assert response.status == 200
     assert response.getheader("content-type") == "text/event-stream"
@@ -96,7 +109,20 @@ def test_python_sse_and_upload_through_svc_http(http_engine: tuple[Engine, int],
         arrivals.append(time.monotonic() - started)
         text += chunk
     conn.close()
-    events = [e for e in text.decode().split("\n\n") if e]
+    return [e for e in text.decode().split("\n\n") if e], arrivals
+
+
+def test_python_sse_upload_and_download_through_svc_http(
+    http_engine: tuple[Engine, int], make_worker: WorkerFactory, tmp_path: Path
+) -> None:
+    eng, port = http_engine
+    download = os.urandom(8 * 1024 * 1024 + 3)
+    (tmp_path / "big.bin").write_bytes(download)
+    _serve(make_worker("py-http-stream", url=eng.url), tmp_path / "big.bin")
+    wait_for(lambda: _status(port, "GET", "/events") == 200, timeout=30, what="svc-http to serve /events")
+    wait_for(lambda: _status(port, "PUT", "/download") == 405, timeout=30, what="svc-http to bind /download")
+
+    events, arrivals = sse_events(port, "/events")
     assert len(events) == 100
     assert events[0] == "data: event 0"
     assert events[99] == "data: event 99"
@@ -111,3 +137,14 @@ def test_python_sse_and_upload_through_svc_http(http_engine: tuple[Engine, int],
     assert response.status == 200
     assert json.loads(response.read()) == {"sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body)}
     conn.close()
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/download")
+    response = conn.getresponse()
+    assert response.status == 200
+    assert response.getheader("content-type") == "application/octet-stream"
+    assert response.getheader("transfer-encoding") == "chunked"
+    got = response.read()
+    conn.close()
+    assert len(got) == len(download)
+    assert hashlib.sha256(got).hexdigest() == hashlib.sha256(download).hexdigest()

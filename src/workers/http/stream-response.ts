@@ -5,7 +5,8 @@
  *
  * The call's result and the channel race: the first frame (or the channel's end) makes the channel
  * the response; a call that returns an envelope before anything arrived is answered as on any
- * route. A client that goes away cancels the call and closes the channel.
+ * route. A client that goes away cancels the call and closes the channel; a call that fails or times
+ * out ends the response, also when the channel's response had begun.
  */
 import type { Response } from 'express';
 import type { ChannelReader, ChannelRef, ChannelWriter } from 'svc-sdk';
@@ -204,8 +205,18 @@ export async function serveStreamed(s: StreamedCall): Promise<void> {
       );
     },
     (e) => {
-      // Once the channel's response began, it runs to the channel's end (or error).
-      if (!res.headersSent) byEnvelope(() => s.sendError(e));
+      if (!settled) {
+        byEnvelope(() => s.sendError(e));
+        return;
+      }
+      // The channel's response began (control frames, perhaps body) and the call then failed or
+      // timed out: its writer may stay open, so the call's end ends the response. Before the first
+      // body byte the client gets the call's error; mid-body, cutting the connection is the only way
+      // to say the body is incomplete. Either way the channel closes, so the writer fails too.
+      if (res.writableEnded || res.destroyed) return;
+      closeChannel();
+      if (!res.headersSent) s.sendError(e);
+      else res.destroy();
     },
   );
 }
