@@ -81,3 +81,12 @@ def test_iii_sdk_http_handlers_stream_through_svc_http(
     assert response.status == 200
     assert json.loads(response.read()) == {"plain": True, "method": "GET"}
     conn.close()
+
+    # iii_helpers' HttpResponse model, which iii-sdk sends by its alias (statusCode), keeps its status.
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/iii/model")
+    response = conn.getresponse()
+    assert response.status == 202
+    assert response.getheader("x-model") == "yes"
+    assert json.loads(response.read()) == {"model": True}
+    conn.close()

@@ -4,6 +4,7 @@
  * The result must be the envelope `{status_code, body?, headers?}`. Unlike iii, a plain object
  * without `status_code` is not silently answered as `200 {}`: it is a 500 `invalid_response` whose
  * message says what was expected and what arrived, because that mistake is otherwise invisible.
+ * `statusCode` is read as `status_code`: iii's Python SDK sends its `HttpResponse` model by alias.
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { SvcError } from 'svc-sdk';
@@ -45,8 +46,8 @@ export function envelopeToResponse(result: unknown, functionId?: string): HttpRe
   if (typeof result !== 'object' || result === null || Array.isArray(result)) {
     throw invalid(`${who} ${describe(result)}; ${EXPECTED}`);
   }
-  const env = result as { status_code?: unknown; body?: unknown; headers?: unknown };
-  const status = env.status_code;
+  const env = result as { status_code?: unknown; statusCode?: unknown; body?: unknown; headers?: unknown };
+  const status = envelopeStatus(env);
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) {
     const keys = Object.keys(env).slice(0, 8).join(', ');
     const got = status === undefined ? `an object without status_code (keys: ${keys || 'none'})` : `status_code ${describe(status)}`;
@@ -66,6 +67,11 @@ export function envelopeToResponse(result: unknown, functionId?: string): HttpRe
   // These statuses never carry a body (RFC 9110); sending one would corrupt keep-alive framing.
   if (status === 204 || status === 304) body = undefined;
   return { status, headers, body };
+}
+
+/** An envelope's status: `status_code`, or `statusCode` as iii's Python SDK writes its HttpResponse. */
+export function envelopeStatus(env: { status_code?: unknown; statusCode?: unknown }): unknown {
+  return env.status_code !== undefined ? env.status_code : env.statusCode;
 }
 
 /**

@@ -11,7 +11,7 @@
 import type { Response } from 'express';
 import type { ChannelReader, ChannelRef, ChannelWriter } from 'svc-sdk';
 import { nestsDeeperThan } from './request.js';
-import { envelopeToResponse, HttpError, normalizeHeaders, type HttpResponseSpec } from './response.js';
+import { envelopeStatus, envelopeToResponse, HttpError, normalizeHeaders, type HttpResponseSpec } from './response.js';
 import { pumpRequestBody } from './stream-request.js';
 
 /** What svc-http needs from its worker to stream: new channels, and either side of one. */
@@ -80,7 +80,7 @@ export interface StreamedCall {
 }
 
 function isEnvelope(v: unknown): boolean {
-  return typeof v === 'object' && v !== null && typeof (v as { status_code?: unknown }).status_code === 'number';
+  return typeof v === 'object' && v !== null && typeof envelopeStatus(v as { status_code?: unknown }) === 'number';
 }
 
 /** Serve one request of a streaming route; resolves when the response is decided (not when it ends). */
