@@ -12,8 +12,8 @@ import type { Peer } from './peer.js';
  * in bytes and in frames, and what all channels hold together by an engine-wide budget
  * (ChannelBudget). A frame is counted before it is read: the engine stops reading the writer's
  * socket (ws `pause()`) as soon as one more frame of the largest size could overrun either bound,
- * so TCP slows the writer; it resumes once the reader has taken half of the window (and the
- * budget is back under half).
+ * so TCP slows the writer; it resumes once the reader has taken half of the window and the
+ * budget has room for a frame again.
  */
 
 /** What `engine::channels::create` answers, and what a worker passes to another in a payload. */
