@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { Channel, DEFAULT_CHANNEL_FRAMES, MAX_CHANNEL_FRAMES, type ChannelErrorCode, type ChannelLimits, type ChannelRef } from './channels.js';
+import { Channel, ChannelBudget, DEFAULT_CHANNEL_FRAMES, MAX_CHANNEL_FRAMES, type ChannelErrorCode, type ChannelLimits, type ChannelRef } from './channels.js';
 import { EngineError } from './errors.js';
 import type { Peer } from './peer.js';
 import type { Registry } from './registry.js';
@@ -19,10 +19,16 @@ export class Channels {
   /** Sockets that answered the last ping. */
   private readonly alive = new WeakSet<WebSocket>();
   private readonly liveness: NodeJS.Timeout;
+  /** What all channels hold together (engine.limits.max_channel_bytes). */
+  private readonly budget: ChannelBudget;
 
   constructor(
-    private readonly limits: ChannelLimits & { maxFrameBytes: number; pingIntervalMs: number },
+    private readonly limits: ChannelLimits & { pingIntervalMs: number; maxTotalBytes: number; ownerGraceMs: number },
   ) {
+    // Held or released, every writer is told: while the budget is full no channel reads its writer.
+    this.budget = new ChannelBudget(limits.maxTotalBytes, limits.maxFrameBytes, () => {
+      for (const c of this.byId.values()) c.updatePause();
+    });
     // Its own server: channel frames have their own size cap (a frame over it closes the socket
     // with 1009 before it is buffered), apart from the protocol socket's.
     this.wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes, perMessageDeflate: false });
@@ -32,6 +38,16 @@ export class Channels {
 
   get size(): number {
     return this.byId.size;
+  }
+
+  /** Bytes all channels hold now (frames not yet written to their readers' sockets). */
+  get heldBytes(): number {
+    return this.budget.held;
+  }
+
+  /** Sockets open on channels (they count against engine.limits.max_connections). */
+  get socketCount(): number {
+    return this.wss.clients.size;
   }
 
   /** `engine::channels::create {buffer_size?}` for `owner`: a new channel's two refs. */
@@ -44,7 +60,7 @@ export class Channels {
     if (mine.size >= this.limits.maxPerWorker) {
       throw new EngineError('too_many_channels', `${owner.name} has ${mine.size} open channels (engine.limits.max_channels_per_worker); end some first`);
     }
-    const c = new Channel(owner, (raw as number | undefined) ?? DEFAULT_CHANNEL_FRAMES, this.limits, (ended) => this.forget(ended));
+    const c = new Channel(owner, (raw as number | undefined) ?? DEFAULT_CHANNEL_FRAMES, this.limits, this.budget, (ended) => this.forget(ended));
     this.byId.set(c.id, c);
     mine.add(c);
     this.byOwner.set(owner, mine);
@@ -99,24 +115,28 @@ export class Channels {
 
   /**
    * Its owner left: channels with a side never opened end now (nobody is left to hand the ref on);
-   * channels open at both ends go on until their sockets close.
+   * channels open at both ends get ownerGraceMs to finish, then end too. An owner's channels are
+   * bounded by max_channels_per_worker only while it is connected: without the grace, a client
+   * that reconnects could keep any number of them alive.
    */
   ownerLeft(owner: Peer): void {
     const mine = this.byOwner.get(owner);
     if (!mine) return;
     for (const c of [...mine]) {
       if (!c.opened) c.abort('channel_owner_left', `channel ${c.id}: ${owner.name}, which created it, disconnected before both sides opened`);
+      else c.endAfter(this.limits.ownerGraceMs, 'channel_owner_left', `channel ${c.id}: ${owner.name}, which created it, disconnected ${this.limits.ownerGraceMs} ms before (engine.limits.channel_owner_grace_ms)`);
     }
   }
 
-  /** Sockets that miss a ping period are cut (their channel ends as on any lost side). */
+  /**
+   * Sockets that miss a ping period are cut (their channel ends as on any lost side), unless
+   * backpressure explains the silence (Channel.silence).
+   */
   private ping(): void {
-    for (const c of this.byId.values()) {
+    for (const c of [...this.byId.values()]) {
       for (const ws of c.sockets()) {
-        // A writer we stopped reading cannot answer; its reader is checked instead.
-        if (c.isPaused(ws)) continue;
         if (!this.alive.has(ws)) {
-          ws.terminate();
+          if (c.silence(ws) === 'lost') c.lost(ws);
           continue;
         }
         this.alive.delete(ws);
@@ -142,7 +162,7 @@ export class Channels {
 }
 
 /** Why the engine refuses a WebSocket upgrade (docs/errors.md). */
-export type UpgradeRefusalCode = ChannelErrorCode | 'origin_not_allowed' | 'unauthorized' | 'not_found';
+export type UpgradeRefusalCode = ChannelErrorCode | 'origin_not_allowed' | 'unauthorized' | 'not_found' | 'overloaded';
 
 /** Answer an upgrade with an HTTP error and a JSON body `{error:{code,message}}`, then close. */
 export function refuseUpgrade(socket: Duplex, status: number, code: UpgradeRefusalCode, message: string): void {

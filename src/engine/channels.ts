@@ -9,8 +9,11 @@ import type { Peer } from './peer.js';
  *
  * Backpressure: what the engine holds for a channel (frames queued before the reader opened, plus
  * frames handed to the reader's socket and not yet written to the kernel) is bounded by a window
- * in bytes and in frames. Over it, the engine stops reading the writer's socket (ws `pause()`), so
- * TCP slows the writer; it resumes once the reader has taken half of it.
+ * in bytes and in frames, and what all channels hold together by an engine-wide budget
+ * (ChannelBudget). A frame is counted before it is read: the engine stops reading the writer's
+ * socket (ws `pause()`) as soon as one more frame of the largest size could overrun either bound,
+ * so TCP slows the writer; it resumes once the reader has taken half of the window and the
+ * budget has room for a frame again.
  */
 
 /** What `engine::channels::create` answers, and what a worker passes to another in a payload. */
@@ -23,6 +26,10 @@ export interface ChannelRef {
 export interface ChannelLimits {
   /** Bytes the engine holds per channel before it stops reading the writer. */
   windowBytes: number;
+  /** The largest frame a channel socket takes: what one more read may add. */
+  maxFrameBytes: number;
+  /** A reader with bytes pending that takes none of them for this long is dropped (`channel_reader_lost`). */
+  readerStallMs: number;
   /** A side not opened within this ends the channel (`channel_expired`). */
   openTimeoutMs: number;
   /** Channels one peer may have created and not yet ended. */
@@ -39,6 +46,7 @@ export type ChannelErrorCode =
   | 'channel_owner_closed'
   | 'channel_writer_lost'
   | 'channel_reader_closed'
+  | 'channel_reader_lost'
   | 'channel_wrong_direction'
   | 'channel_key_invalid'
   | 'channel_in_use'
@@ -55,6 +63,59 @@ export const MAX_CHANNEL_FRAMES = 1024;
 
 type Side = 'read' | 'write';
 
+/**
+ * Whether `held` (of `max`) is full: one more frame of `frame` bytes could take it over `max`.
+ * Never full when empty, so a bound smaller than a frame still lets one frame through at a time.
+ */
+export function wouldOverrun(held: number, max: number, frame: number): boolean {
+  return held > 0 && held + frame > max;
+}
+
+/** Where a full bound opens again: half of it, and room for a frame. */
+export function reopensAt(max: number, frame: number): number {
+  return Math.max(0, Math.min(max / 2, max - frame));
+}
+
+/**
+ * The bytes all channels hold together (engine.limits.max_channel_bytes), which it never exceeds:
+ * a writer is read only while one more frame of the largest size fits. Channels with no reader
+ * yet (whose bytes only wait) may fill half of it; the other half is kept for channels being read,
+ * so writers that nobody reads cannot stall the streams that flow. Held writers are paused, never
+ * dropped: they resume as readers take bytes (or the waiting channels expire).
+ */
+export class ChannelBudget {
+  held = 0;
+  /** 0: room for every writer; 1: only for channels with a reader; 2: for none. */
+  private level = 0;
+  constructor(
+    readonly maxBytes: number,
+    private readonly frameBytes: number,
+    private readonly onChange: () => void,
+  ) {}
+
+  /** Whether a writer may be read now; `read`: its channel has a reader. */
+  admits(read: boolean): boolean {
+    return this.level === 0 || (this.level === 1 && read);
+  }
+
+  charge(n: number): void {
+    this.held += n;
+    this.update();
+  }
+
+  release(n: number): void {
+    this.held -= n;
+    this.update();
+  }
+
+  private update(): void {
+    const level = wouldOverrun(this.held, this.maxBytes, this.frameBytes) ? 2 : wouldOverrun(this.held, this.maxBytes / 2, this.frameBytes) ? 1 : 0;
+    if (level === this.level) return;
+    this.level = level;
+    this.onChange();
+  }
+}
+
 export class Channel {
   readonly id = randomUUID();
   private readonly keys: Record<Side, Buffer> = { read: randomBytes(32), write: randomBytes(32) };
@@ -65,21 +126,33 @@ export class Channel {
   private readonly queue: Array<{ data: Buffer; binary: boolean }> = [];
   private heldBytes = 0;
   private heldFrames = 0;
+  /** The writer's socket is paused (its window or the engine-wide budget is full). */
   private paused = false;
   private writerDone = false;
+  /** When the reader last took bytes (a send completed), or when it started waiting. */
+  private readerProgressAt = Date.now();
   ended = false;
+  /** Ends the channel when it fires: a side not opened in time, or its owner gone for good. */
   private openTimer: NodeJS.Timeout | null;
 
   constructor(
     readonly owner: Peer,
     private readonly maxFrames: number,
     private readonly limits: ChannelLimits,
+    private readonly budget: ChannelBudget,
     private readonly onEnd: (c: Channel) => void,
   ) {
     this.openTimer = setTimeout(
       () => this.abort('channel_expired', `channel ${this.id}: a side did not open within ${limits.openTimeoutMs} ms (engine.limits.channel_open_timeout_ms)`),
       limits.openTimeoutMs,
     );
+    this.openTimer.unref();
+  }
+
+  /** End with `code` after `ms` unless it ends before (its owner left: channel-endpoint.ts). */
+  endAfter(ms: number, code: ChannelErrorCode, message: string): void {
+    if (this.ended || this.openTimer) return;
+    this.openTimer = setTimeout(() => this.abort(code, message), ms);
     this.openTimer.unref();
   }
 
@@ -114,6 +187,7 @@ export class Channel {
     if (side === 'write') {
       this.writer = ws;
       ws.on('message', (data: Buffer, isBinary) => this.fromWriter(data, isBinary));
+      this.updatePause();
       ws.on('close', (code) => this.writerClosed(code));
     } else {
       this.reader = ws;
@@ -121,6 +195,7 @@ export class Channel {
       ws.on('message', () => ws.close(1008, 'channel_wrong_direction: the read side of a channel sends nothing'));
       ws.on('close', () => this.readerClosed());
       this.flush();
+      this.updatePause();
     }
   }
 
@@ -129,28 +204,54 @@ export class Channel {
     if (this.reader && this.queue.length === 0) this.relay(data, binary);
     else {
       this.queue.push({ data, binary });
-      this.heldBytes += data.length;
-      this.heldFrames++;
+      this.hold(data.length);
     }
-    if (!this.paused && (this.heldBytes > this.limits.windowBytes || this.heldFrames > this.maxFrames)) {
-      this.paused = true;
-      this.writer?.pause();
+    this.updatePause();
+  }
+
+  private hold(n: number): void {
+    // The reader's stall is measured from when it first had something to take.
+    if (this.heldBytes === 0) this.readerProgressAt = Date.now();
+    this.heldBytes += n;
+    this.heldFrames++;
+    this.budget.charge(n);
+  }
+
+  /** The window could be overrun by one more frame (in bytes or frames). */
+  private get windowFull(): boolean {
+    return wouldOverrun(this.heldBytes, this.limits.windowBytes, this.limits.maxFrameBytes) || this.heldFrames >= this.maxFrames;
+  }
+
+  /**
+   * Pause the writer while its window or the budget is full; resume once the window is back
+   * under half and the budget has room (called on every change of either).
+   */
+  updatePause(): void {
+    if (!this.writer || this.ended) return;
+    const budgetRoom = this.budget.admits(this.reader !== null);
+    if (!this.paused) {
+      if (this.windowFull || !budgetRoom) {
+        this.paused = true;
+        this.writer.pause();
+      }
+      return;
+    }
+    const windowOpen = this.heldBytes <= reopensAt(this.limits.windowBytes, this.limits.maxFrameBytes) && this.heldFrames <= this.maxFrames / 2;
+    if (windowOpen && budgetRoom) {
+      this.paused = false;
+      this.writer.resume();
     }
   }
 
   /** Hand a frame to the reader's socket; it stays counted until ws has written it. */
   private relay(data: Buffer, binary: boolean, counted = false): void {
-    if (!counted) {
-      this.heldBytes += data.length;
-      this.heldFrames++;
-    }
+    if (!counted) this.hold(data.length);
     this.reader!.send(data, { binary }, () => {
       this.heldBytes -= data.length;
       this.heldFrames--;
-      if (this.paused && this.heldBytes <= this.limits.windowBytes / 2 && this.heldFrames <= this.maxFrames / 2) {
-        this.paused = false;
-        this.writer?.resume();
-      }
+      this.readerProgressAt = Date.now();
+      this.budget.release(data.length);
+      this.updatePause();
     });
   }
 
@@ -205,7 +306,12 @@ export class Channel {
     this.ended = true;
     if (this.openTimer) clearTimeout(this.openTimer);
     this.openTimer = null;
-    this.queue.length = 0;
+    // Frames never handed to the reader go now; those handed over are released by their send callbacks.
+    for (const f of this.queue.splice(0)) {
+      this.heldBytes -= f.data.length;
+      this.heldFrames--;
+      this.budget.release(f.data.length);
+    }
     if (this.paused) this.writer?.resume();
     this.onEnd(this);
   }
@@ -215,8 +321,21 @@ export class Channel {
     return [this.writer, this.reader].filter((w): w is WebSocket => w !== null);
   }
 
-  /** The writer is paused by backpressure: it cannot answer pings while we do not read it. */
-  isPaused(ws: WebSocket): boolean {
-    return this.paused && ws === this.writer;
+  /**
+   * How a socket that did not answer the last ping is judged. A writer we paused cannot answer
+   * (we do not read it); a reader with bytes pending is being slowed by its own backpressure (an
+   * SDK pauses its socket), so it is given readerStallMs without taking anything before it goes.
+   */
+  silence(ws: WebSocket): 'excused' | 'lost' {
+    if (ws === this.writer) return this.paused ? 'excused' : 'lost';
+    if (this.heldBytes > 0 && Date.now() - this.readerProgressAt < this.limits.readerStallMs) return 'excused';
+    return 'lost';
+  }
+
+  /** A side that stopped answering: the channel ends with the code that says which. */
+  lost(ws: WebSocket): void {
+    if (ws === this.reader) {
+      this.abort('channel_reader_lost', `channel ${this.id}: the reader stopped answering pings and taking data`);
+    } else ws.terminate();
   }
 }

@@ -70,6 +70,12 @@ export interface EngineOptions {
   channelOpenTimeoutMs: number;
   /** Channels one connection may have created and not yet ended (`too_many_channels`). */
   maxChannelsPerWorker: number;
+  /** Bytes all channels hold together; at it every channel's writer is held (paused). */
+  maxChannelBytes: number;
+  /** A channel reader with bytes pending that takes none for this long is dropped (`channel_reader_lost`). */
+  channelReaderStallMs: number;
+  /** Channels open at both ends outlive the connection that created them by this much (`channel_owner_left`). */
+  channelOwnerGraceMs: number;
   /** Cluster mode (docs/cluster.md): several engines sharing one Redis. null: a single engine. */
   cluster: ClusterOptions | null;
   /** Prometheus metrics on http://host:port/metrics (docs/observability.md). null: off. */
@@ -111,6 +117,9 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   // iii sweeps a channel whose other side never connects after 5 minutes (CHANNEL_TTL).
   channelOpenTimeoutMs: 5 * 60 * 1000,
   maxChannelsPerWorker: 1024,
+  maxChannelBytes: 256 * 1024 * 1024,
+  channelReaderStallMs: 5 * 60 * 1000,
+  channelOwnerGraceMs: 30_000,
   cluster: null,
   metrics: null,
   telemetry: null,

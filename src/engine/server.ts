@@ -115,6 +115,9 @@ export class Engine {
       maxPerWorker: this.opts.maxChannelsPerWorker,
       maxFrameBytes: this.opts.maxChannelFrameBytes,
       pingIntervalMs: this.opts.pingIntervalMs,
+      maxTotalBytes: this.opts.maxChannelBytes,
+      readerStallMs: this.opts.channelReaderStallMs,
+      ownerGraceMs: this.opts.channelOwnerGraceMs,
     });
     installChannelBuiltins(this.registry, this.channels);
     if (this.opts.cluster) {
@@ -178,6 +181,10 @@ export class Engine {
       }
       if (!path.startsWith('/ws/channels/')) return refuseUpgrade(socket, 404, 'not_found', 'svc serves workers on / and channels on /ws/channels/<channel_id> (docs/protocol.md)');
       if (this.stopping) return refuseUpgrade(socket, 503, 'shutting_down', 'The engine is shutting down');
+      // A channel's socket is a connection like any other: it counts against max_connections.
+      if (this.connectionCount >= this.opts.maxConnections) {
+        return refuseUpgrade(socket, 503, 'overloaded', `The engine has ${this.connectionCount} connections, channel sockets included (engine.limits.max_connections); retry later`);
+      }
       // With tokens configured a channel's socket presents one too; its key is the right to the channel.
       if (this.tokens.enabled && !this.tokens.find(presentedToken(req))) {
         return refuseUpgrade(socket, 401, 'unauthorized', 'This engine requires a token on channel sockets too: Authorization: Bearer <token> or ?token=');
@@ -260,14 +267,14 @@ export class Engine {
     return this.sessions.values();
   }
 
-  /** Open connections: sessions and `/otel` sockets (both count against max_connections). */
+  /** Open connections: sessions, `/otel` sockets and channel sockets (all count against max_connections). */
   /** Bounds of an iii SDK's telemetry frame and of each value stored from it. */
   private get telemetryLimits(): { maxValue: number; maxFrameBytes: number } {
     return { maxValue: this.opts.maxStoredValueBytes, maxFrameBytes: this.opts.maxFrameBytes };
   }
 
   get connectionCount(): number {
-    return this.sessions.size + this.telemetry.size;
+    return this.sessions.size + this.telemetry.size + this.channels.socketCount;
   }
 
   /**

@@ -233,14 +233,41 @@ describe('a channel reader that stops reading', { timeout: 60_000 }, () => {
   let eng: Eng;
   const pool = new WorkerPool(() => eng.url);
   before(async () => {
-    eng = await startEngine({ pingIntervalMs: 300 });
+    eng = await startEngine({ pingIntervalMs: 300, channelReaderStallMs: 2000 });
   });
   after(async () => {
     await pool.closeAll();
     await eng.stop();
   });
 
-  test('is dropped after a ping period without an answer; its writer is told channel_reader_closed', async () => {
+  test('through the SDK, paused for several ping periods, is slowed, not dropped: everything arrives', async () => {
+    const w = pool.make('slow-reader');
+    await w.ready();
+    const pair = await w.createChannel();
+    const reader = w.openReader(pair.reader);
+    const writer = w.openWriter(pair.writer);
+    const errors: string[] = [];
+    reader.on('error', (e: SvcError) => errors.push(`reader ${e.code}`));
+    writer.on('error', (e: SvcError) => errors.push(`writer ${e.code}`));
+    let got = 0;
+    let paused = false;
+    reader.on('data', (c: Buffer) => {
+      got += c.length;
+      if (!paused && got > 256 * 1024) {
+        paused = true;
+        // The SDK pauses its socket: no pongs for 4 ping periods, while the engine has bytes for it.
+        reader.pause();
+        setTimeout(() => reader.resume(), 1200);
+      }
+    });
+    const data = randomBytes(8 * 1024 * 1024);
+    writer.end(data);
+    await once(reader, 'end');
+    assert.deepEqual(errors, []);
+    assert.equal(got, data.length);
+  });
+
+  test('that takes nothing for channel_reader_stall_ms is dropped; its writer is told channel_reader_lost', async () => {
     const w = pool.make('stalled');
     await w.ready();
     const pair = await w.createChannel();
@@ -250,11 +277,126 @@ describe('a channel reader that stops reading', { timeout: 60_000 }, () => {
     // A peer that stops reading its socket: it answers no ping either.
     reader.pause();
     const writer = w.openWriter(pair.writer);
-    writer.write(Buffer.alloc(4 * 1024 * 1024));
+    writer.write(Buffer.alloc(16 * 1024 * 1024));
+    const started = Date.now();
     const [err] = (await once(writer, 'error')) as [SvcError];
-    assert.equal(err.code, 'channel_reader_closed');
+    assert.equal(err.code, 'channel_reader_lost');
+    assert.ok(Date.now() - started >= 1500, `dropped after ${Date.now() - started} ms, before its stall limit`);
     assert.equal(eng.engine.channels.size, 0);
     reader.terminate();
+  });
+
+  test('that answers no ping with nothing pending is dropped after a ping period (channel_reader_lost)', async () => {
+    const w = pool.make('silent');
+    await w.ready();
+    const pair = await w.createChannel();
+    const reader = new WebSocket(channelUrl(eng.url, pair.reader), { autoPong: false });
+    reader.on('error', () => {});
+    const writer = w.openWriter(pair.writer);
+    await once(reader, 'open');
+    const [err] = (await once(writer, 'error')) as [SvcError];
+    assert.equal(err.code, 'channel_reader_lost');
+    reader.terminate();
+  });
+});
+
+describe('what channels hold', { timeout: 60_000 }, () => {
+  let eng: Eng;
+  const pool = new WorkerPool(() => eng.url);
+  const KiB = 1024;
+  before(async () => {
+    eng = await startEngine({ channelWindowBytes: 256 * KiB, maxChannelFrameBytes: 200 * KiB, maxChannelBytes: 1024 * KiB });
+  });
+  after(async () => {
+    await pool.closeAll();
+    await eng.stop();
+  });
+
+  test('one channel at most its window, all of them at most max_channel_bytes: writers are held, not buffered', async () => {
+    const w = pool.make('filler');
+    await w.ready();
+    const frame = Buffer.alloc(150 * KiB, 7);
+    const writers: WebSocket[] = [];
+    const refs: ChannelRef[] = [];
+    const openWriter = async (): Promise<void> => {
+      const pair = await w.createChannel();
+      const ws = new WebSocket(channelUrl(eng.url, pair.writer));
+      ws.on('error', () => {});
+      await once(ws, 'open');
+      for (let i = 0; i < 4; i++) ws.send(frame);
+      writers.push(ws);
+      refs.push(pair.reader);
+    };
+    // Nobody reads: a second frame would take the channel over its 256 KiB window.
+    await openWriter();
+    await sleep(400);
+    assert.ok(eng.engine.channels.heldBytes <= 256 * KiB, `one channel holds ${eng.engine.channels.heldBytes} bytes, over its window`);
+    for (let i = 0; i < 11; i++) await openWriter();
+    await sleep(600);
+    const held = eng.engine.channels.heldBytes;
+    assert.ok(held <= 1024 * KiB, `12 channels hold ${held} bytes, over max_channel_bytes (1 MiB)`);
+    // Channels nobody reads fill half of it at most: a channel being read still flows.
+    const reader = new WebSocket(channelUrl(eng.url, refs[11]!));
+    let got = 0;
+    reader.on('message', (d: Buffer) => (got += d.length));
+    await eventually(() => assert.equal(got, 4 * frame.length), 5000);
+    // The owner leaving ends the channels nobody read, and what they held is given back.
+    for (const ws of [...writers, reader]) ws.terminate();
+    await w.shutdown();
+    await eventually(() => assert.equal(eng.engine.channels.heldBytes, 0), 3000);
+  });
+});
+
+describe('channels whose owner left', { timeout: 60_000 }, () => {
+  let eng: Eng;
+  const pool = new WorkerPool(() => eng.url);
+  before(async () => {
+    eng = await startEngine({ maxChannelsPerWorker: 2, maxConnections: 8, channelOwnerGraceMs: 500 });
+  });
+  after(async () => {
+    await pool.closeAll();
+    await eng.stop();
+  });
+
+  test('open at both ends, end after channel_owner_grace_ms; channel sockets count against max_connections', async () => {
+    const sockets: WebSocket[] = [];
+    const owner = pool.make('leaving');
+    await owner.ready();
+    for (let i = 0; i < 2; i++) {
+      const pair = await owner.createChannel();
+      for (const ref of [pair.writer, pair.reader]) {
+        const ws = new WebSocket(channelUrl(eng.url, ref));
+        ws.on('error', () => {});
+        await once(ws, 'open');
+        sockets.push(ws);
+      }
+    }
+    const ends = sockets.map((ws) => closed(ws));
+    // The worker and its 4 channel sockets.
+    assert.equal(eng.engine.connectionCount, 5);
+    await owner.shutdown();
+    const end = await Promise.race([ends[0]!, sleep(3000).then(() => ({ code: 0, reason: 'still open 3 s after its owner left' }))]);
+    assert.equal(end.code, 1011, end.reason);
+    assert.match(end.reason, /^channel_owner_left: /);
+    await Promise.all(ends);
+    await eventually(() => assert.equal(eng.engine.channels.size, 0));
+  });
+
+  test('a channel socket over max_connections is refused at the upgrade (overloaded)', async () => {
+    const w = pool.make('many');
+    await w.ready();
+    const [a, b] = [await w.createChannel(), await w.createChannel()];
+    const open: WebSocket[] = [];
+    for (const ref of [a.writer, a.reader, b.writer]) {
+      const ws = new WebSocket(channelUrl(eng.url, ref));
+      ws.on('error', () => {});
+      await once(ws, 'open');
+      open.push(ws);
+    }
+    await Promise.all(['filler-1', 'filler-2', 'filler-3', 'filler-4'].map((n) => pool.make(n).ready()));
+    assert.equal(eng.engine.connectionCount, 8);
+    assert.deepEqual(await refusal(channelUrl(eng.url, b.reader)), { status: 503, code: 'overloaded' });
+    for (const ws of open) ws.terminate();
   });
 });
 

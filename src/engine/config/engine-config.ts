@@ -49,6 +49,9 @@ export const LIMIT_KEYS: Readonly<Record<string, keyof EngineOptions>> = {
   max_channel_frame_bytes: 'maxChannelFrameBytes',
   channel_open_timeout_ms: 'channelOpenTimeoutMs',
   max_channels_per_worker: 'maxChannelsPerWorker',
+  max_channel_bytes: 'maxChannelBytes',
+  channel_reader_stall_ms: 'channelReaderStallMs',
+  channel_owner_grace_ms: 'channelOwnerGraceMs',
 };
 
 /** The blocks inside `engine:` with parsers of their own. */
