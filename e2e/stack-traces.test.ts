@@ -1,21 +1,28 @@
 /**
- * Stack traces of failed calls (issue 25, item 5, the CLI part): a Python handler's traceback and a
- * JavaScript handler's stack travel in the error's `stacktrace` (both SDKs, capped at 8192
- * characters) and `svc trigger` shows them under the one-line error (all with --verbose; in --json).
- * Before, `svc trigger` printed the one line only, and a stack had no size cap.
+ * Stack traces of failed calls (issue 25, item 5): a Python handler's traceback and a JavaScript
+ * handler's stack travel in the error's `stacktrace` (both SDKs, capped at 8192 characters);
+ * `svc trigger` shows them under the one-line error (all with --verbose; in --json), and the engine
+ * keeps them with the call's span, so the console's trace view shows them (headless Chromium).
+ * Before, `svc trigger` printed the one line only, a stack had no size cap, and a span kept the
+ * error's code and message only.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
 import { EngineProcess, ROOT, runSvc, tempDir } from './helpers/cli.js';
+import { startConsole } from './helpers/console.js';
+import { launchChromium } from '../test/helpers/chromium.js';
 
 const SDK = pathToFileURL(join(ROOT, 'sdk', 'typescript', 'dist', 'index.js')).href;
 
-describe('stack traces of failed calls in svc trigger', { timeout: 240_000 }, () => {
+describe('stack traces of failed calls in svc trigger and on the console', { timeout: 240_000 }, () => {
   const tmp = tempDir();
   let engine: EngineProcess;
+  let browser: Browser | undefined;
+  let consoleProc: Awaited<ReturnType<typeof startConsole>> | undefined;
   const svc = (args: string[]) => runSvc(args, { cwd: tmp.dir, timeoutMs: 180_000 });
 
   before(async () => {
@@ -46,6 +53,8 @@ w.registerFunction('jsfail::huge', () => { throw new Error('x'.repeat(20000)); }
     }
   });
   after(async () => {
+    await browser?.close();
+    consoleProc?.child.kill('SIGTERM');
     await engine?.stop();
     tmp.remove();
   });
@@ -74,5 +83,32 @@ w.registerFunction('jsfail::huge', () => { throw new Error('x'.repeat(20000)); }
     assert.match(r.stderr, /^error: invocation_failed: division by zero\nstack trace \(from the function's worker\):\n  │ Traceback \(most recent call last\):/);
     assert.match(r.stderr, /in inner_divide\n/);
     assert.match(r.stderr, /  │ ZeroDivisionError: division by zero\n/);
+  });
+
+  /** The stack trace the console's trace view shows for the latest trace rooted at `fn`. */
+  async function stackOnConsole(page: Page, fn: string): Promise<string> {
+    await page.goto(`${consoleProc!.url}#/traces`);
+    await page.locator(`[data-testid="trace-row"][data-root="${fn}"]`).first().click();
+    const span = page.locator(`[data-testid="span-row"][data-function="${fn}"]`);
+    await span.waitFor({ timeout: 15_000 });
+    assert.equal(await span.getAttribute('data-status'), 'error');
+    return span.locator('[data-testid="span-stack"]').innerText({ timeout: 15_000 });
+  }
+
+  test('the console\'s trace view shows the stack trace of a JavaScript and a Python failure', async () => {
+    assert.equal((await svc(['trigger', 'jsfail::fail'])).code, 1);
+    assert.equal((await svc(['trigger', 'pyfail::divide', 'by=0'])).code, 1);
+    consoleProc = await startConsole(engine.url);
+    browser = await launchChromium();
+    const page = await browser.newPage();
+
+    const js = await stackOnConsole(page, 'jsfail::fail');
+    assert.match(js, /^Error: boom in js\n\s+at deepHelper/);
+    assert.ok(js.split('\n').filter((l) => l.includes('at deepHelper')).length > 20, 'the whole stack, not its first lines');
+
+    const py = await stackOnConsole(page, 'pyfail::divide');
+    assert.match(py, /^Traceback \(most recent call last\):\n/);
+    assert.match(py, /in inner_divide\n/);
+    assert.match(py, /ZeroDivisionError: division by zero\s*$/);
   });
 });

@@ -28,7 +28,17 @@ export interface Span {
   start_ms: number;
   duration_ms: number;
   status: SpanStatus;
-  error: { code: string; message: string } | null;
+  error: SpanError | null;
+}
+
+/**
+ * A failed span's error: the callee's code and message, and its stack trace when the callee sent
+ * one (`invocationresult.error.stacktrace`: a JS stack, a Python traceback).
+ */
+export interface SpanError {
+  code: string;
+  message: string;
+  stacktrace?: string;
 }
 
 /** What the console and `engine::traces::list` show for one trace. */

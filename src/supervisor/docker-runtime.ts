@@ -2,10 +2,12 @@ import { createHash } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, resolve } from 'node:path';
+import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
 import { LIVENESS_FD_ENV, RUN_SECRET_ENV } from 'svc-sdk/internal';
 import { ensureWorkerImage } from './docker-image.js';
 import { guardedCommand } from './liveness-guard.js';
+import { appendStamped } from './log-stamp.js';
 import type { ExitInfo, Instance, LaunchSpec, Runtime } from './runtime.js';
 import { SvcError } from 'svc-sdk';
 
@@ -128,14 +130,23 @@ export class DockerRuntime implements Runtime {
         liveness.destroy();
         throw e;
       });
-      // Every line since the container started, stdout and stderr, appended to the worker's log file.
+      // Every line since the container started, stdout and stderr, appended to the worker's log
+      // file, each stamped with the time and the replica (log-stamp.ts), as the process runtime does.
       const logs = (await container.logs({ follow: true, stdout: true, stderr: true })) as unknown as NodeJS.ReadableStream;
-      this.docker.modem.demuxStream(logs, log, log);
-      const logsDone = new Promise<void>((r) => {
-        logs.on('end', r);
-        logs.on('error', () => r());
-        logs.on('close', r);
-      });
+      const out = new PassThrough();
+      const err = new PassThrough();
+      const logsDone = appendStamped(spec.logFile, spec.replica, [out, err]);
+      this.docker.modem.demuxStream(logs, out, err);
+      let ended = false;
+      const endOutput = (): void => {
+        if (ended) return;
+        ended = true;
+        out.end();
+        err.end();
+      };
+      logs.on('end', endOutput);
+      logs.on('error', endOutput);
+      logs.on('close', endOutput);
       const exited: Promise<ExitInfo> = container
         .wait()
         .then((w: { StatusCode: number }) => w.StatusCode)

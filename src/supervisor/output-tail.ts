@@ -1,4 +1,5 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { STAMP } from './log-stamp.js';
 
 /** What a failure report shows of an instance's output: enough to name the error, bounded in lines and bytes. */
 export const TAIL_LINES = 12;
@@ -6,12 +7,21 @@ export const TAIL_BYTES = 16 * 1024;
 /** One line of it, cut: a minified stack or a JSON dump must not fill a terminal. */
 const LINE_BYTES = 400;
 
+/** The replica a `=== … starting <name>[ [replica N]]: …` line starts, or -1 for any other line. */
+function startOf(line: string): number {
+  if (!line.startsWith('=== ') || !line.includes(' starting ')) return -1;
+  const m = / starting \S+ \[replica (\d+)\]: /.exec(line);
+  return m ? Number(m[1]) : 0;
+}
+
 /**
- * The last lines a worker instance wrote (stdout and stderr go to the same log file), read from the
- * end of its log file at most TAIL_BYTES back and never before the `=== … starting` line of its
- * latest start, so an exit is reported with the output of the run that exited, not of an earlier one.
+ * The last lines replica `replica` of a worker wrote (the output of all its replicas goes to one log
+ * file, each line stamped with its time and replica: log-stamp.ts), read from the end of its log
+ * file at most TAIL_BYTES back and never before the `=== … starting` line of that replica's latest
+ * start, so an exit is reported with the output of the run that exited, not of an earlier one or
+ * another replica. The lines are given without their stamps, as the worker wrote them.
  */
-export function lastOutputLines(logFile: string, maxLines = TAIL_LINES): string[] {
+export function lastOutputLines(logFile: string, replica = 0, maxLines = TAIL_LINES): string[] {
   let text: string;
   try {
     const size = statSync(logFile).size;
@@ -30,10 +40,15 @@ export function lastOutputLines(logFile: string, maxLines = TAIL_LINES): string[
   }
   const lines = text.split('\n').filter((l) => l.trim() !== '');
   let mark = lines.length - 1;
-  while (mark >= 0 && !(lines[mark]!.startsWith('=== ') && lines[mark]!.includes(' starting '))) mark--;
-  return lines
-    .slice(mark + 1)
-    .filter((l) => !l.startsWith('[install] '))
-    .slice(-maxLines)
-    .map((l) => (l.length > LINE_BYTES ? l.slice(0, LINE_BYTES) + '…' : l));
+  while (mark >= 0 && startOf(lines[mark]!) !== replica) mark--;
+  const out: string[] = [];
+  for (const l of lines.slice(mark + 1)) {
+    const stamp = STAMP.exec(l);
+    if (stamp) {
+      if (Number(stamp[1]) === replica) out.push(l.slice(stamp[0].length));
+    } else if (startOf(l) === -1 && !l.startsWith('[install] ') && !l.startsWith('[build] ')) {
+      out.push(l);
+    }
+  }
+  return out.slice(-maxLines).map((l) => (l.length > LINE_BYTES ? l.slice(0, LINE_BYTES) + '…' : l));
 }

@@ -3,15 +3,19 @@ import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { LIVENESS_FD_ENV } from 'svc-sdk/internal';
 import { guardedCommand } from './liveness-guard.js';
+import { appendStamped } from './log-stamp.js';
 import { processStartToken } from './process-identity.js';
 import type { ExitInfo, Instance, LaunchSpec, Runtime } from './runtime.js';
 
 /** A command with no shell syntax can be `exec`ed, so the pid we report is the worker's own. */
 const SIMPLE_COMMAND = /^[\w@%+=:,./~ -]+$/;
+/** After the exit, how long its last output may take to reach the log file (a process that left the group can hold the pipe open). */
+const OUTPUT_AFTER_EXIT_MS = 2000;
 
 /**
- * Runs each instance as a child process in its own process group, with stdout and stderr going
- * straight to the worker's log file (nothing passes through the engine's event loop). Stopping
+ * Runs each instance as a child process in its own process group, its stdout and stderr appended
+ * to the worker's log file with each line stamped with the time and the replica (log-stamp.ts:
+ * the engine reads the output, a chunk at a time, held up by the disk, never buffering it). Stopping
  * signals the whole group, so helpers the worker spawned (npx, tsx) go too: no orphans.
  *
  * stdin is the liveness pipe: its other end is held by this process only and never written, so
@@ -26,14 +30,15 @@ export class ProcessRuntime implements Runtime {
     mkdirSync(dirname(spec.logFile), { recursive: true });
     const fd = openSync(spec.logFile, 'a');
     writeSync(fd, `\n=== ${new Date().toISOString()} starting ${spec.name}${spec.replica > 0 ? ` [replica ${spec.replica}]` : ''}: ${spec.command}\n`);
+    closeSync(fd);
     const command = guardedCommand(spec.command, SIMPLE_COMMAND.test(spec.command));
     const child = spawn('/bin/sh', ['-c', command], {
       cwd: spec.cwd,
       env: { ...spec.env, [LIVENESS_FD_ENV]: '0' },
-      stdio: ['pipe', fd, fd],
+      stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
     });
-    closeSync(fd);
+    const output = child.stdout && child.stderr ? appendStamped(spec.logFile, spec.replica, [child.stdout, child.stderr]) : Promise.resolve();
     // Our end of the liveness pipe: never written, never keeping the engine's event loop alive,
     // closed by the kernel when the engine exits (node opens it close-on-exec, so no other child
     // inherits it and holds it open).
@@ -49,7 +54,8 @@ export class ProcessRuntime implements Runtime {
         // The leader is gone; take anything it left behind in its group with it.
         if (pid) killGroup(pid, 'SIGKILL');
         liveness.destroy();
-        resolve({ code, signal });
+        // Its last lines in the log file before the exit is reported (the report quotes them).
+        void outputWritten(output).then(() => resolve({ code, signal }));
       });
       child.once('error', (err) => resolve({ code: 127, signal: `spawn failed: ${err.message}` }));
     });
@@ -70,6 +76,12 @@ export class ProcessRuntime implements Runtime {
       },
     };
   }
+}
+
+function outputWritten(output: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((r) => (timer = setTimeout(r, OUTPUT_AFTER_EXIT_MS)));
+  return Promise.race([output, late]).finally(() => clearTimeout(timer));
 }
 
 function killGroup(pid: number, signal: NodeJS.Signals): void {

@@ -184,7 +184,7 @@ export class Supervisor {
     m.exits = m.exits.filter((t) => now - t < this.options.crashWindowMs);
     m.exits.push(now);
     const how = signal ? `signal ${signal}` : `exit code ${code}`;
-    const output = lastOutputLines(logFileOf(this.options.configFile, m.entry.name));
+    const output = lastOutputLines(logFileOf(this.options.configFile, m.entry.name), i);
     m.lastExit = { replica: i, code, signal, at: now, how, output };
     const lastLine = output.at(-1);
     m.lastError = lastLine ? `${how}: ${lastLine}` : how;

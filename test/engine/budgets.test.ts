@@ -170,7 +170,7 @@ describe('the rings: log lines and span errors within a byte budget', () => {
     assert.ok(eng.engine.logs.heldBytes <= MiB, `${eng.engine.logs.heldBytes}`);
   });
 
-  test('a span keeps its error code and message, cut, not a megabyte stack; the ring stays within max_trace_bytes', async () => {
+  test('a span keeps its error code, message and stack trace, each cut; the ring stays within max_trace_bytes', async () => {
     const callee = await RawClient.connect(eng.url);
     try {
       callee.send({ type: 'registerfunction', id: 'err::big' });
@@ -186,8 +186,10 @@ describe('the rings: log lines and span errors within a byte budget', () => {
       const { traces } = (await call(raw, 'engine::traces::list', { function_id: 'err::big' })).result as { traces: Array<{ trace_id: string }> };
       const t = (await call(raw, 'engine::traces::get', { trace_id: traces[0]!.trace_id })).result as { spans: Array<{ error: Record<string, string> }> };
       const err = t.spans[0]!.error;
-      assert.deepEqual(Object.keys(err), ['code', 'message']);
+      assert.deepEqual(Object.keys(err), ['code', 'message', 'stacktrace']);
       assert.match(err.message!.slice(65536), /^… \[svc_truncated: error message of 4194304 characters, over engine\.limits\.max_stored_value_bytes = 65536\]$/);
+      assert.equal(err.stacktrace!.slice(0, 65536), 'S'.repeat(65536));
+      assert.match(err.stacktrace!.slice(65536), /^… \[svc_truncated: error stacktrace of 1048576 characters, over engine\.limits\.max_stored_value_bytes = 65536\]$/);
       assert.ok(traces.length >= 1 && traces.length < 8, `${traces.length} traces kept`);
       assert.ok(eng.engine.traces!.heldBytes <= 256 * 1024, `${eng.engine.traces!.heldBytes}`);
     } finally {

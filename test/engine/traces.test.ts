@@ -191,8 +191,13 @@ describe('traces', () => {
       ],
     );
     const failed = await get(errors[1]!.trace_id);
-    assert.deepEqual(failed.spans[0]!.error, { code: 'bad_thing', message: 'it went wrong' });
-    assert.equal((await get(errors[0]!.trace_id)).spans[0]!.error?.code, 'timeout');
+    const { stacktrace, ...rest } = failed.spans[0]!.error!;
+    assert.deepEqual(rest, { code: 'bad_thing', message: 'it went wrong' });
+    // The callee's stack trace is kept with its span (the SDK sends the thrown error's stack).
+    assert.match(stacktrace ?? '', /^InvocationError: it went wrong\n +at /);
+    const timedOut = (await get(errors[0]!.trace_id)).spans[0]!.error!;
+    assert.deepEqual(Object.keys(timedOut), ['code', 'message'], 'an error the engine made has no stack trace');
+    assert.equal(timedOut.code, 'timeout');
   });
 
   test('list filters by function and worker; get refuses unknown and missing ids', async () => {
@@ -301,6 +306,23 @@ describe('SpanRing', () => {
       ],
     );
     assert.equal(b.list()[0]!.root.function_id, 'f::1');
+  });
+
+  test('a failed span keeps its string stack trace, counted in maxBytes; a stack that is not a string is not kept', () => {
+    const b = new SpanRing(10, undefined, 300, 100);
+    const failed = (n: number, stacktrace: unknown): Span => ({ ...span(String(n).repeat(32), n), status: 'error', error: { code: 'c', message: 'm', stacktrace } as Span['error'] });
+    b.add(failed(1, 'Error: m\n    at f (w.js:1:1)'));
+    assert.deepEqual(b.get('1'.repeat(32))!.spans[0]!.error, { code: 'c', message: 'm', stacktrace: 'Error: m\n    at f (w.js:1:1)' });
+    assert.equal(b.heldBytes, 2 + 'Error: m\n    at f (w.js:1:1)'.length);
+    b.add(failed(2, { not: 'a string' }));
+    assert.deepEqual(b.get('2'.repeat(32))!.spans[0]!.error, { code: 'c', message: 'm' });
+    // Cut to maxValue (100), and three such stacks are over maxBytes (300): the oldest spans go.
+    for (const n of [3, 4, 5]) b.add(failed(n, 'S'.repeat(1000)));
+    const kept = b.get('5'.repeat(32))!.spans[0]!.error!.stacktrace!;
+    assert.match(kept, /^S{100}… \[svc_truncated: error stacktrace of 1000 characters/);
+    assert.ok(b.heldBytes <= 300, String(b.heldBytes));
+    assert.equal(b.get('1'.repeat(32)), null);
+    assert.equal(b.get('3'.repeat(32)), null);
   });
 
   test('parseTraceparent accepts well-formed W3C traceparents only', () => {

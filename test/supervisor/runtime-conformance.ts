@@ -118,6 +118,9 @@ export function runtimeConformance(t: ConformanceTarget): void {
       assert.ok(i.id.length > 0);
       assert.match(log(s), /hello url=ws:\/\/127\.0\.0\.1:1 name=probe greeting=conformance/);
       await eventually(() => assert.match(log(s), /to stderr/), 5000);
+      // Each line of stdout and stderr stamped with the time and the replica (log-stamp.ts).
+      assert.match(log(s), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z \[0\] hello url=ws:\/\/127\.0\.0\.1:1 name=probe greeting=conformance /m);
+      assert.match(log(s), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z \[0\] .*to stderr/m);
       assert.ok(await t.alive(i), 'instance should be alive');
       await i.stop(2000);
     });
@@ -164,6 +167,8 @@ export function runtimeConformance(t: ConformanceTarget): void {
       const a = await launch(spec({ replica: 0 }));
       const b = await launch(spec({ replica: 1 }));
       assert.notEqual(a.id, b.id);
+      // Each replica's lines tagged with its index.
+      await eventually(() => assert.match(log(spec()), /^\S+Z \[1\] hello url=/m), 5000);
       assert.ok(await t.alive(a));
       assert.ok(await t.alive(b));
       await Promise.all([a.stop(2000), b.stop(2000)]);

@@ -23,7 +23,8 @@ interface Span {
   start: string;
   duration_ms: number;
   status: string;
-  error: { code: string; message: string } | null;
+  /** `stacktrace`: the callee's stack trace (a JS stack, a Python traceback), when it sent one. */
+  error: { code: string; message: string; stacktrace?: string } | null;
   depth: number;
 }
 
@@ -132,8 +133,14 @@ function TraceDetail({ id, back }: { id: string; back: () => void }) {
                     </div>
                   </div>
                   {s.error && (
-                    <div className="wf-error">
+                    <div className="wf-error" data-testid="span-error">
                       <code>{s.error.code}</code> {s.error.message}
+                      {s.error.stacktrace ? (
+                        <details open className="wf-stack">
+                          <summary>Stack trace from {s.callee_worker_name}</summary>
+                          <pre className="mono" data-testid="span-stack">{s.error.stacktrace}</pre>
+                        </details>
+                      ) : null}
                     </div>
                   )}
                 </div>

@@ -1,6 +1,6 @@
 import { cutString, head } from '../budgets.js';
 import { IdGenerator } from '../ids.js';
-import { listTraces, traceOf, type Span, type SpanSource, type SpanStatus, type SpanView, type TraceQuery, type TraceSummary } from '../traces.js';
+import { listTraces, traceOf, type Span, type SpanError, type SpanSource, type SpanStatus, type SpanView, type TraceQuery, type TraceSummary } from '../traces.js';
 
 const STATUSES: readonly SpanStatus[] = ['ok', 'error', 'timeout', 'stopped', 'cancelled'];
 const STATUS_INDEX: Record<SpanStatus, number> = { ok: 0, error: 1, timeout: 2, stopped: 3, cancelled: 4 };
@@ -15,9 +15,10 @@ const TIME_ORIGIN = performance.timeOrigin;
  * promotion and old-space marking on every call (README.md in this directory). Span objects are made only when
  * someone asks: `engine::traces::list`/`get` scan the ring (about a millisecond for 20 000 spans).
  * When the ring wraps, the oldest spans go first, so an old trace can lose its earliest spans
- * before its latest. The one part of a span of any size, its error, is kept as a copy of its code
- * and message, each cut to `maxValue` characters, and all kept errors together stay within
- * `maxBytes`: beyond it the oldest spans go early.
+ * before its latest. The one part of a span of any size, its error, is kept as a copy of its code,
+ * message and stack trace (a string `stacktrace`, as both SDKs send), each cut to `maxValue`
+ * characters, and all kept errors together stay within `maxBytes`: beyond it the oldest spans go
+ * early. Only a failed call's span has an error, so a successful call does none of this.
  */
 export class SpanRing {
   readonly capacity: number;
@@ -40,7 +41,7 @@ export class SpanRing {
   private readonly starts: Float64Array;
   private readonly durations: Float64Array;
   private readonly statuses: Uint8Array;
-  private readonly errors: ({ code: string; message: string } | null)[];
+  private readonly errors: (SpanError | null)[];
   /** Characters of each slot's kept error (0: none), and of all of them (maxBytes bounds it). */
   private readonly errorSizes: Float64Array;
   private errorChars = 0;
@@ -69,7 +70,7 @@ export class SpanRing {
     this.callerNames = strings();
     this.calleeIds = strings();
     this.calleeNames = strings();
-    this.errors = new Array<{ code: string; message: string } | null>(n).fill(null);
+    this.errors = new Array<SpanError | null>(n).fill(null);
   }
 
   get spanCount(): number {
@@ -101,7 +102,7 @@ export class SpanRing {
   }
 
   /** The span of a call that ended now. */
-  record(src: SpanSource, status: SpanStatus, error: { code: string; message: string } | undefined): void {
+  record(src: SpanSource, status: SpanStatus, error: SpanError | undefined): void {
     if (this.ids.epoch !== this.epoch) {
       // The id counter wrapped (after 2^48 calls): numbers in the ring no longer render correctly.
       this.epoch = this.ids.epoch;
@@ -140,10 +141,19 @@ export class SpanRing {
     return i;
   }
 
-  /** The error span `i` keeps: its code and message only (not a stack or other fields), cut to maxValue. */
-  private keep(i: number, error: { code: string; message: string }): { code: string; message: string } {
-    const kept = { code: head(String(error.code), 256), message: cutString(String(error.message), this.maxValue, 'error message') };
-    const size = kept.code.length + kept.message.length;
+  /**
+   * The error span `i` keeps: its code, message and a string stack trace (no other fields), each cut
+   * to maxValue. Runs for failed calls only.
+   */
+  private keep(i: number, error: SpanError): SpanError {
+    const kept: SpanError = { code: head(String(error.code), 256), message: cutString(String(error.message), this.maxValue, 'error message') };
+    let size = kept.code.length + kept.message.length;
+    // The protocol's decoder checks code and message only; a stack trace that is not a string is not kept.
+    const stack: unknown = error.stacktrace;
+    if (typeof stack === 'string' && stack.length > 0) {
+      kept.stacktrace = cutString(stack, this.maxValue, 'error stacktrace');
+      size += kept.stacktrace.length;
+    }
     this.errorSizes[i] = size;
     this.errorChars += size;
     if (this.errorChars > this.maxBytes) this.dropOldest();
@@ -170,7 +180,7 @@ export class SpanRing {
     start: number,
     duration: number,
     status: SpanStatus,
-    error: { code: string; message: string } | null,
+    error: SpanError | null,
   ): void {
     this.functionIds[i] = functionId;
     this.callerIds[i] = caller ? caller.id : null;
@@ -203,7 +213,7 @@ export class SpanRing {
       start_ms: this.starts[i]!,
       duration_ms: this.durations[i]!,
       status: STATUSES[this.statuses[i]!]!,
-      error: error ? { code: error.code, message: error.message } : null,
+      error: error ? (error.stacktrace === undefined ? { code: error.code, message: error.message } : { code: error.code, message: error.message, stacktrace: error.stacktrace }) : null,
     };
   }
 

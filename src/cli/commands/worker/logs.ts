@@ -6,7 +6,7 @@ import { logFileOf } from '../../../supervisor/launch.js';
 import { configFlag } from '../../project.js';
 
 export default class WorkerLogs extends Command {
-  static override summary = "Print a worker's stdout and stderr (kept in .svc/logs/<name>.log beside config.yaml).";
+  static override summary = "Print a worker's stdout and stderr, each line with its time and replica (kept in .svc/logs/<name>.log beside config.yaml).";
   static override examples = ['svc worker logs math-worker', 'svc worker logs math-worker -f', 'svc worker logs svc-http -n 20'];
   static override args = { name: Args.string({ required: true, description: 'Worker name.' }) };
   static override flags = {

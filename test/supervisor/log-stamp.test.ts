@@ -1,0 +1,68 @@
+/**
+ * A worker's log file: output lines stamped with time and replica (log-stamp.ts), and the failure
+ * report's tail of one replica's latest run without the stamps (output-tail.ts).
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { appendStamped, STAMP } from '../../src/supervisor/log-stamp.js';
+import { lastOutputLines } from '../../src/supervisor/output-tail.js';
+
+const T = '2026-11-24T11:00:00.000Z';
+
+describe('worker log files', () => {
+  test('lines are stamped whole: a line split across writes, two streams, a last line without newline, an endless line cut', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-log-stamp-'));
+    try {
+      const file = join(dir, 'w.log');
+      const out = new PassThrough();
+      const err = new PassThrough();
+      const done = appendStamped(file, 3, [out, err]);
+      out.write('one, ');
+      err.write('on stderr\n');
+      out.write('still one\ntwo\nthree without newline');
+      for (let i = 0; i < 10; i++) err.write('x'.repeat(10 * 1024));
+      out.end();
+      err.end();
+      await done;
+      const lines = readFileSync(file, 'utf8').split('\n').slice(0, -1);
+      for (const l of lines) assert.match(l, STAMP);
+      const bare = lines.map((l) => l.replace(STAMP, ''));
+      assert.deepEqual(bare.filter((l) => !l.startsWith('x')), ['on stderr', 'one, still one', 'two', 'three without newline']);
+      // 100 KiB without a newline: written once 64 KiB of it are held, the rest at the end.
+      assert.deepEqual(bare.filter((l) => l.startsWith('x')).map((l) => l.length), [70 * 1024, 30 * 1024]);
+      assert.ok(lines.every((l) => / \[3\] /.test(l)));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('the tail of one replica\'s latest run, without stamps, other replicas\' lines left out', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-log-tail-'));
+    try {
+      const file = join(dir, 'w.log');
+      writeFileSync(
+        file,
+        [
+          `=== ${T} starting w: node w.mjs`,
+          `${T} [0] old run of 0`,
+          `=== ${T} starting w [replica 1]: node w.mjs`,
+          `${T} [1] replica 1 says hi`,
+          '[install] installing',
+          `=== ${T} starting w: node w.mjs`,
+          `${T} [0] new run of 0`,
+          `${T} [1] replica 1 failed`,
+          `${T} [0] Error: boom`,
+          '',
+        ].join('\n'),
+      );
+      assert.deepEqual(lastOutputLines(file, 0), ['new run of 0', 'Error: boom']);
+      assert.deepEqual(lastOutputLines(file, 1), ['replica 1 says hi', 'replica 1 failed']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
