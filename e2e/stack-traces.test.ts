@@ -2,7 +2,8 @@
  * Stack traces of failed calls (issue 25, item 5): a Python handler's traceback and a JavaScript
  * handler's stack travel in the error's `stacktrace` (both SDKs, capped at 8192 characters);
  * `svc trigger` shows them under the one-line error (all with --verbose; in --json), and the engine
- * keeps them with the call's span, so the console's trace view shows them (headless Chromium).
+ * keeps them with the call's span, so the console's trace view shows them (headless Chromium), and
+ * as a log line of the failing worker, so `svc logs` shows them.
  * Before, `svc trigger` printed the one line only, a stack had no size cap, and a span kept the
  * error's code and message only.
  */
@@ -83,6 +84,20 @@ w.registerFunction('jsfail::huge', () => { throw new Error('x'.repeat(20000)); }
     assert.match(r.stderr, /^error: invocation_failed: division by zero\nstack trace \(from the function's worker\):\n  │ Traceback \(most recent call last\):/);
     assert.match(r.stderr, /in inner_divide\n/);
     assert.match(r.stderr, /  │ ZeroDivisionError: division by zero\n/);
+  });
+
+  test('svc logs for the failing worker shows the failure with its stack trace, JavaScript and Python', async () => {
+    assert.equal((await svc(['trigger', 'jsfail::fail'])).code, 1);
+    assert.equal((await svc(['trigger', 'pyfail::divide', 'by=0'])).code, 1);
+    const js = await svc(['logs', '--worker', 'jsfail', '--level', 'error']);
+    assert.equal(js.code, 0, js.stderr);
+    assert.match(js.stdout, / ERROR jsfail jsfail::fail jsfail::fail failed: invocation_failed: boom in js( trace=\w+)?\n  │ Error: boom in js\n  │ +at deepHelper/);
+    const py = await svc(['logs', '--worker', 'pyfail', '--level', 'error']);
+    assert.equal(py.code, 0, py.stderr);
+    assert.match(py.stdout, / ERROR pyfail pyfail::divide pyfail::divide failed: invocation_failed: division by zero( trace=\w+)?\n  │ Traceback \(most recent call last\):/);
+    assert.match(py.stdout, /  │ ZeroDivisionError: division by zero/);
+    const json = JSON.parse((await svc(['logs', '--worker', 'jsfail', '--level', 'error', '--json', '-n', '1'])).stdout.trim()) as { data: { stacktrace: string } };
+    assert.match(json.data.stacktrace, /at deepHelper/);
   });
 
   /** The stack trace the console's trace view shows for the latest trace rooted at `fn`. */

@@ -52,6 +52,11 @@ export class Invocations {
   private bytesInFlight = 0;
   /** Set during shutdown: new top-level calls are refused. */
   draining = false;
+  /**
+   * A callee answered with an error that carries its stack trace (an exception in its handler):
+   * the engine keeps a log line of it under that worker (server.ts), so `svc logs` shows it.
+   */
+  onCalleeException: ((call: Call, error: ErrorBody, traceId: string | undefined) => void) | null = null;
 
   constructor(
     private readonly registry: Registry,
@@ -301,6 +306,9 @@ export class Invocations {
     } finally {
       // Even if answering failed: the call is over either way.
       this.finish(call, error ? 'error' : 'ok', error);
+    }
+    if (error && typeof error.stacktrace === 'string' && this.onCalleeException) {
+      this.onCalleeException(call, error, this.spans ? call.traceId || this.ids.traceId(call.idNumber) : undefined);
     }
   }
 

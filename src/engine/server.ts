@@ -83,6 +83,20 @@ export class Engine {
     // Counted for /metrics, and for the OTLP metrics export.
     this.callMetrics = m || this.opts.telemetry?.metrics ? new CallMetrics(m?.maxFunctionSeries, m?.maxErrorCodeSeries) : null;
     this.invocations = new Invocations(this.registry, this.opts, warn, this.traces, this.callMetrics);
+    this.invocations.onCalleeException = (call, error, traceId) => {
+      const max = this.opts.maxStoredValueBytes;
+      this.logs.add({
+        level: 'error',
+        source: 'worker',
+        worker_id: call.callee.id,
+        worker_name: call.callee.name,
+        function_id: call.functionId,
+        invocation_id: call.id,
+        ...(traceId ? { trace_id: traceId } : {}),
+        message: cutString(`${call.functionId} failed: ${error.code}: ${error.message}`, max, 'message'),
+        data: { stacktrace: cutString(error.stacktrace ?? '', max, 'stacktrace') },
+      });
+    };
     const t = this.opts.telemetry;
     if (t && this.traces) this.otlp = new EngineTelemetry(t, this.traces, this.logs, this.run.id, warn);
     this.router = new Router({

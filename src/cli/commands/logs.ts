@@ -27,7 +27,12 @@ export function formatLogLine(l: LogLine): string {
   const who = l.source === 'engine' ? 'engine' : (l.worker_name ?? '-');
   const fn = l.function_id ? ` ${l.function_id}` : '';
   let data = '';
-  if (l.data !== undefined && l.data !== null) {
+  // A failed call's stack trace (the engine's line for an exception in a handler): shown under the
+  // line, each of its lines escaped behind a gutter, instead of as one JSON string.
+  const stack = stackOf(l.data);
+  if (stack !== undefined) {
+    data = '';
+  } else if (l.data !== undefined && l.data !== null) {
     try {
       data = ' ' + JSON.stringify(l.data);
     } catch {
@@ -35,7 +40,17 @@ export function formatLogLine(l: LogLine): string {
     }
   }
   const trace = l.trace_id ? ` trace=${l.trace_id}` : '';
-  return printable(`${l.time} ${l.level.toUpperCase().padEnd(5)} ${who}${fn} ${l.message}${data}${trace}`);
+  const line = printable(`${l.time} ${l.level.toUpperCase().padEnd(5)} ${who}${fn} ${l.message}${data}${trace}`);
+  if (stack === undefined) return line;
+  return [line, ...stack.replace(/\n+$/, '').split('\n').map((s) => `  │ ${printable(s)}`)].join('\n');
+}
+
+/** `data.stacktrace` when it is the only thing in `data`, else undefined. */
+function stackOf(data: unknown): string | undefined {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return undefined;
+  const keys = Object.keys(data);
+  const stack = (data as { stacktrace?: unknown }).stacktrace;
+  return keys.length === 1 && typeof stack === 'string' ? stack : undefined;
 }
 
 export default class Logs extends Command {
