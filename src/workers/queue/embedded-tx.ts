@@ -4,7 +4,7 @@
  * the front), into the delayed set, a grouped lane released, the ring of ready lanes kept.
  */
 import type { RootDatabase } from 'lmdb';
-import { laneOf, type ClaimedJob, type JobState, type JobView, type NewJob } from './store.js';
+import { laneOf, type ClaimedJob, type JobState, type JobView, type NewJob, type QueueCounts } from './store.js';
 
 export type Key = Array<string | number>;
 
@@ -36,15 +36,8 @@ export interface StoredJob {
   hist: Array<{ attempt: number; at: number; duration_ms: number; code: string; message: string }>;
 }
 
-export interface Stats {
-  waiting: number;
-  delayed: number;
-  running: number;
-  dlq: number;
-  completed: number;
-  failed: number;
-  jobs: number;
-  bytes: number;
+/** A queue's counts as stored (QueueCounts without its name), and its lane and ring positions. */
+export interface Stats extends Omit<QueueCounts, 'queue'> {
   /** Last lane position handed out and last ring order. */
   seq: number;
   ring: number;

@@ -6,16 +6,12 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'svc-sdk';
+import type { FirePayload } from '../../../src/workers/cron/fire.js';
 
 export const CRON_MAIN = fileURLToPath(new URL('../../../src/workers/cron/main.js', import.meta.url));
 
-export interface Fired {
-  trigger_id: string;
-  schedule_id: string;
-  scheduled_time: string;
-  actual_time: string;
-  manual: boolean;
-  payload: unknown;
+/** What a bound function received (iii's alias fields left out), and when and where it ran. */
+export interface Fired extends Omit<FirePayload, 'trigger' | 'job_id'> {
   /** When the handler started, ms since the epoch. */
   at: number;
   /** Which replica of the bound function ran it. */
