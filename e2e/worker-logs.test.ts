@@ -29,6 +29,8 @@ describe('svc worker logs: each line with its time and replica', { timeout: 120_
       `import { registerWorker } from ${JSON.stringify(SDK)};
 console.log('started pid ' + process.pid);
 console.error('a warning from pid ' + process.pid);
+// Escape codes a terminal would act on (clear the screen, go back to the line's start).
+console.log('clear\\x1b[2Jthe screen\\rand fake a line');
 // A line written in two pieces is still one line.
 process.stdout.write('half a line, ');
 setTimeout(() => process.stdout.write('then the rest\\n'), 50);
@@ -68,6 +70,8 @@ w.registerFunction('chatty::noop', () => ({}));
       assert.ok(own.includes(`a warning from pid ${pid}`), `replica ${replica}'s stderr line: ${output}`);
       assert.ok(own.includes('half a line, then the rest'), `replica ${replica}'s line in two writes: ${output}`);
     }
+    assert.ok(!/[\u0000-\u0009\u000b-\u001f]/.test(output), `control characters printed raw: ${JSON.stringify(output)}`);
+    assert.match(output, /clear\\u001b\[2Jthe screen\\rand fake a line/);
     const pids = (await svc(['worker', 'list', '--json'])).stdout;
     for (const own of byReplica.values()) assert.match(pids, new RegExp(own.find((l) => l.startsWith('started pid'))!.slice('started pid '.length)));
   });

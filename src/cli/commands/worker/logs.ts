@@ -4,6 +4,10 @@ import { fail } from '../../client.js';
 import { Args, Command, Flags } from '@oclif/core';
 import { logFileOf } from '../../../supervisor/launch.js';
 import { configFlag } from '../../project.js';
+import { printable } from '../../../engine/printable.js';
+
+/** A line of the log file as the terminal may show it: what the worker wrote is kept raw in the file, and escaped here like every other client text the CLI prints (a worker's `\x1b[2J` must not clear the user's screen). */
+const shown = (line: string): string => printable(line) + '\n';
 
 export default class WorkerLogs extends Command {
   static override summary = "Print a worker's stdout and stderr, each line with its time and replica (kept in .svc/logs/<name>.log beside config.yaml).";
@@ -26,15 +30,19 @@ export default class WorkerLogs extends Command {
     const lines = text.split('\n');
     if (lines.at(-1) === '') lines.pop();
     if (start > 0) lines.shift();
-    process.stdout.write(lines.slice(-flags.lines).map((l) => l + '\n').join(''));
+    process.stdout.write(lines.slice(-flags.lines).map(shown).join(''));
     if (!flags.follow) return;
     let pos = size;
+    let partial = '';
     await new Promise<void>((done) => {
       const t = setInterval(() => {
         const now = existsSync(file) ? statSync(file).size : 0;
         if (now < pos) pos = 0; // truncated or replaced
         if (now > pos) {
-          process.stdout.write(readRange(file, pos, now));
+          // Lines are escaped whole: a line still being written waits for its newline.
+          const more = (partial + readRange(file, pos, now)).split('\n');
+          partial = more.pop() ?? '';
+          process.stdout.write(more.map(shown).join(''));
           pos = now;
         }
       }, 250);
