@@ -58,6 +58,8 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     assert.equal(typo.stderr, 'error: unknown command "wrker list" (did you mean "worker list"?); svc --help lists the commands\n');
     const topic = await svc(['qeue']);
     assert.match(topic.stderr, /did you mean "queue"\?/);
+    // Cut short: the command it begins, not the nearest spelling ("start").
+    assert.match((await svc(['stat'])).stderr, /did you mean "status"\?/);
   });
 
   test('svc trigger --token and --json', async () => {
