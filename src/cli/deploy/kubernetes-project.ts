@@ -156,7 +156,11 @@ function readRoot(file: string): Record<string, unknown> {
   return root;
 }
 
-/** The environment with a stand-in for every `${VAR}` the text names and the environment lacks. */
+/**
+ * The environment with a stand-in for every `${VAR}` the text names and the environment lacks: the
+ * pods set them (tokens, node id), this machine need not. The stand-in passes the checks of the
+ * keys that take a variable (a URL for redis_url, a valid node id for node_id).
+ */
 function placeholderEnv(text: string): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const m of text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)) if (!env[m[1]!]) env[m[1]!] = m[1] === 'SVC_NODE_ID' ? 'node' : `redis://placeholder:6379`;

@@ -7,13 +7,10 @@ import { configFlag } from '../../project.js';
 
 export default class DeployKubernetes extends Command {
   static override summary = 'Write Kubernetes manifests for the project: the engine, Redis, the built-ins and one Deployment per worker.';
-  static override description = `Reads config.yaml and .svc/build/images.json (written by svc build) and writes plain YAML with a
-kustomization.yaml to deploy/kubernetes (--out): the engine (--engines N > 1: cluster mode on the
-Redis backplane) with its Service and probes, Redis in the cluster (or --redis-url / a non-loopback
-engine.cluster.redis_url outside it), every worker of config.yaml with its replicas, SVC_URL
-pointing at the engine's Service, and the tokens from a Secret (generated in secret.yaml, kept on
-later runs; or --secret to name your own). Apply with: kubectl apply -k deploy/kubernetes.
-docs/deploy.md says what each file holds.`;
+  static override description = [
+    'Reads config.yaml and .svc/build/images.json (written by svc build) and writes plain YAML with a kustomization.yaml to deploy/kubernetes (--out): the engine with its Service and health probes (--engines N > 1: cluster mode on the Redis backplane), Redis in the cluster (or --redis-url, or a non-loopback engine.cluster.redis_url, outside it), and every worker of config.yaml with its replicas, SVC_URL pointing at the engine\'s Service and its token from a Secret (generated in secret.yaml and kept on later runs, or --secret to name your own).',
+    'Apply with: kubectl apply -k deploy/kubernetes. docs/deploy.md says what each file holds.',
+  ].join('\n\n');
   static override examples = [
     'svc deploy kubernetes',
     'svc deploy kubernetes --engines 3',
