@@ -5,14 +5,18 @@
  */
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { registerWorker, type Worker } from 'svc-sdk';
 import { startEngine } from '../helpers/engine.js';
 import { adminToken } from '../helpers/tokens.js';
 import { eventually } from '../helpers/util.js';
 import { startRedis } from '../workers/state/redis-server.js';
-import { startClusterEngine, TEST_LEASE_MS } from '../cluster/helpers.js';
+import { startClusterEngine, SVC_BIN, TEST_LEASE_MS } from '../cluster/helpers.js';
 
 interface Answer {
   status: number;
@@ -122,6 +126,46 @@ describe('engine health endpoint', { timeout: 60_000 }, () => {
     assert.equal(await result, 'done');
     await stopping;
     await assert.rejects(probe(eng.port, '/healthz'), 'nothing listens once stopped');
+  });
+
+  it('svc --config on SIGTERM: not ready while a held call drains, then gone', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-health-'));
+    writeFileSync(join(dir, 'config.yaml'), 'engine:\n  host: 127.0.0.1\n  port: 0\n  shutdown_grace_ms: 20000\nworkers: []\n');
+    const child = spawn(process.execPath, [SVC_BIN, '--config', join(dir, 'config.yaml')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      await eventually(() => assert.match(out, /svc engine ready on ws:\/\/\S+/), 20_000);
+      const url = /svc engine ready on (ws:\/\/\S+)/.exec(out)![1]!;
+      const port = Number(new URL(url).port);
+      let release: () => void = () => {};
+      const held = new Promise<void>((r) => (release = r));
+      const callee = registerWorker(url, { workerName: 'sigterm-holder', echoLogs: false, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } });
+      const caller = registerWorker(url, { workerName: 'sigterm-caller', echoLogs: false, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } });
+      workers.push(callee, caller);
+      let entered = false;
+      callee.registerFunction('sigterm::hold', async () => {
+        entered = true;
+        await held;
+        return 'finished';
+      });
+      await callee.ready();
+      await eventually(async () => assert.ok(await caller.trigger({ function_id: 'engine::functions::info', payload: { function_id: 'sigterm::hold' } })));
+      const result = caller.trigger({ function_id: 'sigterm::hold', payload: {} });
+      await eventually(() => assert.ok(entered));
+      assert.equal((await probe(port, '/readyz')).status, 200);
+      child.kill('SIGTERM');
+      await eventually(async () => assert.equal((await probe(port, '/readyz')).body, 'not ready: draining\n'));
+      assert.equal((await probe(port, '/healthz')).status, 200);
+      release();
+      assert.equal(await result, 'finished');
+      assert.equal(await exited, 0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('in cluster mode: ready on the backplane, not ready once it is lost for over a lease', async () => {
