@@ -44,6 +44,27 @@ describe('engine health endpoint', { timeout: 60_000 }, () => {
     await Promise.all(workers.map((w) => w.shutdown(0)));
   });
 
+  /** A call in flight on the engine at `url` until `release()`: a worker holds it. */
+  async function holdCall(url: string): Promise<{ result: Promise<unknown>; release: () => void }> {
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const options = { echoLogs: false, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } };
+    const callee = registerWorker(url, { workerName: 'holder', ...options });
+    const caller = registerWorker(url, { workerName: 'health-caller', ...options });
+    workers.push(callee, caller);
+    let entered = false;
+    callee.registerFunction('hold::call', async () => {
+      entered = true;
+      await held;
+      return 'done';
+    });
+    await callee.ready();
+    await eventually(async () => assert.ok(await caller.trigger({ function_id: 'engine::functions::info', payload: { function_id: 'hold::call' } })));
+    const result = caller.trigger({ function_id: 'hold::call', payload: {} });
+    await eventually(() => assert.ok(entered));
+    return { result, release };
+  }
+
   it('is ready once started and answers any Host, with no token and nothing but the word', async () => {
     const secret = `health-secret-${randomUUID()}`;
     const eng = await startEngine({ tokens: [adminToken(secret)] });
@@ -95,21 +116,7 @@ describe('engine health endpoint', { timeout: 60_000 }, () => {
 
   it('is not ready while draining: a call in flight keeps the drain open, liveness stays up', async () => {
     const eng = await startEngine({ shutdownGraceMs: 20_000 });
-    let release: () => void = () => {};
-    const held = new Promise<void>((r) => (release = r));
-    const callee = registerWorker(eng.url, { workerName: 'holder', echoLogs: false, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } });
-    const caller = registerWorker(eng.url, { workerName: 'health-caller', echoLogs: false, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } });
-    workers.push(callee, caller);
-    let entered = false;
-    callee.registerFunction('hold::call', async () => {
-      entered = true;
-      await held;
-      return 'done';
-    });
-    await callee.ready();
-    await eventually(async () => assert.ok(await caller.trigger({ function_id: 'engine::functions::info', payload: { function_id: 'hold::call' } })));
-    const result = caller.trigger({ function_id: 'hold::call', payload: {} });
-    await eventually(() => assert.ok(entered));
+    const { result, release } = await holdCall(eng.url);
     assert.equal((await probe(eng.port, '/readyz')).status, 200);
 
     let stopped = false;
@@ -140,27 +147,13 @@ describe('engine health endpoint', { timeout: 60_000 }, () => {
       await eventually(() => assert.match(out, /svc engine ready on ws:\/\/\S+/), 20_000);
       const url = /svc engine ready on (ws:\/\/\S+)/.exec(out)![1]!;
       const port = Number(new URL(url).port);
-      let release: () => void = () => {};
-      const held = new Promise<void>((r) => (release = r));
-      const callee = registerWorker(url, { workerName: 'sigterm-holder', echoLogs: false, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } });
-      const caller = registerWorker(url, { workerName: 'sigterm-caller', echoLogs: false, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } });
-      workers.push(callee, caller);
-      let entered = false;
-      callee.registerFunction('sigterm::hold', async () => {
-        entered = true;
-        await held;
-        return 'finished';
-      });
-      await callee.ready();
-      await eventually(async () => assert.ok(await caller.trigger({ function_id: 'engine::functions::info', payload: { function_id: 'sigterm::hold' } })));
-      const result = caller.trigger({ function_id: 'sigterm::hold', payload: {} });
-      await eventually(() => assert.ok(entered));
+      const { result, release } = await holdCall(url);
       assert.equal((await probe(port, '/readyz')).status, 200);
       child.kill('SIGTERM');
       await eventually(async () => assert.equal((await probe(port, '/readyz')).body, 'not ready: draining\n'));
       assert.equal((await probe(port, '/healthz')).status, 200);
       release();
-      assert.equal(await result, 'finished');
+      assert.equal(await result, 'done');
       assert.equal(await exited, 0);
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
