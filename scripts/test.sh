@@ -40,6 +40,8 @@ SETUP=1 stage "npm ci" npm ci --no-audit --no-fund
 SETUP=1 stage "build" npm run build
 # the OpenTelemetry Collector the OTLP export tests send to (Go, from the module proxy; cached)
 SETUP=1 stage "otelcol (go build, cached)" bash scripts/build-otelcol.sh
+# the offline Kubernetes schema validator e2e/deploy-kubernetes.test.ts runs (PyPI, in a venv; cached)
+SETUP=1 stage "kubernetes-validate (pip, cached)" bash scripts/install-kubernetes-validate.sh
 # The console (React + Vite) is served from console/dist; e2e/console drives it in Chromium.
 SETUP=1 stage "build console" npm run build:console
 # Issue 18's acceptance: no import cycle in src/ and sdk/, no source file there over 500 lines.

@@ -11,6 +11,7 @@ import { installBuiltins } from './builtins.js';
 import { Channels, installChannelBuiltins, refuseUpgrade } from './channel-endpoint.js';
 import { Cluster, ClusterError } from './cluster/cluster.js';
 import { EngineRun, type RunIdentity } from './engine-run.js';
+import { answerHealth, type NotReady } from './health.js';
 import { installClusterBuiltins } from './cluster/listing.js';
 import { Invocations } from './invocations.js';
 import { storeTelemetryFrame } from './otlp-logs.js';
@@ -69,6 +70,7 @@ export class Engine {
   private liveness: NodeJS.Timeout | null = null;
   private sendBufferWatch: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
+  private started = false;
   readonly startedAt = Date.now();
 
   constructor(options: Partial<EngineOptions> = {}) {
@@ -159,7 +161,8 @@ export class Engine {
     }
     // Our own HTTP server, so that a client that opens a socket and never finishes the upgrade
     // is cut off after handshake_timeout_ms instead of holding a connection forever.
-    const http = createServer({ connectionsCheckingInterval: Math.max(100, Math.min(1000, this.opts.handshakeTimeoutMs / 2)) }, (_req, res) => {
+    const http = createServer({ connectionsCheckingInterval: Math.max(100, Math.min(1000, this.opts.handshakeTimeoutMs / 2)) }, (req, res) => {
+      if (answerHealth(req, res, () => this.notReady())) return;
       res.writeHead(426, { 'content-type': 'text/plain', upgrade: 'websocket' });
       res.end('svc engine: connect with a WebSocket (docs/protocol.md)\n');
     });
@@ -256,7 +259,15 @@ export class Engine {
         throw e instanceof ClusterError ? new EngineStartError(e.code, e.message) : e;
       }
     }
+    this.started = true;
     return this.address();
+  }
+
+  /** Null when ready (GET /readyz, health.ts): started, not draining, and in cluster mode on the backplane. */
+  notReady(): NotReady | null {
+    if (this.stopping) return 'draining';
+    if (!this.started) return 'starting';
+    return this.cluster && !this.cluster.ready ? 'backplane_unavailable' : null;
   }
 
   address(): { host: string; port: number; url: string } {

@@ -108,6 +108,11 @@ export class Cluster {
     this.deps.registry.onChange(() => this.schedulePublish());
   }
 
+  /** Joined and on the backplane: not before start() has joined, nor once it was lost for over a lease. */
+  get ready(): boolean {
+    return this.timer !== null && !this.offline && !this.stopped;
+  }
+
   /** This engine's own address, as published. */
   get address(): string {
     return this.url;
