@@ -38,13 +38,14 @@ export async function startRedis(opts: { password?: string } = {}): Promise<Redi
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   });
   child.removeAllListeners('exit');
+  let stopped: Promise<void> | undefined;
   return {
     url: `redis://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGKILL');
-      }),
+    // Once: after SIGKILL exitCode stays null (signalCode is set), so a second stop() must not wait for another 'exit'.
+    stop: () => (stopped ??= new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGKILL');
+    })),
   };
 }
