@@ -10,8 +10,9 @@ import { SvcError } from 'svc-sdk';
 
 /**
  * One image per worker, built from `images/<runtime.kind>/Dockerfile` and the worker's directory,
- * tagged `svc-worker-<name>:<hash of the build context>`: an unchanged worker is never rebuilt, a
- * changed one gets a new tag, and `--force` rebuilds the same tag without Docker's layer cache.
+ * tagged `svc-worker-<name>:<hash of the build context>` (`svc build` names the repository itself):
+ * an unchanged worker is never rebuilt, a changed one gets a new tag, and `--force` rebuilds the
+ * same tag without Docker's layer cache.
  */
 
 export class ImageBuildError extends SvcError {
@@ -23,9 +24,6 @@ export class ImageBuildError extends SvcError {
 
 /** What never goes into a worker's build context: host-built environments and our own state. */
 const IGNORED = new Set(['node_modules', '.venv', '.svc', '.git', '__pycache__', '.pytest_cache', '.mypy_cache', '.ruff_cache', '.svc-build']);
-
-/** The files of each svc SDK that installing it needs. */
-const SDK_FILES = { python: ['pyproject.toml', 'README.md', 'LICENSE', 'src'], typescript: ['package.json', 'README.md', 'dist'] };
 
 /** Base image per kind: the build argument, the official default and the offline equivalent. */
 const BASES: Record<RuntimeKind, { arg: string; env: string; official: string; local: string }> = {
@@ -57,14 +55,14 @@ export async function baseImageFor(docker: Docker, kind: RuntimeKind): Promise<s
 }
 
 /** Copy `src` into `dst` without IGNORED entries (the context the image is built from). */
-function copyFiltered(src: string, dst: string, skip: (rel: string) => boolean = () => false): void {
+function copyFiltered(src: string, dst: string): void {
   cpSync(src, dst, {
     recursive: true,
     dereference: true,
     filter: (p) => {
       const rel = relative(src, p);
       if (rel === '') return true;
-      return !rel.split('/').some((part) => IGNORED.has(part) || part.startsWith('.venv')) && !skip(rel);
+      return !rel.split('/').some((part) => IGNORED.has(part) || part.startsWith('.venv'));
     },
   });
 }
@@ -90,6 +88,8 @@ export interface BuiltImage {
 
 export interface BuildOptions {
   force?: boolean;
+  /** The image's name without the tag (default `svc-worker-<name>`; `svc build` gives `<registry prefix><name>`). */
+  repository?: string;
   onLine?: (line: string) => void;
 }
 
@@ -108,19 +108,12 @@ export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: Build
   const ctx = mkdtempSync(join(tmpdir(), `svc-build-${m.name}-`));
   try {
     copyFiltered(m.dir, ctx);
-    const build = join(ctx, '.svc-build');
-    mkdirSync(join(build, 'sdk'), { recursive: true });
-    cpSync(dockerfile, join(build, 'Dockerfile'));
-    // The SDKs of this svc installation (not published yet; see the Dockerfiles).
-    // Only what installs the package: a developer's SDK checkout also holds virtualenvs and caches.
-    const sdk = m.runtime.kind === 'python' ? 'python' : 'typescript';
-    for (const part of SDK_FILES[sdk]) {
-      const from = join(SVC_ROOT, 'sdk', sdk, part);
-      if (existsSync(from)) copyFiltered(from, join(build, 'sdk', sdk, part), (rel) => rel.endsWith('.egg-info') || rel.includes('.egg-info/'));
-    }
+    // The worker brings its SDK (vendor/, `svc sdk update`); the context adds only the Dockerfile.
+    mkdirSync(join(ctx, '.svc-build'), { recursive: true });
+    cpSync(dockerfile, join(ctx, '.svc-build', 'Dockerfile'));
     const buildargs = { [BASES[m.runtime.kind].arg]: base, INSTALL: m.scripts.install, START: m.scripts.start };
     const hash = hashTree(ctx).update(JSON.stringify(buildargs)).digest('hex').slice(0, 16);
-    const tag = `svc-worker-${m.name}:${hash}`;
+    const tag = `${opts.repository ?? `svc-worker-${m.name}`}:${hash}`;
     if (!opts.force && (await hasImage(docker, tag))) return { tag, status: 'cached', seconds: (Date.now() - t0) / 1000, base };
     const pending = inFlight.get(tag);
     if (pending) return await pending;
