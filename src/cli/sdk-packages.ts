@@ -91,8 +91,8 @@ function build(language: SdkLanguage, dir: string, out: string): void {
 }
 
 /**
- * The package of one SDK of this svc installation, built when the cache has none for its current
- * inputs (`root`: the svc checkout or installation). Concurrent callers each build into a directory of their own and the first rename wins.
+ * The package of one SDK of the svc installation at `root`, built when the cache has none for its
+ * current inputs. Concurrent callers each build into a directory of their own; the first rename wins.
  */
 export function sdkPackage(language: SdkLanguage, root: string): SdkPackage {
   const dir = join(root, 'sdk', language);

@@ -31,7 +31,7 @@ const BASES: Record<RuntimeKind, { arg: string; env: string; official: string; l
   typescript: { arg: 'NODE_BASE', env: 'SVC_NODE_BASE', official: 'node:20-bookworm-slim', local: 'svc-base-node:local' },
 };
 
-async function hasImage(docker: Docker, ref: string): Promise<boolean> {
+export async function hasImage(docker: Docker, ref: string): Promise<boolean> {
   try {
     await docker.getImage(ref).inspect();
     return true;
@@ -117,7 +117,16 @@ export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: Build
     if (!opts.force && (await hasImage(docker, tag))) return { tag, status: 'cached', seconds: (Date.now() - t0) / 1000, base };
     const pending = inFlight.get(tag);
     if (pending) return await pending;
-    const job = runBuild(docker, ctx, tag, buildargs, m, opts.force === true, onLine).then(() => ({ tag, status: 'built' as const, seconds: (Date.now() - t0) / 1000, base }));
+    onLine(`building image ${tag} from ${m.dir} (images/${m.runtime.kind}/Dockerfile, ${base})`);
+    const job = runBuild(docker, tar.pack(ctx) as unknown as NodeJS.ReadableStream, {
+      tag,
+      dockerfile: '.svc-build/Dockerfile',
+      buildargs,
+      force: opts.force === true,
+      labels: { 'svc.worker': m.name, 'svc.source': m.dir },
+      what: `the image of ${m.name}`,
+      base: { image: base, env: BASES[m.runtime.kind].env },
+    }, onLine).then(() => ({ tag, status: 'built' as const, seconds: (Date.now() - t0) / 1000, base }));
     inFlight.set(tag, job);
     try {
       return await job;
@@ -129,18 +138,31 @@ export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: Build
   }
 }
 
-async function runBuild(docker: Docker, ctx: string, tag: string, buildargs: Record<string, string>, m: Manifest, force: boolean, onLine: (l: string) => void): Promise<void> {
-  onLine(`building image ${tag} from ${m.dir} (images/${m.runtime.kind}/Dockerfile, ${buildargs[BASES[m.runtime.kind].arg]})`);
-  const stream: NodeJS.ReadableStream = await docker.buildImage(tar.pack(ctx) as unknown as NodeJS.ReadableStream, {
-    t: tag,
-    dockerfile: '.svc-build/Dockerfile',
-    buildargs,
+export interface BuildRequest {
+  tag: string;
+  /** Path of the Dockerfile inside the context. */
+  dockerfile: string;
+  buildargs: Record<string, string>;
+  force: boolean;
+  labels: Record<string, string>;
+  /** What is built, for the error message ("the image of math-worker"). */
+  what: string;
+  /** The base image and the variable that chooses it, for the hint when it cannot be pulled. */
+  base: { image: string; env: string };
+}
+
+/** Build one image from a packed context, passing Docker's output on line by line; fails with its last 20 lines. */
+export async function runBuild(docker: Docker, context: NodeJS.ReadableStream, req: BuildRequest, onLine: (l: string) => void): Promise<void> {
+  const stream: NodeJS.ReadableStream = await docker.buildImage(context, {
+    t: req.tag,
+    dockerfile: req.dockerfile,
+    buildargs: req.buildargs,
     // No bridge on these machines: the build reaches the package registries through the host's network.
     networkmode: 'host',
-    nocache: force,
+    nocache: req.force,
     rm: true,
     forcerm: true,
-    labels: { 'svc.worker': m.name, 'svc.source': m.dir },
+    labels: req.labels,
   });
   const tail: string[] = [];
   let failure: string | undefined;
@@ -163,8 +185,8 @@ async function runBuild(docker: Docker, ctx: string, tag: string, buildargs: Rec
   });
   if (failure !== undefined) {
     const hint = /pull access denied|not found|manifest unknown|dial tcp|lookup .* on/i.test(failure)
-      ? `\nThe base image ${buildargs[BASES[m.runtime.kind].arg]} is not on this machine and cannot be pulled; build the offline equivalents with scripts/build-base-images.sh (or set ${BASES[m.runtime.kind].env}).`
+      ? `\nThe base image ${req.base.image} is not on this machine and cannot be pulled; build the offline equivalents with scripts/build-base-images.sh (or set ${req.base.env}).`
       : '';
-    throw new ImageBuildError(`building the image of ${m.name} failed: ${failure}\n${tail.join('\n')}${hint}`);
+    throw new ImageBuildError(`building ${req.what} failed: ${failure}\n${tail.join('\n')}${hint}`);
   }
 }
