@@ -93,7 +93,7 @@ describe('svc build: the quickstart as images', { skip, timeout: 2 * BUILD_MS },
     const py = await run(images.workers['math-worker']!, 'test ! -e /opt/svc/sdk/python && grep vendor requirements.txt && ls vendor && pip show svc-sdk | head -2 && ! ls -a | grep -E "^(\\.venv|\\.svc)$"');
     assert.match(py, /^\.\/vendor\/svc_sdk-[^\s]+-py3-none-any\.whl/m);
     assert.match(py, /Name: svc-sdk/);
-    const ts = await run(images.workers['caller-worker']!, 'test ! -e /opt/svc/sdk/typescript && node -p "require(\'./package.json\').dependencies[\'svc-sdk\']" && node -p "require(\'svc-sdk/package.json\').license"');
+    const ts = await run(images.workers['caller-worker']!, 'test ! -e /opt/svc/sdk/typescript && node -p "require(\'./package.json\').dependencies[\'svc-sdk\']" && node -p "require(\'./node_modules/svc-sdk/package.json\').license"');
     assert.match(ts, /^file:vendor\/svc-sdk-[^\s]+\.tgz/m);
     assert.match(ts, /Apache-2\.0/);
   });
