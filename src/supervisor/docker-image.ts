@@ -95,6 +95,16 @@ export interface BuildOptions {
 
 const inFlight = new Map<string, Promise<BuiltImage>>();
 
+/** The dependency file that names svc-sdk by an absolute path (`file:///…`, `file:/…`), if any. */
+function sdkOutsideWorker(m: Manifest): string | undefined {
+  const file = m.runtime.kind === 'python' ? 'requirements.txt' : 'package.json';
+  const path = join(m.dir, file);
+  if (!existsSync(path)) return undefined;
+  const text = readFileSync(path, 'utf8');
+  const absolute = m.runtime.kind === 'python' ? /^[ \t]*svc[-_]sdk[ \t]*@[ \t]*file:\/\//im.test(text) : /"svc-sdk"\s*:\s*"file:\//.test(text);
+  return absolute ? file : undefined;
+}
+
 /**
  * Make sure the image of this worker exists (building it when its context changed). Replicas
  * starting together share one build.
@@ -104,6 +114,8 @@ export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: Build
   const onLine = opts.onLine ?? (() => {});
   const dockerfile = join(SVC_ROOT, 'images', m.runtime.kind, 'Dockerfile');
   if (!existsSync(dockerfile)) throw new ImageBuildError(`no Dockerfile for runtime kind ${m.runtime.kind}: ${dockerfile} is missing`);
+  const outside = sdkOutsideWorker(m);
+  if (outside) throw new ImageBuildError(`${m.name} cannot be built into an image: its ${outside} names the svc SDK by an absolute path, which the image does not have (a project made by an older svc); run \`svc sdk update\` in the project to vendor the SDK into the worker`);
   const base = await baseImageFor(docker, m.runtime.kind);
   const ctx = mkdtempSync(join(tmpdir(), `svc-build-${m.name}-`));
   try {

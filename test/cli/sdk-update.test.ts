@@ -7,7 +7,10 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Docker from 'dockerode';
 import { ROOT, runSvc, tempDir } from '../../e2e/helpers/cli.js';
+import { ensureWorkerImage, ImageBuildError } from '../../src/supervisor/docker-image.js';
+import { loadManifest } from '../../src/supervisor/manifest.js';
 
 const TS_VERSION = (JSON.parse(readFileSync(join(ROOT, 'sdk/typescript/package.json'), 'utf8')) as { version: string }).version;
 const PY_VERSION = /__version__ = "([^"]+)"/.exec(readFileSync(join(ROOT, 'sdk/python/src/svc_sdk/_version.py'), 'utf8'))![1]!;
@@ -47,6 +50,20 @@ describe('svc sdk update', { timeout: 120_000 }, () => {
     assert.equal(readFileSync(join(math, 'requirements.txt'), 'utf8'), `# the SDK\n./vendor/${WHEEL}\nhttpx>=0.27\n`);
     assert.equal(readFileSync(join(caller, 'package.json'), 'utf8'), pkgText.replace(`file:${ROOT}sdk/typescript`, `file:vendor/${TGZ}`));
     for (const f of ['requirements.txt', 'vendor']) assert.ok(existsSync(join(math, f)));
+  });
+
+  test('an older worker is refused by the image build before Docker is asked, naming svc sdk update', async () => {
+    const old = join(tmp.dir, 'older-worker');
+    mkdirSync(old);
+    writeFileSync(join(old, 'svc.worker.yaml'), 'name: older\nruntime:\n  kind: python\n  package_manager: pip\n  entry: main.py\n');
+    writeFileSync(join(old, 'main.py'), 'import svc_sdk\n');
+    writeFileSync(join(old, 'requirements.txt'), `svc-sdk @ file://${ROOT}sdk/python\n`);
+    // No Docker engine answers at this socket: the refusal comes before any call to it.
+    const docker = new Docker({ socketPath: join(tmp.dir, 'no-docker.sock') });
+    await assert.rejects(ensureWorkerImage(docker, loadManifest(old)), (e: unknown) => e instanceof ImageBuildError && e.code === 'image_build_failed' && /older cannot be built into an image: its requirements\.txt names the svc SDK by an absolute path.*run `svc sdk update`/.test(e.message));
+    // Vendored, the same worker passes that check and goes on to Docker (which is not there).
+    assert.equal((await runSvc(['sdk', 'update', old], { timeoutMs: 60_000 })).code, 0);
+    await assert.rejects(ensureWorkerImage(docker, loadManifest(old)), (e: unknown) => !/absolute path/.test(String((e as Error).message)));
   });
 
   test('a second run changes nothing and says so', async () => {
