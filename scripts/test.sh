@@ -44,6 +44,9 @@ SETUP=1 stage "otelcol (go build, cached)" bash scripts/build-otelcol.sh
 SETUP=1 stage "kubernetes-validate (pip, cached)" bash scripts/install-kubernetes-validate.sh
 # The console (React + Vite) is served from console/dist; e2e/console drives it in Chromium.
 SETUP=1 stage "build console" npm run build:console
+# The SDK packages projects vendor (npm pack, pip wheel; cached): built once here, not inside a
+# test's first `svc create` with its timeout.
+SETUP=1 stage "sdk packages (cached)" node bin/svc.js sdk pack
 # Issue 18's acceptance: no import cycle in src/ and sdk/, no source file there over 500 lines.
 stage "structure (import cycles, file sizes)" node_tests dist/test/structure
 stage "engine, sdk, supervisor tests" node_tests dist/test/engine dist/test/sdk dist/test/daemon dist/test/supervisor/supervisor.test.js dist/test/supervisor/process-runtime.test.js dist/test/supervisor/orphans.test.js

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { basename, dirname, join, resolve } from 'node:path';
 import { WORKER_NAME } from '../supervisor/manifest.js';
 import { fill, placeholderValues, ScaffoldError, svcRoot, templateFiles } from './scaffold.js';
+import { vendorWorkers } from './vendor.js';
 
 export const WORKER_LANGUAGES = ['python', 'typescript'] as const;
 export type WorkerLanguage = (typeof WORKER_LANGUAGES)[number];
@@ -15,7 +16,7 @@ export interface NewWorker {
 
 /**
  * `svc worker new <dir>`: a worker directory from worker-templates/<language> of this checkout — its
- * manifest, its dependencies (the checkout's SDK; tsx for TypeScript) and one function,
+ * manifest, its dependencies (the SDK vendored in its vendor/; tsx for TypeScript) and one function,
  * `<name>::hello`. The name is the directory's unless given; it must be a valid worker name.
  */
 export function scaffoldWorker(opts: { target: string; language: WorkerLanguage; name?: string; force?: boolean }): NewWorker {
@@ -32,7 +33,7 @@ export function scaffoldWorker(opts: { target: string; language: WorkerLanguage;
   }
   const root = svcRoot();
   const source = join(root, 'worker-templates', opts.language);
-  const values = { ...placeholderValues(target, root), worker_name: name };
+  const values = { ...placeholderValues(target), worker_name: name };
   const files: string[] = [];
   for (const rel of templateFiles(source)) {
     const out = join(target, ...rel.split('/'));
@@ -40,5 +41,6 @@ export function scaffoldWorker(opts: { target: string; language: WorkerLanguage;
     writeFileSync(out, fill(readFileSync(join(source, rel), 'utf8'), values, rel.endsWith('.json')));
     files.push(rel);
   }
+  for (const v of vendorWorkers([target], root)) files.push(v.package);
   return { name, language: opts.language, target, files };
 }

@@ -2,14 +2,16 @@
  * Project scaffolding behind `svc create` and `svc project init`: copy a directory of templates/
  * into a new project, filling in the few values only known at scaffold time.
  *
- * The SDKs are not published on a registry yet, so a scaffolded project depends on the SDKs of the
- * svc checkout that created it. That checkout is found from this file's own location, which works
- * both compiled (dist/src/cli/scaffold.js) and from source.
+ * A scaffolded project is self-contained: each worker carries the SDK of its language as a built
+ * package in its vendor/ directory (vendor.ts), named by a relative path, so the project installs
+ * on any machine with no svc checkout. The SDKs are packed from the svc checkout this CLI runs from,
+ * found from this file's own location (compiled, dist/src/cli/scaffold.js, or from source).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, delimiter, dirname, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { SvcError } from 'svc-sdk';
+import { vendorWorkers, type VendorResult } from './vendor.js';
 
 export const DEFAULT_TEMPLATE = 'quickstart';
 
@@ -70,16 +72,12 @@ export function templateChoices(): string {
   }
 }
 
-/** The values filled into `{{name}}` placeholders of a template's files. */
-export function placeholderValues(target: string, root = svcRoot()): Record<string, string> {
-  return {
-    project_name: basename(target),
-    svc_root: root,
-    svc_bin: join(root, 'bin', 'svc.js'),
-    svc_sdk_typescript: join(root, 'sdk', 'typescript'),
-    // pip wants a URL: file:///abs/path, with spaces and the like percent-encoded.
-    svc_sdk_python_url: pathToFileURL(join(root, 'sdk', 'python')).href,
-  };
+/**
+ * The values filled into `{{name}}` placeholders of a template's files. None names a path of this
+ * machine: the SDK references are written by vendorWorkers once the files are in place.
+ */
+export function placeholderValues(target: string): Record<string, string> {
+  return { project_name: basename(target) };
 }
 
 export interface ScaffoldOptions {
@@ -98,6 +96,8 @@ export interface ScaffoldResult {
   files: string[];
   /** The subset of `files` that existed before (only with force). */
   overwritten: string[];
+  /** The SDK package each worker got in its vendor/ (also listed in `files`). */
+  vendored: VendorResult[];
 }
 
 export function scaffold(opts: ScaffoldOptions): ScaffoldResult {
@@ -118,9 +118,9 @@ export function scaffold(opts: ScaffoldOptions): ScaffoldResult {
     }
   }
 
-  const values = placeholderValues(target, root);
+  const values = placeholderValues(target);
   const source = join(root, 'templates', opts.template);
-  const result: ScaffoldResult = { template: opts.template, target, root, files: [], overwritten: [] };
+  const result: ScaffoldResult = { template: opts.template, target, root, files: [], overwritten: [], vendored: [] };
   for (const rel of templateFiles(source)) {
     const out = join(target, ...rel.split('/').map((part) => RENAMED[part] ?? part));
     const outRel = relative(target, out).split(sep).join('/');
@@ -132,8 +132,17 @@ export function scaffold(opts: ScaffoldOptions): ScaffoldResult {
     writeFileSync(out, content, { mode: statSync(join(source, rel)).mode & 0o777 });
     result.files.push(outRel);
   }
+  const workerDirs = [...new Set(result.files.filter((f) => f.endsWith(MANIFEST)).map((f) => join(target, dirname(f))))];
+  result.vendored = vendorWorkers(workerDirs, root);
+  for (const v of result.vendored) {
+    const rel = relative(target, join(v.dir, v.package)).split(sep).join('/');
+    if (!result.files.includes(rel)) result.files.push(rel);
+  }
+  result.files.sort();
   return result;
 }
+
+const MANIFEST = 'svc.worker.yaml';
 
 /** Files of a template directory, relative and '/'-separated, sorted so output is stable. */
 export function templateFiles(dir: string, prefix = ''): string[] {
@@ -163,7 +172,8 @@ export function describeResult(r: ScaffoldResult, cwd = process.cwd()): string {
   const cd = shown === '.' ? '' : shown.startsWith('..') ? r.target : shown;
   const lines = [`Created the ${r.template} project in ${r.target}:`];
   for (const f of r.files) lines.push(`  ${f}${r.overwritten.includes(f) ? '  (replaced)' : ''}`);
-  lines.push('', `Its workers use the SDKs of the svc checkout at ${r.root}.`, '', 'Next:');
+  const versions = [...new Set(r.vendored.map((v) => v.package.split('/').pop()!))].join(', ');
+  lines.push('', `Each worker installs the svc SDK from its vendor/ directory (${versions}); \`svc sdk update\` refreshes it.`, '', 'Next:');
   const steps = [
     ...(cd ? [`cd ${quote(cd)}`] : []),
     'svc --config config.yaml            # the engine; leave it running, use a second terminal',

@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { ConfigFileError } from '../engine/config/config-error.js';
 import { parseEngineConfig } from '../engine/config/engine-config.js';
+import { parseDeployConfig, type DeployConfig } from './deploy-config.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from '../engine/options.js';
 import { parseWorkerEntries, type WorkerEntry } from '../supervisor/worker-entries.js';
 
@@ -31,7 +32,7 @@ engine:
 workers: []
 `;
 
-const TOP_LEVEL_KEYS = ['engine', 'workers'];
+const TOP_LEVEL_KEYS = ['engine', 'workers', 'deploy'];
 
 export interface LoadedConfig {
   file: string;
@@ -39,6 +40,7 @@ export interface LoadedConfig {
   engine: EngineOptions;
   /** Raw worker entries; workerEntriesOf validates them. */
   workers: unknown[];
+  deploy: DeployConfig;
 }
 
 /** Read config.yaml, creating it with defaults when missing. Throws ConfigFileError naming the key. */
@@ -69,7 +71,7 @@ export function parseConfig(file: string, text: string, env: NodeJS.ProcessEnv =
   const engine = parseEngineConfig(file, sections.engine, env);
   const workers = sections.workers ?? [];
   if (!Array.isArray(workers)) throw new ConfigFileError(file, '"workers" must be a list');
-  return { file, engine, workers };
+  return { file, engine, workers, deploy: parseDeployConfig(file, sections.deploy) };
 }
 
 /** The workers of a loaded config.yaml, validated, each token it names one of engine.auth.tokens. */

@@ -10,8 +10,9 @@ import { SvcError } from 'svc-sdk';
 
 /**
  * One image per worker, built from `images/<runtime.kind>/Dockerfile` and the worker's directory,
- * tagged `svc-worker-<name>:<hash of the build context>`: an unchanged worker is never rebuilt, a
- * changed one gets a new tag, and `--force` rebuilds the same tag without Docker's layer cache.
+ * tagged `svc-worker-<name>:<hash of the build context>` (`svc build` names the repository itself):
+ * an unchanged worker is never rebuilt, a changed one gets a new tag, and `--force` rebuilds the
+ * same tag without Docker's layer cache.
  */
 
 export class ImageBuildError extends SvcError {
@@ -24,16 +25,13 @@ export class ImageBuildError extends SvcError {
 /** What never goes into a worker's build context: host-built environments and our own state. */
 const IGNORED = new Set(['node_modules', '.venv', '.svc', '.git', '__pycache__', '.pytest_cache', '.mypy_cache', '.ruff_cache', '.svc-build']);
 
-/** The files of each svc SDK that installing it needs. */
-const SDK_FILES = { python: ['pyproject.toml', 'README.md', 'LICENSE', 'src'], typescript: ['package.json', 'README.md', 'dist'] };
-
 /** Base image per kind: the build argument, the official default and the offline equivalent. */
 const BASES: Record<RuntimeKind, { arg: string; env: string; official: string; local: string }> = {
   python: { arg: 'PYTHON_BASE', env: 'SVC_PYTHON_BASE', official: 'python:3.11-slim-bookworm', local: 'svc-base-python:local' },
   typescript: { arg: 'NODE_BASE', env: 'SVC_NODE_BASE', official: 'node:20-bookworm-slim', local: 'svc-base-node:local' },
 };
 
-async function hasImage(docker: Docker, ref: string): Promise<boolean> {
+export async function hasImage(docker: Docker, ref: string): Promise<boolean> {
   try {
     await docker.getImage(ref).inspect();
     return true;
@@ -57,14 +55,14 @@ export async function baseImageFor(docker: Docker, kind: RuntimeKind): Promise<s
 }
 
 /** Copy `src` into `dst` without IGNORED entries (the context the image is built from). */
-function copyFiltered(src: string, dst: string, skip: (rel: string) => boolean = () => false): void {
+function copyFiltered(src: string, dst: string): void {
   cpSync(src, dst, {
     recursive: true,
     dereference: true,
     filter: (p) => {
       const rel = relative(src, p);
       if (rel === '') return true;
-      return !rel.split('/').some((part) => IGNORED.has(part) || part.startsWith('.venv')) && !skip(rel);
+      return !rel.split('/').some((part) => IGNORED.has(part) || part.startsWith('.venv'));
     },
   });
 }
@@ -90,10 +88,22 @@ export interface BuiltImage {
 
 export interface BuildOptions {
   force?: boolean;
+  /** The image's name without the tag (default `svc-worker-<name>`; `svc build` gives `<registry prefix><name>`). */
+  repository?: string;
   onLine?: (line: string) => void;
 }
 
 const inFlight = new Map<string, Promise<BuiltImage>>();
+
+/** The dependency file that names svc-sdk by an absolute path (`file:///…`, `file:/…`), if any. */
+function sdkOutsideWorker(m: Manifest): string | undefined {
+  const file = m.runtime.kind === 'python' ? 'requirements.txt' : 'package.json';
+  const path = join(m.dir, file);
+  if (!existsSync(path)) return undefined;
+  const text = readFileSync(path, 'utf8');
+  const absolute = m.runtime.kind === 'python' ? /^[ \t]*svc[-_]sdk[ \t]*@[ \t]*file:\/\//im.test(text) : /"svc-sdk"\s*:\s*"file:\//.test(text);
+  return absolute ? file : undefined;
+}
 
 /**
  * Make sure the image of this worker exists (building it when its context changed). Replicas
@@ -104,27 +114,31 @@ export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: Build
   const onLine = opts.onLine ?? (() => {});
   const dockerfile = join(SVC_ROOT, 'images', m.runtime.kind, 'Dockerfile');
   if (!existsSync(dockerfile)) throw new ImageBuildError(`no Dockerfile for runtime kind ${m.runtime.kind}: ${dockerfile} is missing`);
+  const outside = sdkOutsideWorker(m);
+  if (outside) throw new ImageBuildError(`${m.name} cannot be built into an image: its ${outside} names the svc SDK by an absolute path, which the image does not have (a project made by an older svc); run \`svc sdk update\` in the project to vendor the SDK into the worker`);
   const base = await baseImageFor(docker, m.runtime.kind);
   const ctx = mkdtempSync(join(tmpdir(), `svc-build-${m.name}-`));
   try {
     copyFiltered(m.dir, ctx);
-    const build = join(ctx, '.svc-build');
-    mkdirSync(join(build, 'sdk'), { recursive: true });
-    cpSync(dockerfile, join(build, 'Dockerfile'));
-    // The SDKs of this svc installation (not published yet; see the Dockerfiles).
-    // Only what installs the package: a developer's SDK checkout also holds virtualenvs and caches.
-    const sdk = m.runtime.kind === 'python' ? 'python' : 'typescript';
-    for (const part of SDK_FILES[sdk]) {
-      const from = join(SVC_ROOT, 'sdk', sdk, part);
-      if (existsSync(from)) copyFiltered(from, join(build, 'sdk', sdk, part), (rel) => rel.endsWith('.egg-info') || rel.includes('.egg-info/'));
-    }
+    // The worker brings its SDK (vendor/, `svc sdk update`); the context adds only the Dockerfile.
+    mkdirSync(join(ctx, '.svc-build'), { recursive: true });
+    cpSync(dockerfile, join(ctx, '.svc-build', 'Dockerfile'));
     const buildargs = { [BASES[m.runtime.kind].arg]: base, INSTALL: m.scripts.install, START: m.scripts.start };
     const hash = hashTree(ctx).update(JSON.stringify(buildargs)).digest('hex').slice(0, 16);
-    const tag = `svc-worker-${m.name}:${hash}`;
+    const tag = `${opts.repository ?? `svc-worker-${m.name}`}:${hash}`;
     if (!opts.force && (await hasImage(docker, tag))) return { tag, status: 'cached', seconds: (Date.now() - t0) / 1000, base };
     const pending = inFlight.get(tag);
     if (pending) return await pending;
-    const job = runBuild(docker, ctx, tag, buildargs, m, opts.force === true, onLine).then(() => ({ tag, status: 'built' as const, seconds: (Date.now() - t0) / 1000, base }));
+    onLine(`building image ${tag} from ${m.dir} (images/${m.runtime.kind}/Dockerfile, ${base})`);
+    const job = runBuild(docker, tar.pack(ctx) as unknown as NodeJS.ReadableStream, {
+      tag,
+      dockerfile: '.svc-build/Dockerfile',
+      buildargs,
+      force: opts.force === true,
+      labels: { 'svc.worker': m.name, 'svc.source': m.dir },
+      what: `the image of ${m.name}`,
+      base: { image: base, env: BASES[m.runtime.kind].env },
+    }, onLine).then(() => ({ tag, status: 'built' as const, seconds: (Date.now() - t0) / 1000, base }));
     inFlight.set(tag, job);
     try {
       return await job;
@@ -136,18 +150,31 @@ export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: Build
   }
 }
 
-async function runBuild(docker: Docker, ctx: string, tag: string, buildargs: Record<string, string>, m: Manifest, force: boolean, onLine: (l: string) => void): Promise<void> {
-  onLine(`building image ${tag} from ${m.dir} (images/${m.runtime.kind}/Dockerfile, ${buildargs[BASES[m.runtime.kind].arg]})`);
-  const stream: NodeJS.ReadableStream = await docker.buildImage(tar.pack(ctx) as unknown as NodeJS.ReadableStream, {
-    t: tag,
-    dockerfile: '.svc-build/Dockerfile',
-    buildargs,
+export interface BuildRequest {
+  tag: string;
+  /** Path of the Dockerfile inside the context. */
+  dockerfile: string;
+  buildargs: Record<string, string>;
+  force: boolean;
+  labels: Record<string, string>;
+  /** What is built, for the error message ("the image of math-worker"). */
+  what: string;
+  /** The base image and the variable that chooses it, for the hint when it cannot be pulled. */
+  base: { image: string; env: string };
+}
+
+/** Build one image from a packed context, passing Docker's output on line by line; fails with its last 20 lines. */
+export async function runBuild(docker: Docker, context: NodeJS.ReadableStream, req: BuildRequest, onLine: (l: string) => void): Promise<void> {
+  const stream: NodeJS.ReadableStream = await docker.buildImage(context, {
+    t: req.tag,
+    dockerfile: req.dockerfile,
+    buildargs: req.buildargs,
     // No bridge on these machines: the build reaches the package registries through the host's network.
     networkmode: 'host',
-    nocache: force,
+    nocache: req.force,
     rm: true,
     forcerm: true,
-    labels: { 'svc.worker': m.name, 'svc.source': m.dir },
+    labels: req.labels,
   });
   const tail: string[] = [];
   let failure: string | undefined;
@@ -170,8 +197,8 @@ async function runBuild(docker: Docker, ctx: string, tag: string, buildargs: Rec
   });
   if (failure !== undefined) {
     const hint = /pull access denied|not found|manifest unknown|dial tcp|lookup .* on/i.test(failure)
-      ? `\nThe base image ${buildargs[BASES[m.runtime.kind].arg]} is not on this machine and cannot be pulled; build the offline equivalents with scripts/build-base-images.sh (or set ${BASES[m.runtime.kind].env}).`
+      ? `\nThe base image ${req.base.image} is not on this machine and cannot be pulled; build the offline equivalents with scripts/build-base-images.sh (or set ${req.base.env}).`
       : '';
-    throw new ImageBuildError(`building the image of ${m.name} failed: ${failure}\n${tail.join('\n')}${hint}`);
+    throw new ImageBuildError(`building ${req.what} failed: ${failure}\n${tail.join('\n')}${hint}`);
   }
 }

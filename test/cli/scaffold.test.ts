@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { InvocationError, Worker } from 'svc-sdk';
 import { EngineProcess, ROOT, runSvc, tempDir, until } from '../../e2e/helpers/cli.js';
@@ -20,6 +19,11 @@ const ROOT_DIR = ROOT.replace(/\/$/, '');
 
 const oneLine = (stderr: string): string => stderr.replace(/[ \t]*\n[ \t]*›[ \t]+/g, ' ');
 
+const TS_VERSION = (JSON.parse(readFileSync(join(ROOT, 'sdk/typescript/package.json'), 'utf8')) as { version: string }).version;
+const PY_VERSION = /__version__ = "([^"]+)"/.exec(readFileSync(join(ROOT, 'sdk/python/src/svc_sdk/_version.py'), 'utf8'))![1]!;
+const TGZ = `svc-sdk-${TS_VERSION}.tgz`;
+const WHEEL = `svc_sdk-${PY_VERSION}-py3-none-any.whl`;
+
 const EXPECTED_FILES = [
   '.gitignore',
   'README.md',
@@ -28,9 +32,11 @@ const EXPECTED_FILES = [
   'workers/caller-worker/src/worker.ts',
   'workers/caller-worker/svc.worker.yaml',
   'workers/caller-worker/tsconfig.json',
+  `workers/caller-worker/vendor/${TGZ}`,
   'workers/math-worker/math_worker.py',
   'workers/math-worker/requirements.txt',
   'workers/math-worker/svc.worker.yaml',
+  `workers/math-worker/vendor/${WHEEL}`,
 ];
 
 /** Every file under `dir`, relative and '/'-separated, sorted. */
@@ -71,18 +77,20 @@ describe('svc create / svc project init', { timeout: 60_000 }, () => {
       for (const step of ['svc --config config.yaml', 'svc worker add svc-state', 'svc worker add svc-http', 'svc worker add ./workers/math-worker', 'svc worker add ./workers/caller-worker', 'svc trigger math::add a=2 b=3']) {
         assert.ok(out.includes(step), `next step "${step}" missing from:\n${out}`);
       }
-      assert.ok(out.includes(`SDKs of the svc checkout at ${ROOT_DIR}.`), out);
+      assert.ok(out.includes(`installs the svc SDK from its vendor/ directory (${TGZ}, ${WHEEL})`), out);
     }
   });
 
-  test('--template defaults to quickstart; placeholders point at this checkout\'s SDKs, which exist', async () => {
+  test('--template defaults to quickstart; the workers name their vendored SDK packages by relative paths, and nothing names this checkout', async () => {
     const r = await runSvc(['create', '--directory', 'dflt'], { cwd: tmp.dir });
     assert.equal(r.code, 0, r.stderr);
     const dir = join(tmp.dir, 'dflt');
     assert.deepEqual(tree(dir), EXPECTED_FILES);
-    for (const f of EXPECTED_FILES) {
+    for (const f of EXPECTED_FILES.filter((f) => !f.includes('/vendor/'))) {
       const text = readFileSync(join(dir, f), 'utf8');
       assert.doesNotMatch(text, /\{\{(project_name|svc_[a-z_]+)\}\}/, `${f} has an unfilled placeholder`);
+      assert.ok(!text.includes(ROOT_DIR), `${f} names the svc checkout ${ROOT_DIR}:\n${text}`);
+      assert.doesNotMatch(text, /file:\/\//, `${f} has a file:// URL`);
     }
 
     const pkg = JSON.parse(readFileSync(join(dir, 'workers/caller-worker/package.json'), 'utf8')) as {
@@ -96,22 +104,24 @@ describe('svc create / svc project init', { timeout: 60_000 }, () => {
     assert.equal(pkg.type, 'module');
     assert.equal(pkg.scripts.start, 'tsx src/worker.ts');
     assert.ok(pkg.devDependencies.tsx, 'tsx is a devDependency');
-    const ts = pkg.dependencies['svc-sdk']!;
-    assert.match(ts, /^file:\//);
-    const tsDir = ts.slice('file:'.length);
-    assert.equal(tsDir, join(ROOT, 'sdk', 'typescript'));
-    assert.equal((JSON.parse(readFileSync(join(tsDir, 'package.json'), 'utf8')) as { name: string }).name, 'svc-sdk');
+    assert.equal(pkg.dependencies['svc-sdk'], `file:vendor/${TGZ}`);
+    // npm pack's tarball of the SDK, with its metadata, README and LICENSE.
+    const listing = spawnSync('tar', ['-xzOf', join(dir, 'workers/caller-worker/vendor', TGZ), 'package/package.json'], { encoding: 'utf8' });
+    const meta = JSON.parse(listing.stdout) as { name: string; version: string; license: string; description: string };
+    assert.deepEqual([meta.name, meta.version, meta.license], ['svc-sdk', TS_VERSION, 'Apache-2.0']);
+    const files = spawnSync('tar', ['-tzf', join(dir, 'workers/caller-worker/vendor', TGZ)], { encoding: 'utf8' }).stdout.split('\n');
+    for (const f of ['package/README.md', 'package/LICENSE', 'package/dist/index.js']) assert.ok(files.includes(f), `${f} missing from ${TGZ}`);
 
     const req = readFileSync(join(dir, 'workers/math-worker/requirements.txt'), 'utf8');
-    const m = /^svc-sdk @ (file:\/\/\S+)$/m.exec(req);
-    assert.ok(m, `no "svc-sdk @ file://…" line in:\n${req}`);
-    const pyDir = fileURLToPath(m[1]!);
-    assert.equal(pyDir, join(ROOT, 'sdk', 'python'));
-    assert.match(readFileSync(join(pyDir, 'pyproject.toml'), 'utf8'), /name = "svc-sdk"/);
+    assert.match(req, new RegExp(`^\\./vendor/${WHEEL.replace(/\./g, '\\.')}$`, 'm'));
+    // pip wheel's wheel of the SDK: the METADATA a registry would show, and the license file.
+    const unzip = spawnSync('python3', ['-c', 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print("\\n".join(z.namelist())); print(z.read(f"svc_sdk-{sys.argv[2]}.dist-info/METADATA").decode())', join(dir, 'workers/math-worker/vendor', WHEEL), PY_VERSION], { encoding: 'utf8' });
+    assert.equal(unzip.status, 0, unzip.stderr);
+    for (const line of ['Name: svc-sdk', `Version: ${PY_VERSION}`, 'License-Expression: Apache-2.0', 'svc_sdk/__init__.py', `svc_sdk-${PY_VERSION}.dist-info/licenses/LICENSE`]) assert.ok(unzip.stdout.includes(line), `${line} missing from the wheel:\n${unzip.stdout}`);
 
     const readme = readFileSync(join(dir, 'README.md'), 'utf8');
     assert.match(readme, /^# dflt$/m, 'the README is titled with the project name');
-    assert.ok(readme.includes(`checkout that created it, at \`${ROOT_DIR}\``), 'the README names the svc checkout');
+    assert.ok(readme.includes('svc sdk update'), 'the README says how the vendored SDKs are refreshed');
     for (const step of ['svc worker add svc-state', 'svc worker add svc-http', 'svc worker add ./workers/math-worker', 'svc worker add ./workers/caller-worker', 'svc trigger math::add a=2 b=3', `svc trigger --function-id=math::add_two_numbers --payload='{"a":1,"b":1}'`, 'curl', 'svc worker list', 'svc worker logs math-worker', 'USE_STATE', 'USE_HTTP']) {
       assert.ok(readme.includes(step), `README lacks "${step}"`);
     }

@@ -92,3 +92,19 @@ test("a worker's token must be one of engine.auth.tokens", () => {
   );
   assert.equal(workerEntriesOf(parseConfig('/p/config.yaml', yaml.replace('opz', 'ops')))[0]!.token, 'ops');
 });
+
+describe('config.yaml deploy: (svc build, svc deploy kubernetes)', () => {
+  test('deploy.registry is the image names\' prefix, ending in one /; none by default', () => {
+    assert.equal(parseConfig('c.yaml', 'workers: []\n').deploy.registry, '');
+    assert.equal(parseConfig('c.yaml', 'deploy:\n  registry: registry.example.com:5000/team\n').deploy.registry, 'registry.example.com:5000/team/');
+    assert.equal(parseConfig('c.yaml', 'deploy:\n  registry: ghcr.io/acme/\n').deploy.registry, 'ghcr.io/acme/');
+  });
+
+  test('a bad registry, a mistyped key or a non-mapping is refused naming the key', () => {
+    const refused = (yaml: string, re: RegExp): void => assert.throws(() => parseConfig('c.yaml', yaml), (e: unknown) => e instanceof ConfigFileError && e.code === 'invalid_config' && re.test(e.message));
+    refused('deploy:\n  registry: Registry.Example.com\n', /^c\.yaml: deploy\.registry: "Registry\.Example\.com" is not a registry prefix \(host\[:port\]\[\/path\]/);
+    refused('deploy:\n  registry: 5\n', /deploy\.registry: must be a string, got 5/);
+    refused('deploy:\n  regsitry: x\n', /deploy\.regsitry: unknown key of deploy "regsitry" \(did you mean "registry"\?\)/);
+    refused('deploy: [a]\n', /deploy: must be a mapping/);
+  });
+});
