@@ -10,8 +10,7 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type Docker from 'dockerode';
 import { loadConfig } from '../daemon/config-file.js';
-import { ConfigFileError } from '../engine/config/config-error.js';
-import { registryPrefix, REGISTRY_HINT } from '../daemon/deploy-config.js';
+import { imagePrefix } from '../daemon/deploy-config.js';
 import { ensureEngineImage } from '../supervisor/engine-image.js';
 import { ensureWorkerImage, type BuiltImage } from '../supervisor/docker-image.js';
 import { loadManifest } from '../supervisor/manifest.js';
@@ -55,12 +54,7 @@ export interface BuildProjectOptions {
 
 export async function buildProjectImages(docker: Docker, opts: BuildProjectOptions): Promise<ProjectImages> {
   const cfg = loadConfig(opts.configFile, { create: false });
-  let prefix = cfg.deploy.registry;
-  if (opts.registry !== undefined) {
-    const p = registryPrefix(opts.registry);
-    if (p === null) throw new ConfigFileError('--registry', `${JSON.stringify(opts.registry)} is not a registry prefix (${REGISTRY_HINT})`);
-    prefix = p;
-  }
+  const prefix = imagePrefix(cfg.deploy, opts.registry);
   const entries = parseWorkerEntries(cfg.file, cfg.workers);
   // Every manifest is read before anything is built: a broken worker fails the command at once.
   const manifests = entries.filter((e) => e.path !== undefined).map((e) => ({ ...loadManifest(e.path!), name: e.name }));

@@ -33,3 +33,11 @@ export function parseDeployConfig(file: string, raw: unknown): DeployConfig {
   if (registry === null) throw new ConfigFileError(file, `deploy.registry: ${JSON.stringify(block.registry)} is not a registry prefix (${REGISTRY_HINT})`);
   return { registry };
 }
+
+/** The prefix images are named with: `--registry` when given (checked here), else config.yaml's deploy.registry (checked by parseDeployConfig). */
+export function imagePrefix(config: DeployConfig, flag: string | undefined): string {
+  if (flag === undefined) return config.registry;
+  const p = registryPrefix(flag);
+  if (p === null) throw new ConfigFileError('--registry', `${JSON.stringify(flag)} is not a registry prefix (${REGISTRY_HINT})`);
+  return p;
+}

@@ -12,6 +12,7 @@ import { isLoopbackHost } from '../../engine/auth.js';
 import { ConfigFileError, isMapping } from '../../engine/config/config-error.js';
 import { parseEngineConfig } from '../../engine/config/engine-config.js';
 import { parseWorkerEntries } from '../../supervisor/worker-entries.js';
+import { imagePrefix, parseDeployConfig } from '../../daemon/deploy-config.js';
 import {
   ENGINE_NAME,
   REDIS_NAME,
@@ -80,8 +81,7 @@ export function writeKubernetesManifests(opts: KubernetesOptions): KubernetesRes
   if (isMapping(rawEngine.auth)) notes.push('engine.auth of config.yaml is not used: the pods use the tokens of the Secret (admin, workers, queue, cron; docs/deploy.md)');
 
   const images = readImages(join(projectDir, '.svc', 'build', 'images.json'));
-  const deployBlock = isMapping(root.deploy) ? root.deploy : {};
-  const prefix = registryPrefix(opts.registry ?? (typeof deployBlock.registry === 'string' ? deployBlock.registry : ''));
+  const prefix = imagePrefix(parseDeployConfig(file, root.deploy), opts.registry);
   const tag = opts.imageTag ?? PLACEHOLDER_TAG;
   const computed = (name: string): string => `${prefix}${name}:${tag}`;
   if (images) notes.push(`images: from ${relative(process.cwd(), images.file) || images.file} (svc build)`);
@@ -223,10 +223,6 @@ function k8sNameOf(name: string): string {
 }
 function labelValue(name: string): string {
   return name.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '').slice(0, 63) || 'svc';
-}
-/** `registry.example.com/team` → `registry.example.com/team/` (as svc build names images). */
-function registryPrefix(value: string): string {
-  return value === '' || value.endsWith('/') ? value : `${value}/`;
 }
 function hostOf(url: string): string {
   try {
