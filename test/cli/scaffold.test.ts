@@ -199,6 +199,16 @@ describe('svc create / svc project init', { timeout: 60_000 }, () => {
     assert.ok(r.stdout.includes('cd quickstart'), r.stdout);
   });
 
+  test('svc create <directory>: the directory as an argument, as a new user types it', async () => {
+    const r = await runSvc(['create', 'my-project'], { cwd: tmp.dir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(tree(join(tmp.dir, 'my-project')), EXPECTED_FILES);
+    assert.ok(r.stdout.includes('cd my-project'), r.stdout);
+    const both = await runSvc(['create', 'one', '--directory', 'two'], { cwd: tmp.dir });
+    assert.equal(both.code, 2);
+    assert.match(oneLine(both.stderr), /two directories given: one and --directory two/);
+  });
+
   test('a target that is a file, or a missing project name, is a usage error (exit 2)', async () => {
     writeFileSync(join(tmp.dir, 'afile'), 'x');
     const r = await runSvc(['create', '--directory', 'afile'], { cwd: tmp.dir });

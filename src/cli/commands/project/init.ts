@@ -4,7 +4,7 @@ import { DEFAULT_TEMPLATE, describeResult, scaffold, ScaffoldError, templateChoi
 
 export default class ProjectInit extends Command {
   static override summary = 'Create the project ./<name> from a template (same as `svc create --directory <name>`).';
-  static override description = `Copies templates/<template> of this svc checkout into ./<name> and prints the files and the commands to run next.
+  static override description = `Copies templates/<template> of this svc checkout into ./<name> and prints the files and the commands to run next. Each worker carries the svc SDK of its language as a built package in its vendor/ directory (docs/deploy.md).
 
 Exit code 2 for an unknown template, or for a directory that is not empty (unless --force, which writes the template's files into it and replaces files with the same names).`;
   static override examples = ['svc project init my-project', 'svc project init my-project --template quickstart --force'];
