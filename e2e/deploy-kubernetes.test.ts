@@ -242,4 +242,14 @@ describe('svc deploy kubernetes', { timeout: 600_000 }, () => {
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--redis-url: must start with redis:\/\//);
   });
+
+  it('a project with no workers yet (svc create, before svc worker add): the engine alone, and says how to add them', async () => {
+    const fresh = join(tmp.dir, 'fresh');
+    mkdirSync(fresh);
+    writeFileSync(join(fresh, 'config.yaml'), 'engine:\n  port: 49134\nworkers: []\n');
+    const r = await runSvc(['deploy', 'kubernetes', '--config', join(fresh, 'config.yaml')]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /workers: none in config\.yaml, so only the engine is written; add them with `svc worker add`/);
+    await validated(join(fresh, 'deploy', 'kubernetes'));
+  });
 });

@@ -80,6 +80,7 @@ export function writeKubernetesManifests(opts: KubernetesOptions): KubernetesRes
   const { host: _h, port: _p, auth: _a, cluster: rawCluster, ...engineConfig } = rawEngine;
   if (isMapping(rawEngine.auth)) notes.push('engine.auth of config.yaml is not used: the pods use the tokens of the Secret (admin, workers, queue, cron; docs/deploy.md)');
 
+  if (entries.length === 0) notes.push('workers: none in config.yaml, so only the engine is written; add them with `svc worker add` (e.g. svc worker add ./workers/math-worker), then run this again');
   const images = readImages(join(projectDir, '.svc', 'build', 'images.json'));
   const prefix = imagePrefix(parseDeployConfig(file, root.deploy), opts.registry);
   const tag = opts.imageTag ?? PLACEHOLDER_TAG;
