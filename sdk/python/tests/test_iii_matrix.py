@@ -144,6 +144,21 @@ def test_state_shapes_and_events_pass_the_sdks_own_models(iii_version: str, stat
         worker.stop()
 
 
+def test_state_update_is_best_effort_with_literal_paths(iii_version: str, state_engine: Engine) -> None:
+    """state::update as iii defines it, with ops built from the SDK's models: a failing op is skipped
+    and listed in `errors` (validated by UpdateOpError), and a string path names one first-level field."""
+    scope = f"matrix-update-{iii_version}"
+    worker = IiiWorker(iii_version, state_engine.url, scope)
+    try:
+        echo_answers(state_engine, iii_version)
+        proc = state_engine.cli("trigger", "matrix::state_update", f"scope={scope}")
+        assert proc.returncode == 0, proc.stderr
+        want = {"n": 3, "name": "ada", "a.b": True, "nested": {"x": {"y": 1}}, "log": "z"}
+        assert json.loads(proc.stdout) == {"new_value": want, "errors": [[2, "type_error"]], "stored": want}
+    finally:
+        worker.stop()
+
+
 @pytest.mark.parametrize("version", [v for v in III_SDK_VERSIONS if v != "0.22.1"])
 def test_a_12_mib_payload_round_trips(version: str, state_engine: Engine) -> None:
     """iii-sdk 0.24+ sends frames up to 16 MiB; so does svc by default. (0.22.1 cannot receive frames
