@@ -10,8 +10,10 @@
 import { cutString, boundValue } from './budgets.js';
 import { LINE_OVERHEAD } from './logs.js';
 import type { LogRing } from './hot/log-ring.js';
+import type { SpanRing } from './hot/span-ring.js';
+import { decodeOtlpSpans, OTLP_SPANS_PREFIX } from './otlp-spans-in.js';
 
-/** The prefix of an OTLP-JSON logs frame. (`OTLP`: spans, `MTRC`: metrics; not stored.) */
+/** The prefix of an OTLP-JSON logs frame. (`OTLP`: spans, otlp-spans-in.ts; `MTRC`: metrics, not stored.) */
 export const OTLP_LOGS_PREFIX = 'LOGS';
 /** Lines taken from one frame; the rest are dropped (a batch of an iii SDK holds at most 512). */
 export const MAX_LINES_PER_FRAME = 2048;
@@ -121,19 +123,26 @@ export function decodeOtlpLogs(json: string): OtlpLogLine[] {
 }
 
 /**
- * Store the lines of one telemetry frame (`LOGS` + OTLP JSON) in the log ring; other telemetry, and
- * a frame over `maxFrameBytes`, is ignored. Values over `maxValue` are cut with a marker, as
- * svc-sdk's lines are. `worker`: the connection the frame came on, when it is a worker's own (the
- * `/otel` socket belongs to no worker: its lines are named by their `service.name`).
+ * Store one telemetry frame: its lines (`LOGS` + OTLP JSON) in the log ring, its spans (`OTLP` +
+ * OTLP JSON) in the trace ring (none when tracing is off); metrics, and a frame over
+ * `maxFrameBytes`, are ignored. Values over `maxValue` are cut with a marker, as svc-sdk's are.
+ * `worker`: the connection the frame came on, when it is a worker's own (the `/otel` socket
+ * belongs to no worker: its lines and spans are named by their `service.name`).
  */
 export function storeTelemetryFrame(
   frame: Buffer,
-  logs: LogRing,
+  sinks: { logs: LogRing; traces: SpanRing | null },
   limits: { maxValue: number; maxFrameBytes: number },
   worker?: { id: string; name: string },
 ): void {
   if (frame.length <= OTLP_LOGS_PREFIX.length || frame.length > limits.maxFrameBytes) return;
-  if (frame.toString('latin1', 0, OTLP_LOGS_PREFIX.length) !== OTLP_LOGS_PREFIX) return;
+  const prefix = frame.toString('latin1', 0, OTLP_LOGS_PREFIX.length);
+  if (prefix === OTLP_SPANS_PREFIX) {
+    if (sinks.traces) for (const span of decodeOtlpSpans(frame.toString('utf8', OTLP_SPANS_PREFIX.length), limits.maxValue, worker)) sinks.traces.add(span);
+    return;
+  }
+  if (prefix !== OTLP_LOGS_PREFIX) return;
+  const logs = sinks.logs;
   const maxValue = limits.maxValue;
   const ms = Date.now();
   for (const line of decodeOtlpLogs(frame.toString('utf8', OTLP_LOGS_PREFIX.length))) {

@@ -292,8 +292,8 @@ export class Engine {
   }
 
   /**
-   * iii SDKs stream OTLP telemetry on a second socket, never a worker: its log lines are stored
-   * (otlp-logs.ts), spans and metrics drained. It is a connection like any other: counted against
+   * iii SDKs stream OTLP telemetry on a second socket, never a worker: its log lines and spans are
+   * stored (otlp-logs.ts, otlp-spans-in.ts), metrics drained. It is a connection like any other: counted against
    * max_connections and dropped when it stops answering pings.
    */
   private acceptTelemetry(ws: WebSocket): void {
@@ -307,7 +307,7 @@ export class Engine {
     };
     ws.on('message', (data: Buffer, isBinary: boolean) => {
       alive();
-      if (isBinary) storeTelemetryFrame(data, this.logs, this.telemetryLimits);
+      if (isBinary) storeTelemetryFrame(data, this, this.telemetryLimits);
     });
     ws.on('pong', alive);
     ws.on('error', () => {});
@@ -327,9 +327,9 @@ export class Engine {
     ws.on('message', (data, isBinary) => {
       s.alive = true;
       s.framesIn++;
-      // Binary frames carry iii SDKs' OTLP telemetry: their log lines are kept, the rest ignored.
+      // Binary frames carry iii SDKs' OTLP telemetry: their log lines and spans are kept, metrics ignored.
       if (isBinary) {
-        storeTelemetryFrame(data as Buffer, this.logs, this.telemetryLimits, s);
+        storeTelemetryFrame(data as Buffer, this, this.telemetryLimits, s);
         return;
       }
       this.router.onText(s, data.toString());

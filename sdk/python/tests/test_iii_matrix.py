@@ -182,6 +182,49 @@ def test_a_12_mib_payload_round_trips(version: str, state_engine: Engine) -> Non
         worker.stop()
 
 
+def test_iii_spans_join_one_trace_tree(iii_version: str, state_engine: Engine) -> None:
+    """The SDK's own span of a call it serves (sent as OTLP over /otel) is kept by the engine: svc-sdk
+    → iii → svc-sdk is one trace tree, the iii span between the engine's span of its call and the call
+    it made."""
+    worker = IiiWorker(iii_version, state_engine.url)
+    inner = f"svc::double-{iii_version}"
+    ours = register_worker(state_engine.url, fast_options(f"svc-spans-{iii_version}"))
+    ours.register_function(inner, lambda data: {"n": data["n"] * 2})
+    try:
+        assert ours.wait_until_connected(10)
+        echo_answers(state_engine, iii_version)
+        result = ours.trigger({"function_id": "matrix::nested", "payload": {"function_id": inner, "payload": {"n": 4}}})
+        assert result == {"n": 8}
+        traces = ours.trigger({"function_id": "engine::traces::list", "payload": {"function_id": inner}})
+        trace_id = traces["traces"][0]["trace_id"]
+
+        def spans() -> list[dict[str, Any]]:
+            got = ours.trigger({"function_id": "engine::traces::get", "payload": {"trace_id": trace_id}})
+            listed: list[dict[str, Any]] = got["spans"]
+            return listed
+
+        wait_for(lambda: len(spans()) >= 3, timeout=20, what=f"the spans of iii-sdk {iii_version} in the trace")
+        tree = spans()
+        by_id = {s["span_id"]: s for s in tree}
+        [call] = [s for s in tree if s["function_id"] == "matrix::nested"]
+        [nested] = [s for s in tree if s["function_id"] == inner]
+        assert call["parent_span_id"] is None
+        assert call["depth"] == 0
+        # Up from the nested call: only iii spans between it and the engine's span of matrix::nested.
+        chain: list[str] = []
+        parent = nested["parent_span_id"]
+        while parent is not None and parent != call["span_id"]:
+            assert parent in by_id, f"parent {parent} of {chain or inner} is in the trace: {tree}"
+            chain.append(by_id[parent]["function_id"])
+            parent = by_id[parent]["parent_span_id"]
+        assert parent == call["span_id"], tree
+        assert chain, f"an iii span sits between the call and its nested call: {tree}"
+        assert all(s["status"] == "ok" for s in tree), tree
+    finally:
+        ours.shutdown()
+        worker.stop()
+
+
 def test_logger_lines_reach_svc_logs(iii_version: str, state_engine: Engine) -> None:
     """iii's Logger sends its lines as OTLP logs over /otel; the engine keeps them, so `svc logs` shows them."""
     worker = IiiWorker(iii_version, state_engine.url)
