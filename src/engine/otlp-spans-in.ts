@@ -4,7 +4,7 @@
  * shape), on the `/otel` socket or the worker's own. An iii worker records a span around each call
  * it serves (`execute <function>`, a child of the engine's span of that call) and names it as the
  * parent of the calls it makes meanwhile; kept in the engine's trace ring, they join the engine's
- * spans in one tree (`engine::traces::*`, `svc trace`, the console).
+ * spans in one tree (`engine::traces::*`, the console).
  *
  * The frame comes from an untrusted peer: nothing here throws, every field is checked before use,
  * spans per frame are bounded, and so is each kept string (the name, a failed span's message);

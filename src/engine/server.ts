@@ -27,6 +27,7 @@ import { normalizeOrigin, originRefusal } from './origin.js';
 import { printable } from './printable.js';
 import { Registry } from './registry.js';
 import { Router } from './router.js';
+import { EngineTriggerProvider } from './engine-triggers.js';
 import { Session } from './session.js';
 import { Triggers } from './triggers.js';
 import { installTraceBuiltins } from './trace-builtins.js';
@@ -46,6 +47,8 @@ export class Engine {
   /** null unless cluster mode is on (engine.cluster). */
   readonly cluster: Cluster | null = null;
   private readonly router: Router;
+  /** `engine::functions-available` and `log`, the trigger types the engine provides (engine-triggers.ts). */
+  private readonly engineTriggers: EngineTriggerProvider;
   /** Channels (channels.ts): streams between workers, relayed on /ws/channels/. */
   readonly channels: Channels;
   private readonly sessions = new Map<string, Session>();
@@ -123,6 +126,15 @@ export class Engine {
       },
     });
     installTraceBuiltins(this.registry, this.traces);
+    const router = this.router;
+    this.engineTriggers = new EngineTriggerProvider({
+      triggers: this.triggers,
+      logs: this.logs,
+      deliver: (from, msg) => router.onFrame(from, msg),
+      functions: async () => ((await this.invocations.call('engine::functions::list', {})) as { functions: unknown[] }).functions,
+      functionIds: () => this.registry.list().map((e) => e.id).sort().join('\n'),
+      pollMs: this.opts.functionsPollMs,
+    });
     this.channels = new Channels({
       windowBytes: this.opts.channelWindowBytes,
       openTimeoutMs: this.opts.channelOpenTimeoutMs,
@@ -135,7 +147,6 @@ export class Engine {
     });
     installChannelBuiltins(this.registry, this.channels);
     if (this.opts.cluster) {
-      const router = this.router;
       this.cluster = new Cluster(this.opts.cluster, {
         registry: this.registry,
         triggers: this.triggers,
@@ -465,6 +476,7 @@ export class Engine {
         await closed;
       }
       for (const s of [...this.sessions.values()]) this.cleanup(s, 'engine stopped', true);
+      this.engineTriggers.stop();
       await this.cluster?.stop();
       await this.otlp?.stop();
       await this.metricsServer?.stop();

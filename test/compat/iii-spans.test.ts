@@ -2,7 +2,7 @@
  * The spans of the published npm iii SDK (pinned 0.22.1), telemetry on as by default: it records a
  * span around each call it serves and sends it as OTLP over /otel; the engine keeps it in its
  * trace ring, so a nested call across an iii worker and an svc-sdk worker is one tree in
- * `engine::traces::get` (what `svc trace` and the console read), with the iii span between the
+ * `engine::traces::get` (what the console reads), with the iii span between the
  * engine's span of the call it served and the calls it made. The PyPI releases:
  * sdk/python/tests/test_iii_matrix.py.
  */
