@@ -225,6 +225,47 @@ def test_iii_spans_join_one_trace_tree(iii_version: str, state_engine: Engine) -
         worker.stop()
 
 
+def test_engine_trigger_types_fire_for_iii_bindings(iii_version: str, state_engine: Engine) -> None:
+    """iii's EngineTriggers, bound with the SDK's constants: engine::functions-available fires
+    functions_changed with the function list (checked every 5 s, as iii), and log fires iii's
+    OtelLogEvent for lines at or above the bound level."""
+    worker = IiiWorker(iii_version, state_engine.url, "--engine-triggers")
+    name = f"svc-engine-triggers-{iii_version}"
+    ours = register_worker(state_engine.url, fast_options(name))
+    try:
+        assert ours.wait_until_connected(10)
+        echo_answers(state_engine, iii_version)
+
+        def bound() -> bool:
+            listed = ours.trigger({"function_id": "engine::registered-triggers::list"})["triggers"]
+            active = {t["function_id"] for t in listed if t["status"] == "active"}
+            return {"matrix::on_functions", "matrix::on_log"} <= active
+
+        wait_for(bound, timeout=20, what="the engine trigger bindings to be active")
+        fid = f"svc::appeared-{iii_version}"
+        ours.register_function(fid, lambda data: None)
+        text = f"loud line for iii-sdk {iii_version}"
+        lines = [["info", "quiet"], ["warn", text, {"n": 1}]]
+        ours.trigger({"function_id": "engine::log::batch", "payload": {"lines": lines}})
+        seen: dict[str, dict[str, Any]] = {}
+        while "functions_event" not in seen or "log_event" not in seen:
+            line = worker.next_line(timeout=20)
+            event = line.get("event", {})
+            if line["kind"] == "functions_event" and fid in json.dumps(event):
+                seen["functions_event"] = event
+            if line["kind"] == "log_event":
+                assert event["body"] != "quiet", "below the bound level: not fired"
+                if event["body"] == text:
+                    seen["log_event"] = event
+        assert seen["functions_event"]["event"] == "functions_changed"
+        log = seen["log_event"]
+        assert (log["severity_text"], log["severity_number"], log["service_name"]) == ("WARN", 13, name)
+        assert log["attributes"]["log.data"] == {"n": 1}
+    finally:
+        ours.shutdown()
+        worker.stop()
+
+
 def test_logger_lines_reach_svc_logs(iii_version: str, state_engine: Engine) -> None:
     """iii's Logger sends its lines as OTLP logs over /otel; the engine keeps them, so `svc logs` shows them."""
     worker = IiiWorker(iii_version, state_engine.url)
