@@ -12,13 +12,12 @@ import { LINE_OVERHEAD } from './logs.js';
 import type { LogRing } from './hot/log-ring.js';
 import type { SpanRing } from './hot/span-ring.js';
 import { decodeOtlpSpans, OTLP_SPANS_PREFIX } from './otlp-spans-in.js';
+import { anyValue, arrayOf, attributes, isObject, otlpRequest } from './otlp-json.js';
 
 /** The prefix of an OTLP-JSON logs frame. (`OTLP`: spans, otlp-spans-in.ts; `MTRC`: metrics, not stored.) */
 export const OTLP_LOGS_PREFIX = 'LOGS';
 /** Lines taken from one frame; the rest are dropped (a batch of an iii SDK holds at most 512). */
 export const MAX_LINES_PER_FRAME = 2048;
-/** Nesting kept in an attribute value (kvlist, array); deeper parts become a marker. */
-const MAX_ATTRIBUTE_DEPTH = 16;
 const TRACE_ID = /^[0-9a-f]{32}$/;
 const ZERO_TRACE_ID = '0'.repeat(32);
 /** Attributes of a Logger line that say who and where, not what: not part of its data. */
@@ -35,9 +34,6 @@ export interface OtlpLogLine {
   data: unknown;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const arrayOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-
 /** OTLP severity numbers: 1–8 trace and debug, 9–12 info, 13–16 warn, 17–24 error and fatal. */
 function levelOf(severityNumber: unknown, severityText: unknown): number {
   if (typeof severityNumber === 'number' && severityNumber > 0) {
@@ -50,44 +46,13 @@ function levelOf(severityNumber: unknown, severityText: unknown): number {
   return 1;
 }
 
-/** An OTLP `AnyValue` as plain JSON. */
-export function anyValue(v: unknown, depth = 0): unknown {
-  if (!isObject(v)) return null;
-  if (depth > MAX_ATTRIBUTE_DEPTH) return '[nested too deep]';
-  if ('stringValue' in v) return typeof v.stringValue === 'string' ? v.stringValue : null;
-  if ('boolValue' in v) return v.boolValue === true;
-  if ('intValue' in v) {
-    const n = typeof v.intValue === 'string' ? Number(v.intValue) : v.intValue;
-    return typeof n === 'number' && Number.isFinite(n) ? n : null;
-  }
-  if ('doubleValue' in v) return typeof v.doubleValue === 'number' ? v.doubleValue : null;
-  if ('bytesValue' in v) return typeof v.bytesValue === 'string' ? v.bytesValue : null;
-  if ('arrayValue' in v) return arrayOf(isObject(v.arrayValue) ? v.arrayValue.values : undefined).map((x) => anyValue(x, depth + 1));
-  if ('kvlistValue' in v) return attributes(isObject(v.kvlistValue) ? v.kvlistValue.values : undefined, depth + 1);
-  return null;
-}
-
-/** An OTLP attribute list `[{key, value}]` as an object. */
-export function attributes(list: unknown, depth = 0): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const kv of arrayOf(list)) {
-    if (isObject(kv) && typeof kv.key === 'string' && kv.key !== '__proto__') out[kv.key] = anyValue(kv.value, depth);
-  }
-  return out;
-}
-
 /**
  * The lines of an OTLP-JSON logs request (the frame's bytes after the prefix). Anything that is not
  * one yields no lines; a record without a body is skipped.
  */
 export function decodeOtlpLogs(json: string): OtlpLogLine[] {
-  let req: unknown;
-  try {
-    req = JSON.parse(json);
-  } catch {
-    return [];
-  }
-  if (!isObject(req)) return [];
+  const req = otlpRequest(json);
+  if (!req) return [];
   const lines: OtlpLogLine[] = [];
   for (const rl of arrayOf(req.resourceLogs)) {
     if (!isObject(rl)) continue;

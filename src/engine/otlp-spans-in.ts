@@ -11,6 +11,7 @@
  * attributes and events are not kept.
  */
 import { cutString, head } from './budgets.js';
+import { arrayOf, attributes, isObject, otlpRequest } from './otlp-json.js';
 import type { Span } from './traces.js';
 
 /** The prefix of an OTLP-JSON traces frame. */
@@ -26,8 +27,6 @@ const ZERO_SPAN_ID = '0'.repeat(16);
 /** OTLP `Status.code`: 2 is ERROR (0 unset, 1 ok). */
 const STATUS_ERROR = 2;
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const arrayOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 function hexId(v: unknown, shape: RegExp, zero: string): string | undefined {
   if (typeof v !== 'string') return undefined;
@@ -44,13 +43,8 @@ function millis(v: unknown): number {
 }
 
 function serviceName(resource: unknown): string | undefined {
-  if (!isObject(resource)) return undefined;
-  for (const kv of arrayOf(resource.attributes)) {
-    if (isObject(kv) && kv.key === 'service.name' && isObject(kv.value) && typeof kv.value.stringValue === 'string' && kv.value.stringValue !== '') {
-      return kv.value.stringValue;
-    }
-  }
-  return undefined;
+  const name = isObject(resource) ? attributes(resource.attributes)['service.name'] : undefined;
+  return typeof name === 'string' && name !== '' ? name : undefined;
 }
 
 /**
@@ -59,13 +53,8 @@ function serviceName(resource: unknown): string | undefined {
  * is named by its resource's `service.name`. A span without valid ids or times is skipped.
  */
 export function decodeOtlpSpans(json: string, maxValue: number, worker?: { id: string; name: string }): Span[] {
-  let req: unknown;
-  try {
-    req = JSON.parse(json);
-  } catch {
-    return [];
-  }
-  if (!isObject(req)) return [];
+  const req = otlpRequest(json);
+  if (!req) return [];
   const out: Span[] = [];
   for (const rs of arrayOf(req.resourceSpans)) {
     if (!isObject(rs)) continue;
