@@ -205,7 +205,7 @@ const PROBES: Record<string, { what: string; primed: () => Probe; control: () =>
     what: "SpanRing.record at the ring's first wrap (capacity 4200)",
     primed: () => {
       const ring = new SpanRing(4200);
-      const src = { idNumber: 0, traceId: '', parentSpanId: '', functionId: 'f', caller: null, callee: { id: 'c', name: 'c' }, startedAt: 0 };
+      const src = { idNumber: 0, traceId: '', parentSpanId: '', declaredParentSpanId: '', functionId: 'f', caller: null, callee: { id: 'c', name: 'c' }, startedAt: 0 };
       return {
         target: SpanRing.prototype.record,
         step: (i) => {

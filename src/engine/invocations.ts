@@ -8,6 +8,7 @@ import { Deadlines } from './hot/deadlines.js';
 import { hex12 } from './hot/hex12.js';
 import { ChurnMap, exceedsBytes } from './hot/shared-with-sdk.js';
 import type { SpanRing } from './hot/span-ring.js';
+import { NO_DECLARED_PARENT } from './traces.js';
 import { counterOf, IdGenerator } from './ids.js';
 import type { CallMetrics } from './metrics/call-metrics.js';
 import type { EngineOptions } from './options.js';
@@ -195,12 +196,14 @@ export class Invocations {
     let traceparent = msg.traceparent;
     let traceId = '';
     let parentSpanId = '';
+    let declaredParentSpanId = '';
     if (this.spans) {
       const parent = parseTraceparent(traceparent);
       const served = this.onlyServedCall(caller, parent?.traceId);
       if (served) {
         traceId = served.traceId || this.ids.traceId(served.idNumber);
         parentSpanId = this.ids.spanId(served.idNumber);
+        declaredParentSpanId = parent?.parentId ?? NO_DECLARED_PARENT;
         traceparent = '00-' + traceId + '-' + this.ids.spanPrefix + hex + '-' + (parent?.flags ?? '01');
       } else if (parent) {
         traceId = parent.traceId;
@@ -234,6 +237,7 @@ export class Invocations {
       timeoutMs,
       traceId,
       parentSpanId,
+      declaredParentSpanId,
       bytes: 0,
       deadlineAt: 0,
       lane: null,

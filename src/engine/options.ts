@@ -82,6 +82,8 @@ export interface EngineOptions {
   metrics: MetricsOptions | null;
   /** OTLP export of the spans (docs/observability.md). null: off. */
   telemetry: TelemetryOptions | null;
+  /** How often `engine::functions-available` checks for changes (engine-triggers.ts); default 5000, as iii. Not in config.yaml: tests shorten it. */
+  functionsPollMs?: number;
 }
 
 export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {

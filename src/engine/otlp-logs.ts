@@ -10,13 +10,14 @@
 import { cutString, boundValue } from './budgets.js';
 import { LINE_OVERHEAD } from './logs.js';
 import type { LogRing } from './hot/log-ring.js';
+import type { SpanRing } from './hot/span-ring.js';
+import { decodeOtlpSpans, OTLP_SPANS_PREFIX } from './otlp-spans-in.js';
+import { anyValue, arrayOf, attributes, isObject, otlpRequest } from './otlp-json.js';
 
-/** The prefix of an OTLP-JSON logs frame. (`OTLP`: spans, `MTRC`: metrics; not stored.) */
+/** The prefix of an OTLP-JSON logs frame. (`OTLP`: spans, otlp-spans-in.ts; `MTRC`: metrics, not stored.) */
 export const OTLP_LOGS_PREFIX = 'LOGS';
 /** Lines taken from one frame; the rest are dropped (a batch of an iii SDK holds at most 512). */
 export const MAX_LINES_PER_FRAME = 2048;
-/** Nesting kept in an attribute value (kvlist, array); deeper parts become a marker. */
-const MAX_ATTRIBUTE_DEPTH = 16;
 const TRACE_ID = /^[0-9a-f]{32}$/;
 const ZERO_TRACE_ID = '0'.repeat(32);
 /** Attributes of a Logger line that say who and where, not what: not part of its data. */
@@ -33,9 +34,6 @@ export interface OtlpLogLine {
   data: unknown;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const arrayOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-
 /** OTLP severity numbers: 1–8 trace and debug, 9–12 info, 13–16 warn, 17–24 error and fatal. */
 function levelOf(severityNumber: unknown, severityText: unknown): number {
   if (typeof severityNumber === 'number' && severityNumber > 0) {
@@ -48,44 +46,13 @@ function levelOf(severityNumber: unknown, severityText: unknown): number {
   return 1;
 }
 
-/** An OTLP `AnyValue` as plain JSON. */
-export function anyValue(v: unknown, depth = 0): unknown {
-  if (!isObject(v)) return null;
-  if (depth > MAX_ATTRIBUTE_DEPTH) return '[nested too deep]';
-  if ('stringValue' in v) return typeof v.stringValue === 'string' ? v.stringValue : null;
-  if ('boolValue' in v) return v.boolValue === true;
-  if ('intValue' in v) {
-    const n = typeof v.intValue === 'string' ? Number(v.intValue) : v.intValue;
-    return typeof n === 'number' && Number.isFinite(n) ? n : null;
-  }
-  if ('doubleValue' in v) return typeof v.doubleValue === 'number' ? v.doubleValue : null;
-  if ('bytesValue' in v) return typeof v.bytesValue === 'string' ? v.bytesValue : null;
-  if ('arrayValue' in v) return arrayOf(isObject(v.arrayValue) ? v.arrayValue.values : undefined).map((x) => anyValue(x, depth + 1));
-  if ('kvlistValue' in v) return attributes(isObject(v.kvlistValue) ? v.kvlistValue.values : undefined, depth + 1);
-  return null;
-}
-
-/** An OTLP attribute list `[{key, value}]` as an object. */
-export function attributes(list: unknown, depth = 0): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const kv of arrayOf(list)) {
-    if (isObject(kv) && typeof kv.key === 'string' && kv.key !== '__proto__') out[kv.key] = anyValue(kv.value, depth);
-  }
-  return out;
-}
-
 /**
  * The lines of an OTLP-JSON logs request (the frame's bytes after the prefix). Anything that is not
  * one yields no lines; a record without a body is skipped.
  */
 export function decodeOtlpLogs(json: string): OtlpLogLine[] {
-  let req: unknown;
-  try {
-    req = JSON.parse(json);
-  } catch {
-    return [];
-  }
-  if (!isObject(req)) return [];
+  const req = otlpRequest(json);
+  if (!req) return [];
   const lines: OtlpLogLine[] = [];
   for (const rl of arrayOf(req.resourceLogs)) {
     if (!isObject(rl)) continue;
@@ -121,19 +88,26 @@ export function decodeOtlpLogs(json: string): OtlpLogLine[] {
 }
 
 /**
- * Store the lines of one telemetry frame (`LOGS` + OTLP JSON) in the log ring; other telemetry, and
- * a frame over `maxFrameBytes`, is ignored. Values over `maxValue` are cut with a marker, as
- * svc-sdk's lines are. `worker`: the connection the frame came on, when it is a worker's own (the
- * `/otel` socket belongs to no worker: its lines are named by their `service.name`).
+ * Store one telemetry frame: its lines (`LOGS` + OTLP JSON) in the log ring, its spans (`OTLP` +
+ * OTLP JSON) in the trace ring (none when tracing is off); metrics, and a frame over
+ * `maxFrameBytes`, are ignored. Values over `maxValue` are cut with a marker, as svc-sdk's are.
+ * `worker`: the connection the frame came on, when it is a worker's own (the `/otel` socket
+ * belongs to no worker: its lines and spans are named by their `service.name`).
  */
 export function storeTelemetryFrame(
   frame: Buffer,
-  logs: LogRing,
+  sinks: { logs: LogRing; traces: SpanRing | null },
   limits: { maxValue: number; maxFrameBytes: number },
   worker?: { id: string; name: string },
 ): void {
   if (frame.length <= OTLP_LOGS_PREFIX.length || frame.length > limits.maxFrameBytes) return;
-  if (frame.toString('latin1', 0, OTLP_LOGS_PREFIX.length) !== OTLP_LOGS_PREFIX) return;
+  const prefix = frame.toString('latin1', 0, OTLP_LOGS_PREFIX.length);
+  if (prefix === OTLP_SPANS_PREFIX) {
+    if (sinks.traces) for (const span of decodeOtlpSpans(frame.toString('utf8', OTLP_SPANS_PREFIX.length), limits.maxValue, worker)) sinks.traces.add(span);
+    return;
+  }
+  if (prefix !== OTLP_LOGS_PREFIX) return;
+  const logs = sinks.logs;
   const maxValue = limits.maxValue;
   const ms = Date.now();
   for (const line of decodeOtlpLogs(frame.toString('utf8', OTLP_LOGS_PREFIX.length))) {

@@ -28,6 +28,7 @@ import { normalizeOrigin, originRefusal } from './origin.js';
 import { printable } from './printable.js';
 import { Registry } from './registry.js';
 import { Router } from './router.js';
+import { EngineTriggerProvider } from './engine-triggers.js';
 import { Session } from './session.js';
 import { Triggers } from './triggers.js';
 import { installTraceBuiltins } from './trace-builtins.js';
@@ -47,6 +48,8 @@ export class Engine {
   /** null unless cluster mode is on (engine.cluster). */
   readonly cluster: Cluster | null = null;
   private readonly router: Router;
+  /** `engine::functions-available` and `log`, the trigger types the engine provides (engine-triggers.ts). */
+  private readonly engineTriggers: EngineTriggerProvider;
   /** Channels (channels.ts): streams between workers, relayed on /ws/channels/. */
   readonly channels: Channels;
   private readonly sessions = new Map<string, Session>();
@@ -125,6 +128,15 @@ export class Engine {
       },
     });
     installTraceBuiltins(this.registry, this.traces);
+    const router = this.router;
+    this.engineTriggers = new EngineTriggerProvider({
+      triggers: this.triggers,
+      logs: this.logs,
+      deliver: (from, msg) => router.onFrame(from, msg),
+      functions: async () => ((await this.invocations.call('engine::functions::list', {})) as { functions: unknown[] }).functions,
+      functionIds: () => this.registry.list().map((e) => e.id).sort().join('\n'),
+      pollMs: this.opts.functionsPollMs,
+    });
     this.channels = new Channels({
       windowBytes: this.opts.channelWindowBytes,
       openTimeoutMs: this.opts.channelOpenTimeoutMs,
@@ -137,7 +149,6 @@ export class Engine {
     });
     installChannelBuiltins(this.registry, this.channels);
     if (this.opts.cluster) {
-      const router = this.router;
       this.cluster = new Cluster(this.opts.cluster, {
         registry: this.registry,
         triggers: this.triggers,
@@ -303,8 +314,8 @@ export class Engine {
   }
 
   /**
-   * iii SDKs stream OTLP telemetry on a second socket, never a worker: its log lines are stored
-   * (otlp-logs.ts), spans and metrics drained. It is a connection like any other: counted against
+   * iii SDKs stream OTLP telemetry on a second socket, never a worker: its log lines and spans are
+   * stored (otlp-logs.ts, otlp-spans-in.ts), metrics drained. It is a connection like any other: counted against
    * max_connections and dropped when it stops answering pings.
    */
   private acceptTelemetry(ws: WebSocket): void {
@@ -318,7 +329,7 @@ export class Engine {
     };
     ws.on('message', (data: Buffer, isBinary: boolean) => {
       alive();
-      if (isBinary) storeTelemetryFrame(data, this.logs, this.telemetryLimits);
+      if (isBinary) storeTelemetryFrame(data, this, this.telemetryLimits);
     });
     ws.on('pong', alive);
     ws.on('error', () => {});
@@ -338,9 +349,9 @@ export class Engine {
     ws.on('message', (data, isBinary) => {
       s.alive = true;
       s.framesIn++;
-      // Binary frames carry iii SDKs' OTLP telemetry: their log lines are kept, the rest ignored.
+      // Binary frames carry iii SDKs' OTLP telemetry: their log lines and spans are kept, metrics ignored.
       if (isBinary) {
-        storeTelemetryFrame(data as Buffer, this.logs, this.telemetryLimits, s);
+        storeTelemetryFrame(data as Buffer, this, this.telemetryLimits, s);
         return;
       }
       this.router.onText(s, data.toString());
@@ -476,6 +487,7 @@ export class Engine {
         await closed;
       }
       for (const s of [...this.sessions.values()]) this.cleanup(s, 'engine stopped', true);
+      this.engineTriggers.stop();
       await this.cluster?.stop();
       await this.otlp?.stop();
       await this.metricsServer?.stop();

@@ -72,11 +72,44 @@ export interface SpanSource {
   /** The trace id taken from the caller's traceparent; '' when the call started a trace (its id is made from `idNumber`). */
   traceId: string;
   parentSpanId: string;
+  /**
+   * When the engine chose the parent (invocations.ts, onlyServedCall: an iii worker names a span of
+   * its own, or none): the parent the caller named, or NO_DECLARED_PARENT; else ''. The trace shows
+   * the call under the worker's own span when the worker sent it (adoptIiiParents).
+   */
+  declaredParentSpanId: string;
   functionId: string;
   caller: { id: string; name: string } | null;
   callee: { id: string; name: string };
   /** performance.now() at dispatch. */
   startedAt: number;
+}
+
+/** declaredParentSpanId of a call whose caller named no parent (no traceparent). */
+export const NO_DECLARED_PARENT = '-';
+
+/**
+ * Put the calls an iii worker made while serving one call under that worker's own span of it, when
+ * the worker sent its spans (OTLP, otlp-spans-in.ts): the span the call named (npm iii-sdk, PyPI
+ * 0.25), else, for a call that named none or one not in the trace (PyPI 0.22, 0.24), the one span
+ * sent by a worker (no invocation id) under the same engine span, if exactly one. `declared[k]` is
+ * spans[k]'s declaredParentSpanId. Changes `spans` in place.
+ */
+export function adoptIiiParents(spans: Span[], declared: readonly string[]): void {
+  if (!declared.some((d) => d !== '')) return;
+  const ids = new Set(spans.map((s) => s.span_id));
+  // Engine span id → the worker spans under it (the id itself; '' when several).
+  const ownSpanUnder = new Map<string, string>();
+  for (const o of spans) {
+    if (o.invocation_id !== '' || o.parent_span_id === null) continue;
+    ownSpanUnder.set(o.parent_span_id, ownSpanUnder.has(o.parent_span_id) ? '' : o.span_id);
+  }
+  spans.forEach((s, k) => {
+    const d = declared[k]!;
+    if (d === '') return;
+    const own = ids.has(d) ? d : s.parent_span_id === null ? undefined : ownSpanUnder.get(s.parent_span_id);
+    if (own) s.parent_span_id = own;
+  });
 }
 
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;

@@ -144,6 +144,21 @@ def test_state_shapes_and_events_pass_the_sdks_own_models(iii_version: str, stat
         worker.stop()
 
 
+def test_state_update_is_best_effort_with_literal_paths(iii_version: str, state_engine: Engine) -> None:
+    """state::update as iii defines it, with ops built from the SDK's models: a failing op is skipped
+    and listed in `errors` (validated by UpdateOpError), and a string path names one first-level field."""
+    scope = f"matrix-update-{iii_version}"
+    worker = IiiWorker(iii_version, state_engine.url, scope)
+    try:
+        echo_answers(state_engine, iii_version)
+        proc = state_engine.cli("trigger", "matrix::state_update", f"scope={scope}")
+        assert proc.returncode == 0, proc.stderr
+        want = {"n": 3, "name": "ada", "a.b": True, "nested": {"x": {"y": 1}}, "log": "z"}
+        assert json.loads(proc.stdout) == {"new_value": want, "errors": [[2, "type_error"]], "stored": want}
+    finally:
+        worker.stop()
+
+
 @pytest.mark.parametrize("version", [v for v in III_SDK_VERSIONS if v != "0.22.1"])
 def test_a_12_mib_payload_round_trips(version: str, state_engine: Engine) -> None:
     """iii-sdk 0.24+ sends frames up to 16 MiB; so does svc by default. (0.22.1 cannot receive frames
@@ -162,6 +177,90 @@ def test_a_12_mib_payload_round_trips(version: str, state_engine: Engine) -> Non
         result = echoed()
         assert result["sdk"] == version
         assert result["echo"]["big"] == big
+    finally:
+        ours.shutdown()
+        worker.stop()
+
+
+def test_iii_spans_join_one_trace_tree(iii_version: str, state_engine: Engine) -> None:
+    """The SDK's own span of a call it serves (sent as OTLP over /otel) is kept by the engine: svc-sdk
+    → iii → svc-sdk is one trace tree, the iii span between the engine's span of its call and the call
+    it made."""
+    worker = IiiWorker(iii_version, state_engine.url)
+    inner = f"svc::double-{iii_version}"
+    ours = register_worker(state_engine.url, fast_options(f"svc-spans-{iii_version}"))
+    ours.register_function(inner, lambda data: {"n": data["n"] * 2})
+    try:
+        assert ours.wait_until_connected(10)
+        echo_answers(state_engine, iii_version)
+        result = ours.trigger({"function_id": "matrix::nested", "payload": {"function_id": inner, "payload": {"n": 4}}})
+        assert result == {"n": 8}
+        traces = ours.trigger({"function_id": "engine::traces::list", "payload": {"function_id": inner}})
+        trace_id = traces["traces"][0]["trace_id"]
+
+        def spans() -> list[dict[str, Any]]:
+            got = ours.trigger({"function_id": "engine::traces::get", "payload": {"trace_id": trace_id}})
+            listed: list[dict[str, Any]] = got["spans"]
+            return listed
+
+        wait_for(lambda: len(spans()) >= 3, timeout=20, what=f"the spans of iii-sdk {iii_version} in the trace")
+        tree = spans()
+        by_id = {s["span_id"]: s for s in tree}
+        [call] = [s for s in tree if s["function_id"] == "matrix::nested"]
+        [nested] = [s for s in tree if s["function_id"] == inner]
+        assert call["parent_span_id"] is None
+        assert call["depth"] == 0
+        # Up from the nested call: only iii spans between it and the engine's span of matrix::nested.
+        chain: list[str] = []
+        parent = nested["parent_span_id"]
+        while parent is not None and parent != call["span_id"]:
+            assert parent in by_id, f"parent {parent} of {chain or inner} is in the trace: {tree}"
+            chain.append(by_id[parent]["function_id"])
+            parent = by_id[parent]["parent_span_id"]
+        assert parent == call["span_id"], tree
+        assert chain, f"an iii span sits between the call and its nested call: {tree}"
+        assert all(s["status"] == "ok" for s in tree), tree
+    finally:
+        ours.shutdown()
+        worker.stop()
+
+
+def test_engine_trigger_types_fire_for_iii_bindings(iii_version: str, state_engine: Engine) -> None:
+    """iii's EngineTriggers, bound with the SDK's constants: engine::functions-available fires
+    functions_changed with the function list (checked every 5 s, as iii), and log fires iii's
+    OtelLogEvent for lines at or above the bound level."""
+    worker = IiiWorker(iii_version, state_engine.url, "--engine-triggers")
+    name = f"svc-engine-triggers-{iii_version}"
+    ours = register_worker(state_engine.url, fast_options(name))
+    try:
+        assert ours.wait_until_connected(10)
+        echo_answers(state_engine, iii_version)
+
+        def bound() -> bool:
+            listed = ours.trigger({"function_id": "engine::registered-triggers::list"})["triggers"]
+            active = {t["function_id"] for t in listed if t["status"] == "active"}
+            return {"matrix::on_functions", "matrix::on_log"} <= active
+
+        wait_for(bound, timeout=20, what="the engine trigger bindings to be active")
+        fid = f"svc::appeared-{iii_version}"
+        ours.register_function(fid, lambda data: None)
+        text = f"loud line for iii-sdk {iii_version}"
+        lines = [["info", "quiet"], ["warn", text, {"n": 1}]]
+        ours.trigger({"function_id": "engine::log::batch", "payload": {"lines": lines}})
+        seen: dict[str, dict[str, Any]] = {}
+        while "functions_event" not in seen or "log_event" not in seen:
+            line = worker.next_line(timeout=20)
+            event = line.get("event", {})
+            if line["kind"] == "functions_event" and fid in json.dumps(event):
+                seen["functions_event"] = event
+            if line["kind"] == "log_event":
+                assert event["body"] != "quiet", "below the bound level: not fired"
+                if event["body"] == text:
+                    seen["log_event"] = event
+        assert seen["functions_event"]["event"] == "functions_changed"
+        log = seen["log_event"]
+        assert (log["severity_text"], log["severity_number"], log["service_name"]) == ("WARN", 13, name)
+        assert log["attributes"]["log.data"] == {"n": 1}
     finally:
         ours.shutdown()
         worker.stop()

@@ -1,6 +1,6 @@
 import { cutString, head } from '../budgets.js';
 import { IdGenerator } from '../ids.js';
-import { listTraces, traceOf, type Span, type SpanError, type SpanSource, type SpanStatus, type SpanView, type TraceQuery, type TraceSummary } from '../traces.js';
+import { adoptIiiParents, listTraces, traceOf, type Span, type SpanError, type SpanSource, type SpanStatus, type SpanView, type TraceQuery, type TraceSummary } from '../traces.js';
 
 const STATUSES: readonly SpanStatus[] = ['ok', 'error', 'timeout', 'stopped', 'cancelled'];
 const STATUS_INDEX: Record<SpanStatus, number> = { ok: 0, error: 1, timeout: 2, stopped: 3, cancelled: 4 };
@@ -33,6 +33,8 @@ export class SpanRing {
   private readonly spanIds: string[];
   private readonly invocationIds: string[];
   private readonly parents: string[];
+  /** SpanSource.declaredParentSpanId ('' when the caller's parent was taken as it came). */
+  private readonly declaredParents: string[];
   private readonly functionIds: string[];
   private readonly callerIds: (string | null)[];
   private readonly callerNames: string[];
@@ -65,6 +67,7 @@ export class SpanRing {
     this.spanIds = strings();
     this.invocationIds = strings();
     this.parents = strings();
+    this.declaredParents = strings();
     this.functionIds = strings();
     this.callerIds = new Array<string | null>(n).fill(null);
     this.callerNames = strings();
@@ -114,6 +117,7 @@ export class SpanRing {
     this.spanIds[i] = '';
     this.invocationIds[i] = '';
     this.parents[i] = src.parentSpanId;
+    this.declaredParents[i] = src.declaredParentSpanId;
     this.fill(i, src.functionId, src.caller, src.callee, TIME_ORIGIN + src.startedAt, performance.now() - src.startedAt, status, error ?? null);
   }
 
@@ -125,6 +129,7 @@ export class SpanRing {
     this.spanIds[i] = span.span_id;
     this.invocationIds[i] = span.invocation_id;
     this.parents[i] = span.parent_span_id ?? '';
+    this.declaredParents[i] = '';
     const caller = span.caller_worker_id === null ? null : { id: span.caller_worker_id, name: span.caller_worker_name };
     this.fill(i, span.function_id, caller, { id: span.callee_worker_id, name: span.callee_worker_name }, span.start_ms, span.duration_ms, span.status, span.error);
   }
@@ -228,10 +233,19 @@ export class SpanRing {
     return listTraces(this.spans(), q);
   }
 
-  /** The spans of one trace, parents before their children, siblings by start; or null. */
+  /**
+   * The spans of one trace, parents before their children, siblings by start; or null. Calls an iii
+   * worker made are shown under its own spans when it sent them (traces.ts, adoptIiiParents).
+   */
   get(traceId: string): { trace_id: string; spans: SpanView[] } | null {
     const spans: Span[] = [];
-    for (const i of this.newest()) if (this.traceIdAt(i) === traceId) spans.push(this.spanAt(i));
+    const declared: string[] = [];
+    for (const i of this.newest()) {
+      if (this.traceIdAt(i) !== traceId) continue;
+      spans.push(this.spanAt(i));
+      declared.push(this.declaredParents[i]!);
+    }
+    adoptIiiParents(spans, declared);
     return traceOf(traceId, spans);
   }
 

@@ -23,7 +23,7 @@ import { mkdirSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { TurnBatcher } from '../shared/batcher.js';
 import { applyOps, mutatesInput } from './ops.js';
-import { StateError, checkSize, entryBytes, type Change, type Entry, type JsonValue, type ListPage, type StateStore, type StoreLimits, type UpdateOp } from './store.js';
+import { StateError, checkSize, entryBytes, type Change, type Entry, type JsonValue, type ListPage, type StateStore, type StoreLimits, type UpdateChange, type UpdateOp } from './store.js';
 
 export interface EmbeddedStoreOptions extends StoreLimits {
   dataDir: string;
@@ -95,8 +95,8 @@ class EmbeddedStore implements StateStore {
     private readonly limits: StoreLimits,
   ) {}
 
-  private write(run: () => Change): Promise<Change> {
-    return new Promise((resolve, reject) => this.batcher.push({ run, resolve, reject }));
+  private write<C extends Change>(run: () => C): Promise<C> {
+    return new Promise((resolve, reject) => this.batcher.push({ run, resolve: resolve as (c: Change) => void, reject }));
   }
 
   /**
@@ -156,7 +156,7 @@ class EmbeddedStore implements StateStore {
     });
   }
 
-  update(scope: string, key: string, ops: UpdateOp[]): Promise<Change> {
+  update(scope: string, key: string, ops: UpdateOp[], atomic: boolean): Promise<UpdateChange> {
     const k = dbKey(scope, key);
     // Everything that can throw happens before the put: a write that throws is answered with its
     // error while the rest of the transaction commits, so it must not have written anything.
@@ -166,15 +166,15 @@ class EmbeddedStore implements StateStore {
       const oldValue = old === undefined ? undefined : (JSON.parse(old) as JsonValue);
       // applyOps may change its input in place: then it works on a second copy of the old value.
       const working = old === undefined || !mutates ? oldValue : (JSON.parse(old) as JsonValue);
-      const next = applyOps(working, ops, () => `state::update scope ${JSON.stringify(scope)} key ${JSON.stringify(key)}`);
+      const { value: next, errors } = applyOps(working, ops, () => `state::update scope ${JSON.stringify(scope)} key ${JSON.stringify(key)}`, atomic);
       if (next === undefined) {
         if (old !== undefined) this.db.remove(k);
-        return { old_value: oldValue ?? null, new_value: null, existed: old !== undefined, exists: false };
+        return { old_value: oldValue ?? null, new_value: null, existed: old !== undefined, exists: false, errors };
       }
       const json = JSON.stringify(next);
       checkSize('state::update', scope, key, json, this.limits);
       if (json !== old) this.db.put(k, json);
-      return { old_value: oldValue ?? null, new_value: next, existed: old !== undefined, exists: true };
+      return { old_value: oldValue ?? null, new_value: next, existed: old !== undefined, exists: true, errors };
     });
   }
 

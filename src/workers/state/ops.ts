@@ -8,16 +8,21 @@
  * - merge: shallow-assign `value`'s fields into the object at path (absent or null counts as {}).
  * - increment / decrement: add / subtract `by` to the number at path (absent or null counts as 0).
  * - append: push `value` onto the array at path (absent or null counts as []); if both the target
- *   and `value` are strings, concatenate.
+ *   and `value` are strings, concatenate. On a path given as a field name (a string, as iii's SDKs
+ *   type it), a string appended to nothing is that string (iii's rule: chunks of text build a string).
  * - remove: delete the field or array element at path; at the root, delete the key. Removing
  *   something absent is a no-op.
  * - Walking a path: a missing or null intermediate becomes {} (remove stops instead); an array is
  *   indexed by an integer segment (a dotted "0" counts), at most its length (= one past the end);
  *   anything else in the way is a type_error naming the path.
- * Ops apply in order; the first failing op fails the whole update and nothing is written.
+ * Ops apply in order. By default (iii's semantics) each op is on its own: an op that fails changes
+ * nothing and is reported in `errors` ({op_index, code, message}), and the ops after it still apply.
+ * With `atomic`, the first failing op fails the whole update and nothing is written. An op that
+ * fails never changes the value it was given (every check comes before the first change), which is
+ * what lets a failed op be skipped without a copy.
  */
 import { describe } from '../shared/describe.js';
-import { StateError, pathText, type JsonValue, type Path, type UpdateOp } from './store.js';
+import { StateError, pathText, type JsonValue, type OpError, type Path, type UpdateOp } from './store.js';
 
 type Container = JsonValue[] | { [k: string]: JsonValue };
 
@@ -27,17 +32,29 @@ const isObject = (v: unknown): v is { [k: string]: JsonValue } => typeof v === '
 type Ctx = () => string;
 
 /**
- * Apply ops to `current` and return the new value (undefined: the key is deleted). `current` may be
- * mutated (see `mutatesInput`): callers pass a freshly parsed value and discard it when this throws.
- * `where` names the call in error messages ("state::update scope … key …").
+ * Apply ops to `current`: the new value (undefined: the key is deleted) and the ops that failed.
+ * `current` may be mutated (see `mutatesInput`): callers pass a freshly parsed value and discard it
+ * when this throws. `atomic`: throw the first op's error instead of listing it. `where` names the
+ * call in error messages ("state::update scope … key …").
  */
-export function applyOps(current: JsonValue | undefined, ops: readonly UpdateOp[], where: () => string): JsonValue | undefined {
+export function applyOps(
+  current: JsonValue | undefined,
+  ops: readonly UpdateOp[],
+  where: () => string,
+  atomic: boolean,
+): { value: JsonValue | undefined; errors: OpError[] } {
   let root = current;
+  const errors: OpError[] = [];
   for (let i = 0; i < ops.length; i++) {
     const op = ops[i]!;
-    root = applyOne(root, op, () => `${where()}: ops[${i}] (${op.type} at ${pathText(op.path)})`);
+    try {
+      root = applyOne(root, op, () => `${where()}: ops[${i}] (${op.type} at ${pathText(op.path)})`);
+    } catch (e) {
+      if (atomic || !(e instanceof StateError)) throw e;
+      errors.push({ op_index: i, code: e.code, message: e.message });
+    }
   }
-  return root;
+  return { value: root, errors };
 }
 
 /**
@@ -96,7 +113,7 @@ function own(c: Container, seg: string | number): JsonValue | undefined {
 /** The container at path[0..d), or a type_error naming that prefix. */
 function container(node: JsonValue, path: Path, d: number, ctx: Ctx): Container {
   if (typeof node === 'object' && node !== null) return node;
-  const at = d === 0 ? 'the value' : JSON.stringify(path.slice(0, d).join('.'));
+  const at = d === 0 ? 'the value' : JSON.stringify(path.slice(0, d));
   throw new StateError('type_error', `${ctx()}: cannot step into ${at}: it is ${describe(node)}, not an object or array`);
 }
 
@@ -137,7 +154,7 @@ function leaf(v: JsonValue | undefined, op: UpdateOp, ctx: Ctx): JsonValue | und
       return next;
     }
     case 'append': {
-      if (v === undefined || v === null) return [op.value];
+      if (v === undefined || v === null) return op.field && typeof op.value === 'string' ? op.value : [op.value];
       if (Array.isArray(v)) {
         v.push(op.value);
         return v;

@@ -25,11 +25,14 @@
  * rest of its name), then per write: kind, hash (index into KEYS), field, and
  *   kind "s" (set):    the value's JSON text
  *   kind "d" (delete): nothing more
- *   kind "u" (update): the op count n, then per op three args: type, path (JSON array; "[]" is the
- *                      root), operand (the value's JSON text, or "by" as a number's text, or "" for remove)
- * → two elements per write, in order: old and new JSON text ("" when absent; a set answers "" as
- *   new, the client has it), or null and the error, "<code> <op index> <detail>" for the errors
- *   ops.ts defines.
+ *   kind "u" (update, best-effort) or "a" (update, atomic): the op count n, then per op three
+ *                      args: type ("appendf" is an append on a field name), path (JSON array;
+ *                      "[]" is the root), operand (the value's JSON text, or "by" as a number's
+ *                      text, or "" for remove)
+ * → three elements per write, in order: old and new JSON text ("" when absent; a set answers "" as
+ *   new, the client has it) and the ops that failed in a best-effort update (a JSON array of
+ *   "<code> <op index> <detail>", or ""); or null, the error ("<code> <op index> <detail>" for the
+ *   errors ops.ts defines) and "".
  */
 export const WRITE_SCRIPT = `
 local find, sub, byte = string.find, string.sub, string.byte
@@ -176,8 +179,8 @@ local function container(n, path, d, i)
   local at = 'the value'
   if d > 0 then
     local parts = {}
-    for x = 1, d do parts[x] = tostring(path[x]) end
-    at = cjson.encode(table.concat(parts, '.'))
+    for x = 1, d do parts[x] = path[x] end
+    at = cjson.encode(parts)
   end
   fail('type_error', i, 'cannot step into ' .. at .. ': it is ' .. describe(n) .. ', not an object or array')
 end
@@ -202,8 +205,11 @@ local function leaf(v, op, i)
     local node = num(r)
     if node == nil then fail('type_error', i, 'result ' .. tostring(r) .. ' is not a finite number') end
     return node
-  else -- append
-    if absent(v) then return {t = 'a', items = {op.value}} end
+  else -- append, or appendf (on a field name: a string appended to nothing is that string)
+    if absent(v) then
+      if ty == 'appendf' and op.value.t == 's' then return op.value end
+      return {t = 'a', items = {op.value}}
+    end
     if v.t == 'a' then v.items[#v.items + 1] = op.value return v end
     if v.t == 's' and op.value.t == 's' then
       return {t = 's', raw = sub(v.raw, 1, -2) .. sub(op.value.raw, 2)}
@@ -285,8 +291,9 @@ local function store_json(h, field, old, json)
   return old or '', json
 end
 
--- ARGV[a] = op count, then the ops. Every failure is raised before assign().
-local function write_update(h, field, a)
+-- ARGV[a] = op count, then the ops. Every failure is raised before assign(). Best-effort (not
+-- atomic): an op that fails is skipped (it changed nothing: ops.ts) and listed in the third answer.
+local function write_update(h, field, a, atomic)
   local nops = tonumber(ARGV[a])
   local old = current(h, field)
   -- Fast path, the same rules without building a tree: one increment or decrement of a number
@@ -303,12 +310,18 @@ local function write_update(h, field, a)
       local r
       if ARGV[a + 1] == 'increment' then r = cur + by else r = cur - by end
       local json = num_text(r)
-      if json == nil then fail('type_error', 0, 'result ' .. tostring(r) .. ' is not a finite number') end
-      return store_json(h, field, old, json)
+      if json == nil then
+        local detail = 'result ' .. tostring(r) .. ' is not a finite number'
+        if atomic then fail('type_error', 0, detail) end
+        return old or '', old or '', cjson.encode({'type_error 0 ' .. detail})
+      end
+      local o, n = store_json(h, field, old, json)
+      return o, n, ''
     end
   end
   local root = nil
   if old then root = parse(old, 1) end
+  local errs = {}
   for n = 0, nops - 1 do
     local o = a + 1 + n * 3
     local ty, rawpath, operand = ARGV[o], ARGV[o + 1], ARGV[o + 2]
@@ -316,22 +329,34 @@ local function write_update(h, field, a)
     if rawpath == '[]' then op.path = ROOT else op.path = cjson.decode(rawpath) end
     if ty == 'increment' or ty == 'decrement' then op.by = tonumber(operand)
     elseif ty ~= 'remove' then op.value = parse(operand, 1) end
-    root = apply(root, op, n)
+    if atomic then root = apply(root, op, n)
+    else
+      local ok, r = pcall(apply, root, op, n)
+      -- Redis hands pcall a raised {err = text} as the text itself (7.x) or as the table.
+      local text = r
+      if not ok and type(r) == 'table' then text = r.err end
+      if ok then root = r
+      elseif type(text) == 'string' and (find(text, '^type_error ') or find(text, '^invalid_path ')) then errs[#errs + 1] = text
+      else error(r) end
+    end
   end
+  local errtext = ''
+  if #errs > 0 then errtext = cjson.encode(errs) end
   if root == nil then
     if old then assign(h, field, false) end
-    return old or '', ''
+    return old or '', '', errtext
   end
   local out = {}
   encode(root, out)
-  return store_json(h, field, old, table.concat(out))
+  local o, n = store_json(h, field, old, table.concat(out))
+  return o, n, errtext
 end
 
 local replies, nr = {}, 0
 local a = 3
 while a <= #ARGV do
   local kind, h, field = ARGV[a], KEYS[tonumber(ARGV[a + 1])], ARGV[a + 2]
-  local ok, old, new
+  local ok, old, new, errs
   if kind == 's' then
     ok, old, new = pcall(write_set, h, field, ARGV[a + 3])
     a = a + 4
@@ -339,15 +364,16 @@ while a <= #ARGV do
     ok, old, new = pcall(write_delete, h, field)
     a = a + 3
   else
-    ok, old, new = pcall(write_update, h, field, a + 3)
+    ok, old, new, errs = pcall(write_update, h, field, a + 3, kind == 'a')
     a = a + 4 + 3 * tonumber(ARGV[a + 3])
   end
-  if ok then replies[nr + 1] = old replies[nr + 2] = new
+  if ok then replies[nr + 1] = old replies[nr + 2] = new replies[nr + 3] = errs or ''
   else
     replies[nr + 1] = false -- a null reply: this write failed, the next element says why
     if type(old) == 'table' then replies[nr + 2] = tostring(old.err) else replies[nr + 2] = tostring(old) end
+    replies[nr + 3] = ''
   end
-  nr = nr + 2
+  nr = nr + 3
 end
 
 -- Write what changed, and keep the set of scopes to the non-empty hashes.

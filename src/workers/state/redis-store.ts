@@ -16,7 +16,21 @@ import { redactAddress } from 'svc-sdk';
 import { TurnBatcher } from '../shared/batcher.js';
 import { connectRedis, RedisScript, type RedisClient } from '../shared/redis.js';
 import { WRITE_SCRIPT } from './redis-scripts.js';
-import { StateError, entryBytes, pathText, type Change, type Entry, type JsonValue, type ListPage, type StateStore, type StoreLimits, type UpdateOp, type StateErrorCode } from './store.js';
+import {
+  StateError,
+  entryBytes,
+  pathText,
+  type Change,
+  type Entry,
+  type JsonValue,
+  type ListPage,
+  type OpError,
+  type StateErrorCode,
+  type StateStore,
+  type StoreLimits,
+  type UpdateChange,
+  type UpdateOp,
+} from './store.js';
 
 export interface RedisStoreOptions extends StoreLimits {
   url: string;
@@ -78,13 +92,16 @@ function firstAfter(keys: Array<{ utf8: Buffer }>, after: string): number {
 const parseOld = (old: string): JsonValue => (old === '' ? null : (JSON.parse(old) as JsonValue));
 
 /** A write waiting to be sent (batcher.ts decides when). */
-type Queued = { scope: string; key: string; resolve(c: Change): void; reject(e: Error): void } & (
-  | { kind: 's'; json: string }
-  | { kind: 'd' }
-  | { kind: 'u'; ops: UpdateOp[] }
+type Queued = { scope: string; key: string; reject(e: Error): void } & (
+  | { kind: 's'; json: string; resolve(c: Change): void }
+  | { kind: 'd'; resolve(c: Change): void }
+  | { kind: 'u'; ops: UpdateOp[]; atomic: boolean; resolve(c: UpdateChange): void }
 );
 
-/** WRITE_SCRIPT's answer: per write, old and new JSON text ("" when absent), or null and the error. */
+/**
+ * WRITE_SCRIPT's answer: per write, old and new JSON text ("" when absent) and the failed ops of a
+ * best-effort update (JSON, or ""), or null, the error and "".
+ */
 type Replies = Array<string | null>;
 
 class RedisStore implements StateStore {
@@ -132,7 +149,7 @@ class RedisStore implements StateStore {
         k = String(keys.push(this.hash(w.scope)));
         keyIndex.set(w.scope, k);
       }
-      args.push(w.kind, k, w.key);
+      args.push(w.kind === 'u' && w.atomic ? 'a' : w.kind, k, w.key);
       chars += w.key.length;
       if (w.kind === 's') {
         args.push(w.json);
@@ -141,7 +158,8 @@ class RedisStore implements StateStore {
         args.push(String(w.ops.length));
         for (const op of w.ops) {
           const operand = op.type === 'increment' || op.type === 'decrement' ? String(op.by) : op.type === 'remove' ? '' : JSON.stringify(op.value);
-          args.push(op.type, op.path.length === 0 ? '[]' : JSON.stringify(op.path), operand);
+          // "appendf": an append on a field name (UpdateOp's `field`), which starts a string from nothing.
+          args.push(op.type === 'append' && op.field ? 'appendf' : op.type, op.path.length === 0 ? '[]' : JSON.stringify(op.path), operand);
           chars += operand.length;
         }
       }
@@ -150,7 +168,7 @@ class RedisStore implements StateStore {
     this.pending++;
     this.runWrite(keys, args).then(
       (replies) => {
-        for (let i = 0; i < batch.length; i++) this.settle(batch[i]!, replies[2 * i], replies[2 * i + 1]);
+        for (let i = 0; i < batch.length; i++) this.settle(batch[i]!, replies[3 * i], replies[3 * i + 1], replies[3 * i + 2]);
         this.done();
       },
       (e: Error) => {
@@ -169,19 +187,20 @@ class RedisStore implements StateStore {
     return this.script.run<Replies>(keys, args, WRITE_OPTIONS);
   }
 
-  private settle(w: Queued, old: string | null | undefined, next: string | null | undefined): void {
+  private settle(w: Queued, old: string | null | undefined, next: string | null | undefined, failed: string | null | undefined): void {
     try {
       if (typeof next !== 'string') throw new Error('no answer for this write in the script reply');
       if (old === null || old === undefined) {
         const e = new Error(next);
-        throw w.kind === 'u' ? scriptError(e, whereOf(w), w.ops, this.opts.maxValueBytes) : e;
+        throw w.kind === 'u' ? scriptError(e.message, whereOf(w), w.ops, this.opts.maxValueBytes) ?? e : e;
       }
       if (w.kind === 's') {
         w.resolve({ old_value: parseOld(old), new_value: JSON.parse(w.json) as JsonValue, existed: old !== '', exists: true });
       } else if (w.kind === 'd') {
         w.resolve({ old_value: parseOld(old), new_value: null, existed: old !== '', exists: false });
       } else {
-        w.resolve({ old_value: parseOld(old), new_value: parseOld(next), existed: old !== '', exists: next !== '' });
+        const errors = failed ? opErrors(failed, whereOf(w), w.ops, this.opts.maxValueBytes) : [];
+        w.resolve({ old_value: parseOld(old), new_value: parseOld(next), existed: old !== '', exists: next !== '', errors });
       }
     } catch (e) {
       w.reject(e instanceof StateError ? e : unavailable(whereOf(w), this.opts.url, e as Error));
@@ -216,8 +235,8 @@ class RedisStore implements StateStore {
     return new Promise((resolve, reject) => this.batcher.push({ kind: 'd', scope, key, resolve, reject }));
   }
 
-  update(scope: string, key: string, ops: UpdateOp[]): Promise<Change> {
-    return new Promise((resolve, reject) => this.batcher.push({ kind: 'u', scope, key, ops, resolve, reject }));
+  update(scope: string, key: string, ops: UpdateOp[], atomic: boolean): Promise<UpdateChange> {
+    return new Promise((resolve, reject) => this.batcher.push({ kind: 'u', scope, key, ops, atomic, resolve, reject }));
   }
 
   /**
@@ -274,9 +293,9 @@ function unavailable(what: string, url: string, e: Error): StateError {
 }
 
 /** Turn the script's "<code> <op index> <detail>" error into the same StateError ops.ts throws. */
-function scriptError(e: Error, where: string, ops: UpdateOp[], max: number): Error {
-  const m = /^(\w+) (-?\d+) ([\s\S]*)$/.exec(e.message);
-  if (!m || !SCRIPT_CODES.has(m[1] as StateErrorCode)) return e;
+function scriptError(text: string, where: string, ops: UpdateOp[], max: number): StateError | undefined {
+  const m = /^(\w+) (-?\d+) ([\s\S]*)$/.exec(text);
+  if (!m || !SCRIPT_CODES.has(m[1] as StateErrorCode)) return undefined;
   const code = m[1] as StateErrorCode;
   const i = Number(m[2]);
   // Redis may append " script: <sha>, on @user_script:<line>." to a raised error.
@@ -287,4 +306,13 @@ function scriptError(e: Error, where: string, ops: UpdateOp[], max: number): Err
   const op = ops[i];
   const ctx = op ? `${where}: ops[${i}] (${op.type} at ${pathText(op.path)})` : where;
   return new StateError(code, `${ctx}: ${detail}`);
+}
+
+/** The failed ops of a best-effort update: the script's JSON array of its error texts. */
+function opErrors(json: string, where: string, ops: UpdateOp[], max: number): OpError[] {
+  return (JSON.parse(json) as string[]).map((text) => {
+    const e = scriptError(text, where, ops, max);
+    if (!e) throw new Error(`unexpected op error from the script: ${text}`);
+    return { op_index: Number(/^\w+ (\d+)/.exec(text)![1]), code: e.code, message: e.message };
+  });
 }

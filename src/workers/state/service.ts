@@ -17,6 +17,7 @@ import {
   type Change,
   type Entry,
   type JsonValue,
+  type OpError,
   type StateStore,
   type StoreLimits,
 } from './store.js';
@@ -44,7 +45,7 @@ export interface StateFunctions {
   'state::get'(data: unknown): Promise<JsonValue>;
   'state::set'(data: unknown, parent?: CallParent): Promise<{ old_value: JsonValue; new_value: JsonValue }>;
   'state::delete'(data: unknown, parent?: CallParent): Promise<JsonValue>;
-  'state::update'(data: unknown, parent?: CallParent): Promise<{ old_value: JsonValue; new_value: JsonValue }>;
+  'state::update'(data: unknown, parent?: CallParent): Promise<UpdateResult>;
   'state::list'(data: unknown): Promise<JsonValue[] | { entries: Entry[]; next_cursor: string | null }>;
   'state::list_groups'(data: unknown): Promise<{ groups: string[] }>;
 }
@@ -54,11 +55,18 @@ export const FUNCTION_DESCRIPTIONS: Record<keyof StateFunctions, string> = {
   'state::set': 'Store {scope, key, value}; returns {old_value, new_value}.',
   'state::delete': 'Delete {scope, key}; returns the deleted value or null.',
   'state::update':
-    'Atomically apply {scope, key, ops} (set, merge, increment, decrement, append, remove; each with an optional path); returns {old_value, new_value}.',
+    'Apply {scope, key, ops, atomic?} in one write (set, merge, increment, decrement, append, remove; each with an optional path: a field name, or an array of segments); returns {old_value, new_value, errors?}. An op that fails is skipped and listed in errors; with atomic: true, it fails the call and nothing is written.',
   'state::list':
     'The values of {scope}, ordered by key, as a flat array. With {limit?, cursor?}: one page of entries with their keys, {entries: [{key, value}], next_cursor}; pass next_cursor back as cursor for the next (null on the last page).',
   'state::list_groups': 'The scopes that hold at least one key: {groups}.',
 };
+
+/** `state::update`'s answer: iii's StateUpdateResult. `errors` is left out when no op failed. */
+export interface UpdateResult {
+  old_value: JsonValue;
+  new_value: JsonValue;
+  errors?: OpError[];
+}
 
 /** `deleting`: a delete is an event even when the key was absent (iii fires it with old_value null). */
 function eventOf(scope: string, key: string, c: Change, deleting: boolean): StateEvent | undefined {
@@ -121,7 +129,12 @@ export function stateFunctions(store: StateStore, limits: ServiceLimits, onChang
       const scope = checkScope('state::update', p.scope);
       const key = checkKey('state::update', p.key);
       const ops = normalizeOps('state::update', p.ops);
-      return emit(scope, key, await store.update(scope, key, ops), parent);
+      const atomic = p.atomic ?? false;
+      if (typeof atomic !== 'boolean') throw new StateError('invalid_payload', `state::update: "atomic" must be true or false, got ${describe(atomic)}`);
+      const c = await store.update(scope, key, ops, atomic);
+      const result: UpdateResult = emit(scope, key, c, parent);
+      if (c.errors.length > 0) result.errors = c.errors;
+      return result;
     },
     async 'state::list'(data) {
       const p = payloadObject('state::list', data);

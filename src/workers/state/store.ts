@@ -22,7 +22,8 @@ export type UpdateOp =
   | { type: 'merge'; path: Path; value: { [k: string]: JsonValue } }
   | { type: 'increment'; path: Path; by: number }
   | { type: 'decrement'; path: Path; by: number }
-  | { type: 'append'; path: Path; value: JsonValue }
+  /** `field`: the path was a field name (a string), on which iii starts a string from nothing. */
+  | { type: 'append'; path: Path; value: JsonValue; field: boolean }
   | { type: 'remove'; path: Path };
 
 export const OP_TYPES = ['set', 'merge', 'increment', 'decrement', 'append', 'remove'] as const;
@@ -36,6 +37,19 @@ export interface Change {
   new_value: JsonValue;
   existed: boolean;
   exists: boolean;
+}
+
+/** An op that failed in a best-effort `state::update` (iii's `UpdateOpError`). */
+export interface OpError {
+  /** Index of the op in the call's `ops`. */
+  op_index: number;
+  code: StateErrorCode;
+  message: string;
+}
+
+/** What an update did: the change, and the ops that failed (always empty for an atomic update). */
+export interface UpdateChange extends Change {
+  errors: OpError[];
 }
 
 export interface Entry {
@@ -56,8 +70,11 @@ export interface StateStore {
   /** Store `json` (the JSON text of a value already checked against the size limit). */
   set(scope: string, key: string, json: string): Promise<Change>;
   delete(scope: string, key: string): Promise<Change>;
-  /** Apply all ops atomically: either every op applies or the value is unchanged and this throws. */
-  update(scope: string, key: string, ops: UpdateOp[]): Promise<Change>;
+  /**
+   * Apply ops in order, in one write (ops.ts). `atomic`: either every op applies or the value is
+   * unchanged and this throws; otherwise an op that fails is skipped and listed in `errors`.
+   */
+  update(scope: string, key: string, ops: UpdateOp[], atomic: boolean): Promise<UpdateChange>;
   /**
    * Entries of a scope, ordered by key (UTF-8 byte order), from the first key after `after`
    * (undefined: from the start): at most `limit` of them, and only as many as fit in `maxBytes` of
@@ -167,13 +184,17 @@ export function checkSize(fn: string, scope: string, key: string, json: string, 
   }
 }
 
-/** Parse a path: a dotted string ("a.b.0"), an array of names and indexes, or absent (root). */
+/**
+ * Parse a path, as iii defines it: a string names one first-level field literally ("a.b" is the
+ * field named "a.b"); an array is a nested path of literal names and array indexes; absent, "" or
+ * [] is the whole value.
+ */
 export function parsePath(fn: string, opIndex: number, raw: unknown): Path {
   if (raw === undefined || raw === null || raw === '') return [];
   let segs: unknown[];
-  if (typeof raw === 'string') segs = raw.split('.');
+  if (typeof raw === 'string') segs = [raw];
   else if (Array.isArray(raw)) segs = raw;
-  else throw new StateError('invalid_path', `${fn}: ops[${opIndex}].path must be a dotted string or an array, got ${describe(raw)}`);
+  else throw new StateError('invalid_path', `${fn}: ops[${opIndex}].path must be a field name or an array of segments, got ${describe(raw)}`);
   if (segs.length > MAX_PATH_DEPTH) {
     throw new StateError('invalid_path', `${fn}: ops[${opIndex}].path has ${segs.length} segments; the limit is ${MAX_PATH_DEPTH}`);
   }
@@ -210,7 +231,8 @@ export function normalizeOps(fn: string, raw: unknown): UpdateOp[] {
       case 'set':
       case 'append':
         if (o.value === undefined) throw new StateError('invalid_op', `${fn}: ops[${i}] (${o.type}) needs a "value"`);
-        return { type: o.type, path, value: o.value as JsonValue };
+        if (o.type === 'append') return { type: 'append', path, value: o.value as JsonValue, field: typeof o.path === 'string' && path.length === 1 };
+        return { type: 'set', path, value: o.value as JsonValue };
       case 'merge':
         if (typeof o.value !== 'object' || o.value === null || Array.isArray(o.value)) {
           throw new StateError('invalid_op', `${fn}: ops[${i}] (merge) "value" must be an object, got ${describe(o.value)}`);
@@ -234,5 +256,6 @@ export function normalizeOps(fn: string, raw: unknown): UpdateOp[] {
 }
 
 export function pathText(path: Path): string {
-  return path.length === 0 ? '(root)' : JSON.stringify(path.join('.'));
+  if (path.length === 0) return '(root)';
+  return path.length === 1 && typeof path[0] === 'string' ? JSON.stringify(path[0]) : JSON.stringify(path);
 }

@@ -155,9 +155,12 @@ export function conformance(name: string, open: OpenStore): void {
     withStore('update: set and remove, at the root and on paths', async ({ fn, events }) => {
       const u = (key: string, ops: unknown[]) => fn['state::update']({ scope: 'u', key, ops });
       assert.deepEqual(await u('k', [{ type: 'set', value: { a: 1 } }]), { old_value: null, new_value: { a: 1 } });
-      assert.deepEqual(await u('k', [{ type: 'set', path: 'b.c', value: 2 }]), { old_value: { a: 1 }, new_value: { a: 1, b: { c: 2 } } });
+      assert.deepEqual(await u('k', [{ type: 'set', path: ['b', 'c'], value: 2 }]), { old_value: { a: 1 }, new_value: { a: 1, b: { c: 2 } } });
       assert.deepEqual((await u('k', [{ type: 'set', path: ['x.y'], value: true }])).new_value, { a: 1, b: { c: 2 }, 'x.y': true });
-      assert.deepEqual((await u('k', [{ type: 'remove', path: 'b.c' }])).new_value, { a: 1, b: {}, 'x.y': true });
+      assert.deepEqual((await u('k', [{ type: 'remove', path: ['b', 'c'] }])).new_value, { a: 1, b: {}, 'x.y': true });
+      assert.deepEqual((await u('k', [{ type: 'remove', path: ['no', 'such', 'path'] }])).new_value, { a: 1, b: {}, 'x.y': true });
+      assert.deepEqual((await u('k', [{ type: 'remove', path: 'x.y' }])).new_value, { a: 1, b: {} });
+      assert.deepEqual((await u('k', [{ type: 'set', path: 'x.y', value: true }])).new_value, { a: 1, b: {}, 'x.y': true });
       assert.deepEqual((await u('k', [{ type: 'remove', path: 'no.such.path' }])).new_value, { a: 1, b: {}, 'x.y': true });
       assert.deepEqual(await u('k', [{ type: 'remove' }]), { old_value: { a: 1, b: {}, 'x.y': true }, new_value: null });
       assert.equal(await fn['state::get']({ scope: 'u', key: 'k' }), null);
@@ -169,7 +172,7 @@ export function conformance(name: string, open: OpenStore): void {
       assert.deepEqual(await fn['state::list']({ scope: 'u' }), []);
       assert.deepEqual(
         events.map((e) => e.event_type),
-        ['state:created', 'state:updated', 'state:updated', 'state:updated', 'state:updated', 'state:deleted'],
+        ['state:created', 'state:updated', 'state:updated', 'state:updated', 'state:updated', 'state:updated', 'state:updated', 'state:updated', 'state:deleted'],
       );
     });
 
@@ -177,8 +180,8 @@ export function conformance(name: string, open: OpenStore): void {
       const u = (ops: unknown[]) => fn['state::update']({ scope: 'm', key: 'k', ops });
       assert.deepEqual((await u([{ type: 'merge', value: { a: 1, b: 2 } }])).new_value, { a: 1, b: 2 });
       assert.deepEqual((await u([{ type: 'merge', value: { b: 3, c: [] } }])).new_value, { a: 1, b: 3, c: [] });
-      assert.deepEqual((await u([{ type: 'merge', path: 'n.o', value: { p: {} } }])).new_value, { a: 1, b: 3, c: [], n: { o: { p: {} } } });
-      await rejectsWith(u([{ type: 'merge', path: 'c', value: { x: 1 } }]), 'type_error', '"c"', 'merge', 'array');
+      assert.deepEqual((await u([{ type: 'merge', path: ['n', 'o'], value: { p: {} } }])).new_value, { a: 1, b: 3, c: [], n: { o: { p: {} } } });
+      await rejectsWith(fn['state::update']({ scope: 'm', key: 'k', atomic: true, ops: [{ type: 'merge', path: 'c', value: { x: 1 } }] }), 'type_error', '"c"', 'merge', 'array');
       await rejectsWith(u([{ type: 'merge', value: [1] }]), 'invalid_op', 'ops[0]', 'merge');
     });
 
@@ -189,13 +192,16 @@ export function conformance(name: string, open: OpenStore): void {
       assert.deepEqual(await u([{ type: 'decrement', by: 10 }]), { old_value: 6, new_value: -4 });
       assert.equal((await u([{ type: 'increment', by: 0.25 }])).new_value, -3.75);
       await fn['state::set']({ scope: 'n', key: 'k', value: { hits: { total: 0.1 } } });
-      assert.deepEqual((await u([{ type: 'increment', path: 'hits.total', by: 0.2 }])).new_value, { hits: { total: 0.1 + 0.2 } });
-      assert.deepEqual((await u([{ type: 'increment', path: 'hits.new', by: 2 ** 52 }])).new_value, { hits: { total: 0.1 + 0.2, new: 2 ** 52 } });
+      assert.deepEqual((await u([{ type: 'increment', path: ['hits', 'total'], by: 0.2 }])).new_value, { hits: { total: 0.1 + 0.2 } });
+      assert.deepEqual((await u([{ type: 'increment', path: ['hits', 'new'], by: 2 ** 52 }])).new_value, { hits: { total: 0.1 + 0.2, new: 2 ** 52 } });
       assert.equal(((await u([{ type: 'decrement', path: ['hits', 'other'], by: 3 }])).new_value as { hits: { other: number } }).hits.other, -3);
       await rejectsWith(u([{ type: 'increment', by: '1' }]), 'invalid_op', 'ops[0]', '"by"');
-      await rejectsWith(u([{ type: 'increment', by: 1 }]), 'type_error', 'ops[0]', 'an object');
+      await rejectsWith(fn['state::update']({ scope: 'n', key: 'k', atomic: true, ops: [{ type: 'increment', by: 1 }] }), 'type_error', 'ops[0]', 'an object');
       await fn['state::set']({ scope: 'n', key: 'max', value: 1.7e308 });
-      await rejectsWith(fn['state::update']({ scope: 'n', key: 'max', ops: [{ type: 'increment', by: 1e308 }] }), 'type_error', 'finite');
+      await rejectsWith(fn['state::update']({ scope: 'n', key: 'max', atomic: true, ops: [{ type: 'increment', by: 1e308 }] }), 'type_error', 'finite');
+      // Best-effort (the default), the root fast path reports it as the op's error and writes nothing.
+      const inf = await fn['state::update']({ scope: 'n', key: 'max', ops: [{ type: 'increment', by: 1e308 }] });
+      assert.deepEqual([inf.old_value, inf.new_value, inf.errors?.map((e) => [e.op_index, e.code])], [1.7e308, 1.7e308, [[0, 'type_error']]]);
       assert.equal(await fn['state::get']({ scope: 'n', key: 'max' }), 1.7e308);
     });
 
@@ -204,35 +210,73 @@ export function conformance(name: string, open: OpenStore): void {
       assert.deepEqual((await u('list', [{ type: 'append', value: 1 }])).new_value, [1]);
       assert.deepEqual((await u('list', [{ type: 'append', value: { x: [] } }, { type: 'append', value: null }])).new_value, [1, { x: [] }, null]);
       assert.deepEqual(await fn['state::get']({ scope: 'ap', key: 'list' }), [1, { x: [] }, null]);
-      assert.deepEqual((await u('doc', [{ type: 'append', path: 'tags', value: 'a' }])).new_value, { tags: ['a'] });
+      assert.deepEqual((await u('doc', [{ type: 'append', path: ['tags'], value: 'a' }])).new_value, { tags: ['a'] });
+      // On a field name (iii's string path), a string appended to nothing starts a string; others an array.
+      assert.deepEqual((await u('doc', [{ type: 'append', path: 'text', value: 'he' }, { type: 'append', path: 'text', value: 'llo' }])).new_value, {
+        tags: ['a'],
+        text: 'hello',
+      });
+      assert.deepEqual((await u('doc', [{ type: 'append', path: 'nums', value: 1 }])).new_value, { tags: ['a'], text: 'hello', nums: [1] });
+      assert.deepEqual((await u('root-text', [{ type: 'append', value: 'x' }])).new_value, ['x']);
       await fn['state::set']({ scope: 'ap', key: 's', value: 'ab' });
       assert.equal((await u('s', [{ type: 'append', value: 'cd"é' }])).new_value, 'abcd"é');
-      await rejectsWith(u('s', [{ type: 'append', value: 1 }]), 'type_error', 'append', 'the string "abcd\\"é"');
+      await rejectsWith(fn['state::update']({ scope: 'ap', key: 's', atomic: true, ops: [{ type: 'append', value: 1 }] }), 'type_error', 'append', 'the string "abcd\\"é"');
     });
 
     withStore('update: arrays on paths', async ({ fn }) => {
       await fn['state::set']({ scope: 'arr', key: 'k', value: { items: [{ n: 1 }, { n: 2 }] } });
       const u = (ops: unknown[]) => fn['state::update']({ scope: 'arr', key: 'k', ops });
-      assert.deepEqual((await u([{ type: 'increment', path: 'items.1.n', by: 10 }])).new_value, { items: [{ n: 1 }, { n: 12 }] });
+      const atomic = (ops: unknown[]) => fn['state::update']({ scope: 'arr', key: 'k', ops, atomic: true });
+      assert.deepEqual((await u([{ type: 'increment', path: ['items', '1', 'n'], by: 10 }])).new_value, { items: [{ n: 1 }, { n: 12 }] });
       assert.deepEqual((await u([{ type: 'set', path: ['items', 2], value: { n: 3 } }])).new_value, { items: [{ n: 1 }, { n: 12 }, { n: 3 }] });
-      assert.deepEqual((await u([{ type: 'remove', path: 'items.0' }])).new_value, { items: [{ n: 12 }, { n: 3 }] });
-      await rejectsWith(u([{ type: 'set', path: 'items.5', value: 1 }]), 'invalid_path', 'items.5', 'past the end');
-      await rejectsWith(u([{ type: 'set', path: 'items.x', value: 1 }]), 'type_error', 'items.x', 'integer');
+      assert.deepEqual((await u([{ type: 'remove', path: ['items', 0] }])).new_value, { items: [{ n: 12 }, { n: 3 }] });
+      await rejectsWith(atomic([{ type: 'set', path: ['items', 5], value: 1 }]), 'invalid_path', '["items",5]', 'past the end');
+      await rejectsWith(atomic([{ type: 'set', path: ['items', 'x'], value: 1 }]), 'type_error', '["items","x"]', 'integer');
       assert.deepEqual(await fn['state::get']({ scope: 'arr', key: 'k' }), { items: [{ n: 12 }, { n: 3 }] });
     });
 
-    withStore('type errors leave the value unchanged, and a failed op undoes earlier ops', async ({ fn, events }) => {
+    withStore('update, best-effort as iii defines it: a failed op is skipped and listed in errors, the others apply', async ({ fn, events }) => {
+      await fn['state::set']({ scope: 'be', key: 'k', value: { name: 'ada', count: 1, tags: 'x' } });
+      const n = events.length;
+      const r = await fn['state::update']({
+        scope: 'be',
+        key: 'k',
+        ops: [
+          { type: 'increment', path: 'count', by: 2 },
+          { type: 'increment', path: 'name' }, // a string: type_error
+          { type: 'set', path: 'a.b', value: 1 }, // the first-level field named "a.b"
+          { type: 'merge', path: ['name', 'x'], value: { y: 1 } }, // steps into a string: type_error
+          { type: 'append', path: 'tags', value: 'y' },
+          { type: 'set', path: ['list'], value: [] },
+          { type: 'set', path: ['list', 3], value: 1 }, // past the end: invalid_path
+        ],
+      });
+      const want = { name: 'ada', count: 3, tags: 'xy', 'a.b': 1, list: [] };
+      assert.deepEqual([r.old_value, r.new_value], [{ name: 'ada', count: 1, tags: 'x' }, want]);
+      assert.deepEqual(r.errors?.map((e) => [e.op_index, e.code]), [[1, 'type_error'], [3, 'type_error'], [6, 'invalid_path']]);
+      assert.match(r.errors![0]!.message, /scope "be" key "k": ops\[1\] \(increment at "name"\): .*the string "ada"/);
+      assert.match(r.errors![1]!.message, /ops\[3\] \(merge at \["name","x"\]\): cannot step into \["name"\]/);
+      assert.match(r.errors![2]!.message, /ops\[6\] .*index 3 is past the end of an array of length 0/);
+      assert.deepEqual(await fn['state::get']({ scope: 'be', key: 'k' }), want);
+      assert.equal(events.length, n + 1);
+      assert.deepEqual(events.at(-1)?.new_value, want);
+      // No op failed: the answer has no errors field (iii leaves it out when empty).
+      const ok = await fn['state::update']({ scope: 'be', key: 'k', ops: [{ type: 'remove', path: 'a.b' }] });
+      assert.deepEqual(ok, { old_value: want, new_value: { name: 'ada', count: 3, tags: 'xy', list: [] } });
+      // atomic: false is the default, said explicitly.
+      const explicit = await fn['state::update']({ scope: 'be', key: 'k', atomic: false, ops: [{ type: 'increment', path: 'tags' }] });
+      assert.deepEqual(explicit.errors?.map((e) => e.code), ['type_error']);
+    });
+
+    withStore('atomic: a type error leaves the value unchanged, and a failed op undoes earlier ops', async ({ fn, events }) => {
       await fn['state::set']({ scope: 't', key: 'k', value: { name: 'ada', count: 1 } });
       const n = events.length;
-      await rejectsWith(fn['state::update']({ scope: 't', key: 'k', ops: [{ type: 'increment', path: 'name' }] }), 'type_error', 'ops[0]', '"name"', 'the string "ada"', 'scope "t"', 'key "k"');
-      await rejectsWith(
-        fn['state::update']({ scope: 't', key: 'k', ops: [{ type: 'increment', path: 'count' }, { type: 'set', path: 'name.first', value: 'x' }] }),
-        'type_error',
-        'ops[1]',
-        '"name"',
-      );
+      const atomic = (key: string, ops: unknown[]) => fn['state::update']({ scope: 't', key, ops, atomic: true });
+      await rejectsWith(atomic('k', [{ type: 'increment', path: 'name' }]), 'type_error', 'ops[0]', '"name"', 'the string "ada"', 'scope "t"', 'key "k"');
+      await rejectsWith(atomic('k', [{ type: 'increment', path: 'count' }, { type: 'set', path: ['name', 'first'], value: 'x' }]), 'type_error', 'ops[1]', '["name"]');
       await fn['state::set']({ scope: 't', key: 'str', value: 'a string' });
-      await rejectsWith(fn['state::update']({ scope: 't', key: 'str', ops: [{ type: 'increment' }] }), 'type_error', 'increment');
+      await rejectsWith(atomic('str', [{ type: 'increment' }]), 'type_error', 'increment');
+      await rejectsWith(fn['state::update']({ scope: 't', key: 'k', ops: [], atomic: 'yes' }), 'invalid_payload', '"atomic"', 'the string "yes"');
       assert.deepEqual(await fn['state::get']({ scope: 't', key: 'k' }), { name: 'ada', count: 1 });
       assert.equal(await fn['state::get']({ scope: 't', key: 'str' }), 'a string');
       assert.equal(events.length, n + 1); // only the set of "str"
@@ -245,8 +289,9 @@ export function conformance(name: string, open: OpenStore): void {
       await rejectsWith(fn['state::set']({ scope: 's', key: 'k' }), 'invalid_payload', '"value"', 'key "k"');
       await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: {} }), 'invalid_payload', '"ops"');
       await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: [{ type: 'multiply' }] }), 'invalid_op', 'ops[0]', 'multiply');
-      await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: [{ type: 'set', path: 'a..b', value: 1 }] }), 'invalid_path', 'a..b');
-      await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: [{ type: 'set', path: '__proto__.x', value: 1 }] }), 'invalid_path', '__proto__');
+      await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: [{ type: 'set', path: ['a', '', 'b'], value: 1 }] }), 'invalid_path', 'empty segment');
+      await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: [{ type: 'set', path: '__proto__', value: 1 }] }), 'invalid_path', '__proto__');
+      await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: [{ type: 'set', path: ['x', '__proto__'], value: 1 }] }), 'invalid_path', '__proto__');
       await rejectsWith(fn['state::update']({ scope: 's', key: 'k', ops: [{ type: 'set', path: [-1], value: 1 }] }), 'invalid_path', '-1');
       await rejectsWith(fn['state::list']({ scope: '' }), 'invalid_payload', '"scope"');
       await rejectsWith(fn['state::get']({ scope: 's', key: 'x'.repeat(1025) }), 'key_too_large', 'key', '1025');
@@ -272,7 +317,7 @@ export function conformance(name: string, open: OpenStore): void {
     withStore('a 900 KiB value under the default 1 MiB limit', async ({ fn }) => {
       const value = { rows: Array.from({ length: 9000 }, (_, i) => ({ i, text: 'x'.repeat(80) })) };
       await fn['state::set']({ scope: 'big', key: 'doc', value });
-      const r = await fn['state::update']({ scope: 'big', key: 'doc', ops: [{ type: 'increment', path: 'rows.8999.i' }] });
+      const r = await fn['state::update']({ scope: 'big', key: 'doc', ops: [{ type: 'increment', path: ['rows', 8999, 'i'] }] });
       assert.equal((r.new_value as typeof value).rows[8999]!.i, 9000);
       assert.deepEqual((await fn['state::get']({ scope: 'big', key: 'doc' }) as typeof value).rows.length, 9000);
     });
@@ -280,7 +325,7 @@ export function conformance(name: string, open: OpenStore): void {
     withStore('key order, empty containers and exact numbers survive an update elsewhere in the value', async ({ fn }) => {
       const value = { zeta: [], alpha: {}, big: 2 ** 53 - 1, tiny: 5e-324, neg: -0.000001, s: 'a/b\u2028', n: { m: 1 } };
       await fn['state::set']({ scope: 'o', key: 'k', value });
-      const r = await fn['state::update']({ scope: 'o', key: 'k', ops: [{ type: 'increment', path: 'n.m' }] });
+      const r = await fn['state::update']({ scope: 'o', key: 'k', ops: [{ type: 'increment', path: ['n', 'm'] }] });
       const got = await fn['state::get']({ scope: 'o', key: 'k' });
       const want = { ...value, n: { m: 2 } };
       assert.deepEqual(got, want);
@@ -305,12 +350,13 @@ export function conformance(name: string, open: OpenStore): void {
       const results = await Promise.allSettled([
         fn['state::set']({ scope: 'b', key: 'k', value: 1 }),
         u('k', [{ type: 'increment', by: 2 }]),
-        u('k', [{ type: 'append', value: 'x' }]), // a type error: writes nothing, the others go on
+        fn['state::update']({ scope: 'b', key: 'k', ops: [{ type: 'append', value: 'x' }], atomic: true }), // a type error: writes nothing, the others go on
         u('k', [{ type: 'increment', by: 4 }]),
         fn['state::set']({ scope: 'other', key: 'k', value: 'o' }),
         fn['state::delete']({ scope: 'b', key: 'never-set' }),
         u('k2', [{ type: 'set', path: 'a', value: [] }]),
         fn['state::delete']({ scope: 'other', key: 'k' }),
+        u('k2', [{ type: 'increment', path: 'a' }, { type: 'set', path: 'b', value: 1 }]), // best-effort: ops[0] fails
       ]);
       const value = (i: number) => {
         const r = results[i]!;
@@ -326,8 +372,10 @@ export function conformance(name: string, open: OpenStore): void {
       assert.equal(value(5), null);
       assert.deepEqual(value(6), { old_value: null, new_value: { a: [] } });
       assert.equal(value(7), 'o');
+      const partial = value(8) as { new_value: unknown; errors: Array<{ op_index: number; code: string }> };
+      assert.deepEqual([partial.new_value, partial.errors.map((e) => [e.op_index, e.code])], [{ a: [], b: 1 }, [[0, 'type_error']]]);
       assert.equal(await fn['state::get']({ scope: 'b', key: 'k' }), 7);
-      assert.deepEqual(await fn['state::list']({ scope: 'b' }), [7, { a: [] }]);
+      assert.deepEqual(await fn['state::list']({ scope: 'b' }), [7, { a: [], b: 1 }]);
       assert.deepEqual(await fn['state::list_groups']({}), { groups: ['b'] });
       assert.deepEqual(
         events.map((e) => [e.event_type, e.scope, e.key, e.old_value, e.new_value]),
@@ -339,6 +387,7 @@ export function conformance(name: string, open: OpenStore): void {
           ['state:deleted', 'b', 'never-set', null, null],
           ['state:created', 'b', 'k2', null, { a: [] }],
           ['state:deleted', 'other', 'k', 'o', null],
+          ['state:updated', 'b', 'k2', { a: [] }, { a: [], b: 1 }],
         ],
       );
     });

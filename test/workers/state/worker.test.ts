@@ -72,9 +72,16 @@ describe('svc-state through the engine (embedded store)', () => {
     assert.equal(tooBig.code, 'value_too_large');
     assert.match(tooBig.message, /key "big".*4096/);
     await call('state::set', { scope: 'w', key: 'name', value: 'ada' });
-    const typeErr = await callError(call('state::update', { scope: 'w', key: 'name', ops: [{ type: 'increment' }] }));
+    const typeErr = await callError(call('state::update', { scope: 'w', key: 'name', ops: [{ type: 'increment' }], atomic: true }));
     assert.equal(typeErr.code, 'type_error');
     assert.match(typeErr.message, /key "name"/);
+    // Best-effort (the default, as iii): the same failure is an entry of the answer's errors.
+    const partial = await call<{ new_value: unknown; errors: Array<{ op_index: number; code: string; message: string }> }>('state::update', {
+      scope: 'w',
+      key: 'name',
+      ops: [{ type: 'increment' }],
+    });
+    assert.deepEqual([partial.new_value, partial.errors.map((e) => [e.op_index, e.code])], ['ada', [[0, 'type_error']]]);
     assert.equal(await call('state::get', { scope: 'w', key: 'name' }), 'ada');
     const bad = await callError(call('state::get', { scope: 'w' }));
     assert.equal(bad.code, 'invalid_payload');
