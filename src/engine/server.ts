@@ -15,6 +15,7 @@ import { answerHealth, type NotReady } from './health.js';
 import { installClusterBuiltins } from './cluster/listing.js';
 import { Invocations } from './invocations.js';
 import { storeTelemetryFrame } from './otlp-logs.js';
+import { TelemetrySockets } from './telemetry-sockets.js';
 import { LogRing } from './hot/log-ring.js';
 import { CallMetrics } from './metrics/call-metrics.js';
 import { MetricsServer } from './metrics/metrics-server.js';
@@ -53,8 +54,8 @@ export class Engine {
   /** Channels (channels.ts): streams between workers, relayed on /ws/channels/. */
   readonly channels: Channels;
   private readonly sessions = new Map<string, Session>();
-  /** iii SDKs' `/otel` telemetry sockets: counted as connections and pinged; true: answered since the last ping. */
-  private readonly telemetry = new Map<WebSocket, boolean>();
+  /** iii SDKs' `/otel` telemetry sockets. */
+  private readonly telemetry: TelemetrySockets;
   /** Budgets of what registrations store (budgets.ts). */
   readonly stored: StoredValues;
   private wss: WebSocketServer | null = null;
@@ -84,6 +85,7 @@ export class Engine {
     const warn = (message: string, data?: Record<string, unknown>): void => this.event('warn', message, data);
     this.triggers = new Triggers(warn);
     this.traces = this.opts.tracing ? new SpanRing(this.opts.traceBufferSize, undefined, this.opts.maxTraceBytes, this.opts.maxStoredValueBytes) : null;
+    this.telemetry = new TelemetrySockets(this, () => this.telemetryLimits);
     const m = this.opts.metrics;
     // Counted for /metrics, and for the OTLP metrics export.
     this.callMetrics = m || this.opts.telemetry?.metrics ? new CallMetrics(m?.maxFunctionSeries, m?.maxErrorCodeSeries) : null;
@@ -231,7 +233,11 @@ export class Engine {
       const path = (req.url ?? '/').split('?')[0];
       const admitted = admitConnection(ws, req, { connections: this.connectionCount, maxConnections: this.opts.maxConnections, run: this.run, tokens: this.tokens, warn: (m) => this.event('warn', m) });
       if (!admitted) return;
-      if (path === '/otel') return this.acceptTelemetry(ws);
+      if (path === '/otel') {
+        if (this.stopping) ws.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
+        else this.telemetry.accept(ws);
+        return;
+      }
       this.accept(ws, req.socket, admitted.access, admitted.identity);
     });
     this.liveness = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
@@ -303,37 +309,14 @@ export class Engine {
     return this.sessions.values();
   }
 
-  /** Open connections: sessions, `/otel` sockets and channel sockets (all count against max_connections). */
   /** Bounds of an iii SDK's telemetry frame and of each value stored from it. */
   private get telemetryLimits(): { maxValue: number; maxFrameBytes: number } {
     return { maxValue: this.opts.maxStoredValueBytes, maxFrameBytes: this.opts.maxFrameBytes };
   }
 
+  /** Open connections: sessions, `/otel` sockets and channel sockets (all count against max_connections). */
   get connectionCount(): number {
     return this.sessions.size + this.telemetry.size + this.channels.socketCount;
-  }
-
-  /**
-   * iii SDKs stream OTLP telemetry on a second socket, never a worker: its log lines and spans are
-   * stored (otlp-logs.ts, otlp-spans-in.ts), metrics drained. It is a connection like any other: counted against
-   * max_connections and dropped when it stops answering pings.
-   */
-  private acceptTelemetry(ws: WebSocket): void {
-    if (this.stopping) {
-      ws.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
-      return;
-    }
-    this.telemetry.set(ws, true);
-    const alive = (): void => {
-      if (this.telemetry.has(ws)) this.telemetry.set(ws, true);
-    };
-    ws.on('message', (data: Buffer, isBinary: boolean) => {
-      alive();
-      if (isBinary) storeTelemetryFrame(data, this, this.telemetryLimits);
-    });
-    ws.on('pong', alive);
-    ws.on('error', () => {});
-    ws.on('close', () => this.telemetry.delete(ws));
   }
 
   private accept(ws: WebSocket, socket: Socket, access: Access, identity: RunIdentity | null): void {
@@ -389,19 +372,7 @@ export class Engine {
       s.alive = false;
       s.ping();
     }
-    for (const [ws, alive] of this.telemetry) {
-      if (!alive) {
-        this.telemetry.delete(ws);
-        ws.terminate();
-        continue;
-      }
-      this.telemetry.set(ws, false);
-      try {
-        ws.ping();
-      } catch {
-        /* closing already */
-      }
-    }
+    this.telemetry.ping();
   }
 
   /**
@@ -465,7 +436,7 @@ export class Engine {
       for (const s of [...this.sessions.values()]) {
         s.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
       }
-      for (const ws of this.telemetry.keys()) ws.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
+      this.telemetry.closeAll(ENGINE_RESTART_CLOSE, 'engine shutting down');
       this.channels.close();
       const wss = this.wss;
       const http = this.http;
