@@ -27,6 +27,8 @@ export interface CallerHost {
   readonly defaultTimeoutMs: number;
   /** WorkerOptions.invocationTimeoutMs. */
   readonly invocationTimeoutMs: number | undefined;
+  /** WorkerOptions.namespace: where a call that names none is looked up (undefined: `default`). */
+  readonly namespace: string | undefined;
   /** The engine granted the `cancel` feature. */
   readonly canCancel: boolean;
   /** The refusal that closed the worker for good (`stale_worker`), if that is why it is closed. */
@@ -70,6 +72,7 @@ export class Caller {
       req.metadata,
       scope?.traceparent,
       scope?.baggage,
+      req.namespace ?? this.host.namespace,
     );
     const text = this.conn.encode(msg, req.function_id);
     if (!invocationId) {

@@ -30,6 +30,7 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
       metadata: 'any',
       timeout_ms: 'number',
       binding_id: 'nullable-string',
+      namespace: 'nullable-string',
     },
   },
   invocationresult: {
@@ -38,12 +39,18 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
   },
   registertriggertype: {
     req: { id: 'string' },
-    opt: { description: 'nullable-string', trigger_request_format: 'any', call_request_format: 'any', binding_requires_call: 'strings' },
+    opt: {
+      description: 'nullable-string',
+      trigger_request_format: 'any',
+      call_request_format: 'any',
+      binding_requires_call: 'strings',
+      namespace: 'nullable-string',
+    },
   },
-  unregistertriggertype: { req: { id: 'string' }, opt: {} },
+  unregistertriggertype: { req: { id: 'string' }, opt: { namespace: 'nullable-string' } },
   registertrigger: {
     req: { id: 'string', trigger_type: 'string', function_id: 'string' },
-    opt: { config: 'any', metadata: 'any' },
+    opt: { config: 'any', metadata: 'any', namespace: 'nullable-string', trigger_namespace: 'nullable-string' },
   },
   unregistertrigger: { req: { id: 'string' }, opt: { trigger_type: 'nullable-string' } },
   triggerregistrationresult: {
@@ -51,6 +58,10 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
     opt: { trigger_type: 'nullable-string', function_id: 'nullable-string', error: 'error', status: 'string' },
   },
   registerservice: { req: { id: 'string' }, opt: {} },
+  registrationrejected: {
+    req: { code: 'string', namespace: 'string' },
+    opt: { worker_name: 'nullable-string', function_id: 'nullable-string', owner_worker_id: 'nullable-string' },
+  },
   ping: { req: {}, opt: {} },
   pong: { req: {}, opt: {} },
   error: { req: { error: 'error' }, opt: { ref: 'object' } },
@@ -179,6 +190,7 @@ export function asCallFrame(value: unknown): InvokeFunctionMsg | InvocationResul
       nullOrString(o.traceparent) &&
       nullOrString(o.baggage) &&
       nullOrString(o.binding_id) &&
+      nullOrString(o.namespace) &&
       (t == null || (typeof t === 'number' && Number.isFinite(t))) &&
       (action == null || kindOk('action', action))
       ? (o as unknown as InvokeFunctionMsg)
