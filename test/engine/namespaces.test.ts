@@ -111,6 +111,7 @@ describe('namespaces (iii 0.23+)', () => {
     const t = await raw.next((f) => f.type === 'triggerregistrationresult' && f.id === 't-long');
     assert.equal((t.error as { code: string }).code, 'invalid_namespace');
     assert.throws(() => pool.make('blank-opt', { namespace: ' ' }), { code: 'invalid_namespace' });
+    await assert.rejects(pool.make('blank-call').trigger({ function_id: 'ns::who', namespace: '' }), { code: 'invalid_namespace' });
     raw.close();
   });
 

@@ -151,7 +151,8 @@ export class Caller {
 
 /**
  * Why `req` cannot be sent, as the Python SDK reports it (the same codes): `invalid_function_id`
- * for a missing or empty function id, `invalid_argument` for any other field of the wrong kind.
+ * for a missing or empty function id, `invalid_namespace` for a blank namespace, `invalid_argument`
+ * for any other field of the wrong kind.
  * Checked before anything is sent, so a mistake is not answered by the engine as a bad frame.
  */
 function requestProblem(req: CallRequest): InvocationError | null {
@@ -168,5 +169,9 @@ function requestProblem(req: CallRequest): InvocationError | null {
   }
   const b = req.bindingId;
   if (b !== undefined && !(typeof b === 'string' && b.length > 0)) return new InvocationError('invalid_argument', `bindingId must be a non-empty string, got ${describe(b)}`, fid);
+  const ns = req.namespace;
+  if (ns !== undefined && !(typeof ns === 'string' && ns.trim().length > 0)) {
+    return new InvocationError('invalid_namespace', `namespace must be a non-blank string, got ${describe(ns)}; leave it unset for this worker's namespace`, fid);
+  }
   return null;
 }

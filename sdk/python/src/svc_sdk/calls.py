@@ -96,7 +96,9 @@ class Caller:
         namespace = request.get("namespace", self._namespace)
         if namespace is not None and (not isinstance(namespace, str) or not namespace.strip()):
             raise InvocationError(
-                ErrorCode.INVALID_ARGUMENT, f"namespace must be a non-blank string, got {namespace!r}", function_id
+                ErrorCode.INVALID_NAMESPACE,
+                f"namespace must be a non-blank string, got {namespace!r}; leave it unset for this worker's namespace",
+                function_id,
             )
         loop = asyncio.get_running_loop()
         explicit_ms = self.explicit_timeout_ms(request)

