@@ -397,6 +397,12 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       case 'ping':
         this.conn.send({ type: 'pong' });
         return;
+      case 'registrationrejected':
+        // Only with engine.namespace_conflicts: exclusive (iii 0.23's rules); for a worker name the engine closes the connection itself.
+        this.report(
+          new InvocationError(m.code, `The engine rejected ${m.function_id !== undefined ? `function ${m.function_id}` : `worker name ${m.worker_name ?? ''}`} in namespace ${m.namespace}: held by worker ${m.owner_worker_id}`),
+        );
+        return;
       case 'error':
         // `unauthorized` and `stale_worker` are followed by a close (4401, 4410), reported once from there.
         if (m.error.code === 'stale_worker' || m.error.code === 'unauthorized') this.refusalMessage = m.error.message;

@@ -37,6 +37,7 @@ MESSAGE_TYPES: Final = (
     "unregistertrigger",
     "triggerregistrationresult",
     "registerservice",
+    "registrationrejected",
     "ping",
     "pong",
     "error",
