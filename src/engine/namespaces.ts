@@ -1,5 +1,5 @@
 import { DEFAULT_NAMESPACE, type ErrorBody } from 'svc-sdk/protocol';
-import { printableJson } from './printable.js';
+import { printable, printableJson } from './printable.js';
 import type { Peer } from './peer.js';
 import type { Registry } from './registry.js';
 
@@ -28,7 +28,8 @@ export function functionNotFound(registry: Registry, id: string, namespace: stri
   const ns = namespace ?? DEFAULT_NAMESPACE;
   const where = registry.namespacesOf(id);
   if (ns === DEFAULT_NAMESPACE && where.length === 0) return { code: 'function_not_found', message: `Function ${id} not found` };
-  const shown = ns.length > 200 ? `${ns.slice(0, 200)}…` : ns;
+  // The caller's own text, unchecked (only a stored namespace is): shown inert, and cut.
+  const shown = printable(ns.length > 200 ? `${ns.slice(0, 200)}…` : ns);
   const elsewhere = where.length > 0 ? ` It is registered in namespace(s): ${where.slice(0, 20).join(', ')}` : '';
   return { code: 'function_not_found', message: `Function ${id} not found in namespace ${shown}.${elsewhere}` };
 }
