@@ -98,8 +98,8 @@ async function post<T>(path: string, body: unknown): Promise<T> {
 }
 
 /** Call a function; the outcome (result or error) with the round-trip duration. Throws only when nothing answered. */
-export async function invoke<T = unknown>(function_id: string, payload: unknown = {}, timeout_ms?: number): Promise<CallOutcome<T>> {
-  return post<CallOutcome<T>>('/api/call', { function_id, payload, ...(timeout_ms ? { timeout_ms } : {}) });
+export async function invoke<T = unknown>(function_id: string, payload: unknown = {}, timeout_ms?: number, namespace?: string): Promise<CallOutcome<T>> {
+  return post<CallOutcome<T>>('/api/call', { function_id, payload, ...(timeout_ms ? { timeout_ms } : {}), ...(namespace && namespace !== 'default' ? { namespace } : {}) });
 }
 
 /** Call a function and return its result; throws CallError on any error. */

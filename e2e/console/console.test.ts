@@ -109,6 +109,28 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
     await shot(page, '2-functions');
   });
 
+  test('a function of a namespace (iii 0.23+) is listed with its namespace and invoked there', async () => {
+    const shop: Worker = registerWorker(engine.url, { workerName: 'shop-worker', namespace: 'shop', echoLogs: false });
+    shop.registerFunction('math::add', (d: { a: number; b: number }) => ({ c: d.a + d.b, namespace: 'shop' }));
+    await shop.ready();
+    try {
+      await page.click('[data-testid=nav-workers]');
+      await page.locator('[data-testid=worker-row][data-name=shop-worker] [data-testid=worker-namespace]').waitFor();
+      await page.click('[data-testid=nav-functions]');
+      const item = page.locator('[data-testid=function-item][data-id="math::add"]', { has: page.locator('[data-testid=function-namespace]') });
+      assert.equal(await item.locator('[data-testid=function-namespace]').innerText(), 'shop');
+      await item.click();
+      assert.equal(await page.locator('[data-testid=detail-namespace]').innerText(), 'shop');
+      await page.fill('[data-testid=payload]', '{"a": 2, "b": 3}');
+      await page.click('[data-testid=invoke]');
+      const result = page.locator('[data-testid=result]');
+      await result.waitFor();
+      assert.deepEqual(JSON.parse(await result.innerText()), { c: 5, namespace: 'shop' });
+    } finally {
+      await shop.shutdown();
+    }
+  });
+
   test('the Triggers page lists the http binding and sends a test request through svc-http', async () => {
     await page.click('[data-testid=nav-triggers]');
     const http = page.locator('[data-testid=trigger-type][data-type=http]');

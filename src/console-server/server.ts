@@ -4,7 +4,7 @@
  *
  *   GET  /api/session              {csrf_token}: the token every other /api request carries in X-CSRF-Token
  *   GET  /api/status               {connected, engine_url, state}
- *   POST /api/call                 {function_id, payload?, timeout_ms?} → {ok, result | error, duration_ms}
+ *   POST /api/call                 {function_id, payload?, timeout_ms?, namespace?} → {ok, result | error, duration_ms}
  *   POST /api/http                 {method, path, body?, headers?} → the answer of svc-http to that request
  *
  * The browser never talks WebSocket to the engine: this keeps the engine's port off the browser's
@@ -88,7 +88,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   });
 
   app.post('/api/call', async (req: Request, res: Response) => {
-    const body = (req.body ?? {}) as { function_id?: unknown; payload?: unknown; timeout_ms?: unknown };
+    const body = (req.body ?? {}) as { function_id?: unknown; payload?: unknown; timeout_ms?: unknown; namespace?: unknown };
     if (typeof body.function_id !== 'string' || body.function_id.length === 0) {
       res.status(400).json({ ok: false, error: { code: 'invalid_request', message: '"function_id" must be a non-empty string' } });
       return;
@@ -107,7 +107,13 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     }
     const t0 = performance.now();
     try {
-      const result = await worker.trigger({ function_id: body.function_id, payload: body.payload ?? {}, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
+      const result = await worker.trigger({
+        function_id: body.function_id,
+        payload: body.payload ?? {},
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        // The function's namespace (iii 0.23+), as the Functions page lists it; the engine checks it.
+        ...(typeof body.namespace === 'string' ? { namespace: body.namespace } : {}),
+      });
       res.json({ ok: true, result: result ?? null, duration_ms: performance.now() - t0 });
     } catch (e) {
       const err = e instanceof InvocationError ? { code: e.code, message: e.message } : { code: 'console_error', message: (e as Error).message };

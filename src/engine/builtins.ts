@@ -5,10 +5,11 @@ import type { LogRing } from './hot/log-ring.js';
 import { LINE_OVERHEAD, LOG_LEVELS, levelIndex } from './logs.js';
 import { ENGINE_VERSION } from './options.js';
 import type { Invocations } from './invocations.js';
-import type { Registry } from './registry.js';
+import type { FunctionEntry, Registry } from './registry.js';
 import type { Peer } from './peer.js';
 import type { Session } from './session.js';
 import type { Triggers } from './triggers.js';
+import { enterNamespace, type NamespaceRules } from './namespaces.js';
 import { reservedNameRefusal } from './worker-names.js';
 
 export interface BuiltinDeps {
@@ -23,6 +24,9 @@ export interface BuiltinDeps {
   stored: StoredValues;
   /** An answer must fit in a frame: listings stay within half of it. */
   maxFrameBytes: number;
+  namespaces: NamespaceRules;
+  /** End a connection the engine refuses (a worker name held in its namespace). */
+  close: (peer: Peer, why: string) => void;
 }
 
 function obj(data: unknown): Record<string, unknown> {
@@ -53,7 +57,7 @@ export function installBuiltins(deps: BuiltinDeps): void {
   registry.addBuiltin('engine::workers::register', 'Attach metadata (name, runtime, version, pid, …) to the calling connection', (data, caller) => {
     if (!caller) return null;
     const m = obj(data);
-    const { _caller_worker_id: _ignored, name, ...meta } = m;
+    const { _caller_worker_id: _ignored, name, namespace: _listedApart, ...meta } = m;
     // Merged with what earlier calls gave, and bounded as a whole (budgets.ts): a worker calling
     // this again and again cannot grow its metadata without limit.
     caller.metadata = deps.stored.bound(caller, 'metadata', { metadata: { ...caller.metadata, ...meta } }).fields.metadata as Record<string, unknown>;
@@ -61,18 +65,22 @@ export function installBuiltins(deps: BuiltinDeps): void {
     // The name of a built-in or of the engine's own clients is refused to anyone else; the rest
     // of the registration stands (an error frame tells the worker, which SDKs report, and a
     // caller that awaits the answer gets the error).
-    const refusal = typeof name === 'string' && name.length > 0 ? reservedNameRefusal(name, caller.identity, caller.access.token) : null;
-    if (typeof name === 'string' && name.length > 0 && !refusal) {
-      caller.name = head(name, 200);
+    const reserved = typeof name === 'string' && name.length > 0 ? reservedNameRefusal(name, caller.identity, caller.access.token) : null;
+    const named = typeof name === 'string' && name.length > 0 && !reserved ? head(name, 200) : caller.name;
+    // iii 0.23+: the namespace its functions go in (moved there if it registered some before).
+    const unplaced = enterNamespace(deps.namespaces, registry, caller, m.namespace, named, deps.close);
+    if (!unplaced) {
+      caller.name = named;
       caller.metadata.name = caller.name;
     }
+    const refusal = reserved ?? unplaced;
     deps.onWorkerRegistered(caller);
     if (refusal) {
       caller.sendError(refusal, { type: 'invokefunction', id: 'engine::workers::register' });
       throw new EngineError(refusal.code, refusal.message);
     }
     return null;
-  });
+  }, true);
 
   const visibleWorkers = (includeClients: boolean): Session[] =>
     [...deps.sessions()].filter((s) => includeClients || s.role !== 'client');
@@ -90,12 +98,12 @@ export function installBuiltins(deps: BuiltinDeps): void {
   });
 
   // `counts`: in-flight calls per function, counted once per request (a scan of every call in flight).
-  const describeFunction = (id: string, counts = deps.invocations.countByFunction()): Record<string, unknown> | null => {
-    const e = registry.get(id);
+  const describeFunction = (e: FunctionEntry | undefined, counts = deps.invocations.countByFunction()): Record<string, unknown> | null => {
     if (!e) return null;
-    const inFlight = counts.get(id) ?? 0;
+    const inFlight = counts.get(e.id) ?? 0;
     return {
       function_id: e.id,
+      namespace: e.namespace,
       description: e.description ?? null,
       request_format: e.request_format ?? null,
       response_format: e.response_format ?? null,
@@ -113,13 +121,14 @@ export function installBuiltins(deps: BuiltinDeps): void {
       functions: registry
         .list()
         .filter((e) => includeBuiltins || !e.builtin)
-        .map((e) => describeFunction(e.id, counts)),
+        .map((e) => describeFunction(e, counts)),
     };
   });
 
   registry.addBuiltin('engine::functions::info', 'One function by function_id', (data) => {
-    const id = str(obj(data), 'function_id', 'engine::functions::info');
-    const f = describeFunction(id);
+    const m = obj(data);
+    const id = str(m, 'function_id', 'engine::functions::info');
+    const f = describeFunction(registry.lookup(id, typeof m.namespace === 'string' ? m.namespace : undefined));
     if (!f) throw new EngineError('function_not_found', `Function ${id} not found`);
     return f;
   });

@@ -4,7 +4,6 @@ import { printableJson } from './printable.js';
 
 /** The engine's own error bodies, in one place so codes and wording stay stable (docs/errors.md). */
 export const engineErrors = {
-  functionNotFound: (id: string): ErrorBody => ({ code: 'function_not_found', message: `Function ${id} not found` }),
   invocationStopped: (id: string, why: string): ErrorBody => ({ code: 'invocation_stopped', message: `Invocation of ${id} stopped: ${why}` }),
   timeout: (id: string, ms: number): ErrorBody => ({ code: 'timeout', message: `Invocation of ${id} timed out after ${ms}ms` }),
   shuttingDown: (): ErrorBody => ({ code: 'shutting_down', message: 'The engine is shutting down and accepts no new calls' }),
@@ -65,6 +64,10 @@ export const engineErrors = {
   enqueueUnavailable: (queue: string): ErrorBody => ({
     code: 'enqueue_error',
     message: `Cannot enqueue on queue "${queue}": no queue provider is registered (function engine::queue::enqueue); start one with \`svc worker add svc-queue\``,
+  }),
+  enqueueInNamespace: (queue: string, namespace: string): ErrorBody => ({
+    code: 'enqueue_error',
+    message: `Cannot enqueue on queue "${queue}" in namespace ${namespace.slice(0, 200)}: svc-queue runs jobs in the default namespace only (docs/iii-compatibility.md)`,
   }),
 };
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ErrorBody, InvocationResultMsg, InvokeFunctionMsg } from 'svc-sdk/protocol';
+import { DEFAULT_NAMESPACE, type ErrorBody, type InvocationResultMsg, type InvokeFunctionMsg } from 'svc-sdk/protocol';
 import type { Access } from './auth.js';
 import type { Call, CallOutcome, Reply } from './call.js';
 import { EngineError, engineErrors } from './errors.js';
@@ -11,6 +11,7 @@ import type { SpanRing } from './hot/span-ring.js';
 import { NO_DECLARED_PARENT } from './traces.js';
 import { counterOf, IdGenerator } from './ids.js';
 import type { CallMetrics } from './metrics/call-metrics.js';
+import { functionNotFound } from './namespaces.js';
 import type { EngineOptions } from './options.js';
 import type { Peer } from './peer.js';
 import type { BuiltinHandler, Registry } from './registry.js';
@@ -169,22 +170,25 @@ export class Invocations {
       // Queues are served by a worker providing engine::queue::enqueue, as in iii.
       const queue = msg.action.queue;
       if (!this.registry.get('engine::queue::enqueue')) return engineErrors.enqueueUnavailable(queue);
+      // svc-queue's jobs hold no namespace: run later, one would reach `default`'s function.
+      if (msg.namespace != null && msg.namespace !== DEFAULT_NAMESPACE) return engineErrors.enqueueInNamespace(queue, msg.namespace);
       data = { queue, function_id: fid, data, messageReceiptId: randomUUID() };
       fid = 'engine::queue::enqueue';
     }
     const timeoutMs = msg.timeout_ms ?? this.opts.invocationTimeoutMs;
     if (!(timeoutMs > 0 && timeoutMs <= this.opts.maxInvocationTimeoutMs)) return engineErrors.invalidTimeout(timeoutMs, this.opts.maxInvocationTimeoutMs);
-    const entry = this.registry.get(fid);
-    if (!entry) return engineErrors.functionNotFound(fid);
+    // In the namespace the call names (none: `default`, one map lookup); an enqueue goes to the queue's provider.
+    const entry = fid === msg.function_id ? this.registry.resolve(fid, msg.namespace) : this.registry.get(fid);
+    if (!entry) return functionNotFound(this.registry, fid, msg.namespace);
     if (entry.builtin) {
       const reply = internal ?? ((o: CallOutcome) => this.answerBuiltin(caller, jsonOf(callerId), JSON.stringify(msg.function_id), o));
-      this.runBuiltin(entry.builtin, data, caller, reply, text === undefined ? 0 : text.length);
+      this.runBuiltin(entry.builtin, data, caller, reply, text === undefined ? 0 : text.length, entry.inOrder === true);
       return null;
     }
     if (this.calls.size >= this.opts.maxInFlightTotal || this.bytesInFlight >= this.opts.maxInFlightBytes) return this.overloaded();
     // A call another engine forwarded (its caller is that engine's RemotePeer) is served here or not at all.
     const callee = this.registry.pick(entry, caller?.node !== undefined);
-    if (!callee) return engineErrors.functionNotFound(fid);
+    if (!callee) return functionNotFound(this.registry, fid, msg.namespace);
     // pick() chose the least loaded provider: if it is full, all are.
     if (callee.incoming.size >= this.opts.maxInFlightPerWorker) {
       return engineErrors.overloaded(`Every worker serving ${fid} has ${callee.incoming.size} calls in flight (engine.limits.max_in_flight_per_worker); retry later`);
@@ -268,9 +272,18 @@ export class Invocations {
   }
 
   /** A builtin's answer, whatever happens in it: `reply` never throws, and anything else is caught here. */
-  private runBuiltin(handler: BuiltinHandler, data: unknown, caller: Peer | null, reply: Reply, frameChars: number): void {
-    Promise.resolve()
-      .then(() => handler(data, caller, frameChars))
+  private runBuiltin(handler: BuiltinHandler, data: unknown, caller: Peer | null, reply: Reply, frameChars: number, inOrder: boolean): void {
+    let started: Promise<unknown>;
+    if (inOrder) {
+      try {
+        started = Promise.resolve(handler(data, caller, frameChars));
+      } catch (err) {
+        started = Promise.reject(err);
+      }
+    } else {
+      started = Promise.resolve().then(() => handler(data, caller, frameChars));
+    }
+    started
       .then(
         (result) => reply({ result: result ?? null }),
         (err: unknown) =>

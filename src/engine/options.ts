@@ -35,6 +35,12 @@ export interface EngineOptions {
    * `Origin` (SDKs, the CLI, the console server, iii SDKs) are not browsers and are not affected.
    */
   allowedOrigins: string[];
+  /**
+   * Two live workers exporting one function id in one namespace, or sharing a worker name there:
+   * `replicas` (default) serves both, round-robin; `exclusive` refuses the second as iii 0.23+ does
+   * (`registrationrejected`), except between instances the engine supervises (src/engine/namespaces.ts).
+   */
+  namespaceConflicts: 'replicas' | 'exclusive';
   /** Open connections; more are refused with `overloaded`. */
   maxConnections: number;
   /** Calls one worker may be serving, and may be waiting on, at once. */
@@ -100,6 +106,7 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   traceBufferSize: 20_000,
   tokens: [],
   allowedOrigins: [],
+  namespaceConflicts: 'replicas',
   maxConnections: 10_000,
   maxInFlightPerWorker: 10_000,
   maxInFlightTotal: 100_000,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ErrorBody, Feature, Message } from 'svc-sdk/protocol';
+import { DEFAULT_NAMESPACE, type ErrorBody, type Feature, type Message } from 'svc-sdk/protocol';
 import { OPEN_ACCESS, type Access } from './auth.js';
 import type { Call } from './call.js';
 import type { RunIdentity } from './engine-run.js';
@@ -23,6 +23,11 @@ export abstract class Peer {
   name: string;
   role: 'worker' | 'client' = 'worker';
   metadata: Record<string, unknown> = {};
+  /**
+   * iii 0.23+: the namespace its functions are registered in (engine::workers::register's
+   * `namespace`; `default` until it names one). Its calls name theirs themselves.
+   */
+  namespace = DEFAULT_NAMESPACE;
   /** svc extensions granted in `hello`; empty for iii clients. */
   readonly features = new Set<Feature>();
   /** Set once it is gone (its connection closed, or the other engine left): nothing more is sent. */

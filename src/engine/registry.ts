@@ -1,5 +1,6 @@
-import type { RegisterFunctionMsg } from 'svc-sdk/protocol';
+import { DEFAULT_NAMESPACE, type RegisterFunctionMsg } from 'svc-sdk/protocol';
 import type { Peer } from './peer.js';
+import { canonical, RESERVED_WORKER_NAMES } from './worker-names.js';
 
 /**
  * A function the engine answers itself (`engine::*`). `caller` is null for engine-internal calls.
@@ -10,6 +11,13 @@ export type BuiltinHandler = (data: unknown, caller: Peer | null, frameChars: nu
 
 export interface FunctionEntry {
   id: string;
+  /** The namespace it is registered in (iii 0.23+): its providers' (Peer.namespace). */
+  namespace: string;
+  /**
+   * The engine's own: a builtin, or served by one of the engine's built-in workers (svc-state,
+   * svc-http, …). Found from every namespace, as iii's engine-owned functions are.
+   */
+  engineOwned: boolean;
   /** JSON.stringify(id), made once: every routed call writes it into two frames. */
   idJson: string;
   description?: string;
@@ -19,16 +27,26 @@ export interface FunctionEntry {
   /** Live workers serving this id: replicas. Empty for builtins. */
   providers: Peer[];
   builtin?: BuiltinHandler;
+  /**
+   * A builtin that runs as its frame is handled, not on the next microtask: what it changes
+   * (engine::workers::register's namespace) holds for the frames that came after it in one read.
+   */
+  inOrder?: boolean;
   /** Round-robin cursor among providers with equal load. */
   cursor: number;
 }
 
 /**
- * Function ids and who serves them. Several peers registering one id are replicas; the id stays
- * callable until its last provider leaves.
+ * Function ids and who serves them, per namespace. Several peers registering one id in one
+ * namespace are replicas; the id stays callable until its last provider leaves.
+ *
+ * The `default` namespace has its map of its own, so that a call that names none (every call of an
+ * iii 0.22 client and of svc's SDKs by default) costs one map lookup, as before namespaces.
  */
 export class Registry {
   private readonly functions = new Map<string, FunctionEntry>();
+  /** The other namespaces, each while it has a function. */
+  private readonly spaces = new Map<string, Map<string, FunctionEntry>>();
   private readonly listeners = new Set<() => void>();
 
   onChange(fn: () => void): () => void {
@@ -39,17 +57,29 @@ export class Registry {
     for (const l of this.listeners) l();
   }
 
-  addBuiltin(id: string, description: string, handler: BuiltinHandler): void {
-    this.functions.set(id, { id, idJson: JSON.stringify(id), description, providers: [], builtin: handler, cursor: 0 });
+  addBuiltin(id: string, description: string, handler: BuiltinHandler, inOrder = false): void {
+    this.functions.set(id, { id, namespace: DEFAULT_NAMESPACE, engineOwned: true, idJson: JSON.stringify(id), description, providers: [], builtin: handler, cursor: 0, ...(inOrder ? { inOrder } : {}) });
   }
 
-  /** Returns false when the id belongs to a builtin and cannot be served by a worker. */
+  private space(namespace: string, create: boolean): Map<string, FunctionEntry> | undefined {
+    if (namespace === DEFAULT_NAMESPACE) return this.functions;
+    let m = this.spaces.get(namespace);
+    if (!m && create) this.spaces.set(namespace, (m = new Map()));
+    return m;
+  }
+
+  /**
+   * Returns false when the id belongs to a builtin and cannot be served by a worker. The function
+   * goes in the peer's namespace.
+   */
   add(peer: Peer, msg: RegisterFunctionMsg): boolean {
-    let entry = this.functions.get(msg.id);
-    if (entry?.builtin) return false;
+    if (this.functions.get(msg.id)?.builtin) return false;
+    const space = this.space(peer.namespace, true)!;
+    let entry = space.get(msg.id);
     if (!entry) {
-      entry = { id: msg.id, idJson: JSON.stringify(msg.id), providers: [], cursor: 0 };
-      this.functions.set(msg.id, entry);
+      const engineOwned = peer.node === undefined && RESERVED_WORKER_NAMES.includes(canonical(peer.name));
+      entry = { id: msg.id, namespace: peer.namespace, engineOwned, idJson: JSON.stringify(msg.id), providers: [], cursor: 0 };
+      space.set(msg.id, entry);
     }
     // The latest registration describes the function (a redeployed worker may change it).
     if (msg.description != null) entry.description = msg.description;
@@ -64,12 +94,16 @@ export class Registry {
 
   remove(peer: Peer, id: string): void {
     peer.functions.delete(id);
-    const entry = this.functions.get(id);
-    if (!entry || entry.builtin) return;
+    const space = this.space(peer.namespace, false);
+    const entry = space?.get(id);
+    if (!space || !entry || entry.builtin) return;
     const i = entry.providers.indexOf(peer);
     if (i < 0) return;
     entry.providers.splice(i, 1);
-    if (entry.providers.length === 0) this.functions.delete(id);
+    if (entry.providers.length === 0) {
+      space.delete(id);
+      if (space.size === 0 && space !== this.functions) this.spaces.delete(peer.namespace);
+    }
     this.changed();
   }
 
@@ -77,8 +111,49 @@ export class Registry {
     for (const id of [...peer.functions]) this.remove(peer, id);
   }
 
+  /**
+   * A peer moves to another namespace (engine::workers::register named one after it registered
+   * functions): its functions move with it, as they were described, but for those `refused` there.
+   */
+  move(peer: Peer, namespace: string, refused: (id: string) => boolean): void {
+    const ids = [...peer.functions];
+    const described = ids.map((id) => this.space(peer.namespace, false)?.get(id));
+    this.removeAll(peer);
+    peer.namespace = namespace;
+    ids.forEach((id, i) => {
+      if (refused(id)) return;
+      const e = described[i];
+      this.add(peer, { type: 'registerfunction', id, description: e?.description, request_format: e?.request_format, response_format: e?.response_format, metadata: e?.metadata });
+    });
+  }
+
+  /** `id` in the default namespace (the engine's own functions are there). */
   get(id: string): FunctionEntry | undefined {
     return this.functions.get(id);
+  }
+
+  /**
+   * `id` as a call in `namespace` finds it: in that namespace, else the engine's own (builtins and
+   * its built-in workers' functions, registered in `default`). Absent or `default`: one lookup.
+   */
+  resolve(id: string, namespace: string | null | undefined): FunctionEntry | undefined {
+    if (namespace == null || namespace === DEFAULT_NAMESPACE) return this.functions.get(id);
+    const found = this.spaces.get(namespace)?.get(id);
+    if (found) return found;
+    const own = this.functions.get(id);
+    return own?.engineOwned ? own : undefined;
+  }
+
+  /** The namespaces `id` is registered in (for the message of a call that did not find it). */
+  namespacesOf(id: string): string[] {
+    const found: string[] = this.functions.has(id) ? [DEFAULT_NAMESPACE] : [];
+    for (const [ns, space] of this.spaces) if (space.has(id)) found.push(ns);
+    return found;
+  }
+
+  /** `id` in `namespace` (default: `default`), for listings. */
+  lookup(id: string, namespace: string = DEFAULT_NAMESPACE): FunctionEntry | undefined {
+    return this.space(namespace, false)?.get(id);
   }
 
   /**
@@ -111,12 +186,17 @@ export class Registry {
     return best;
   }
 
-  /** Function ids registered, the engine's own (engine::*) included. */
+  /** Functions registered, in every namespace, the engine's own (engine::*) included. */
   get size(): number {
-    return this.functions.size;
+    let n = this.functions.size;
+    for (const space of this.spaces.values()) n += space.size;
+    return n;
   }
 
+  /** Every function, in every namespace (`default` first). */
   list(): FunctionEntry[] {
-    return [...this.functions.values()];
+    const all = [...this.functions.values()];
+    for (const space of this.spaces.values()) all.push(...space.values());
+    return all;
   }
 }

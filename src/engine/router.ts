@@ -8,6 +8,7 @@ import type { Peer } from './peer.js';
 import type { Session } from './session.js';
 import type { ForwardedBindingMsg, Triggers } from './triggers.js';
 import { Access } from './auth.js';
+import { bindingNamespacesRefusal, type NamespaceRules } from './namespaces.js';
 
 export interface RouterDeps {
   opts: EngineOptions;
@@ -21,6 +22,8 @@ export interface RouterDeps {
   warn: (message: string) => void;
   /** Byte budgets of what registrations store (budgets.ts). */
   stored: StoredValues;
+  /** Who may hold a function id or a worker name in a namespace (namespaces.ts). */
+  namespaces: NamespaceRules;
 }
 
 /**
@@ -108,8 +111,11 @@ export class Router {
         // another engine a call is already authorized by that engine: no binding here.)
         if (m.binding_id != null && s.node === undefined) {
           const grant = triggers.callAccess(s, m.binding_id);
-          if (grant instanceof Access) invocations.invoke(s, m, text, grant);
-          else invocations.refuse(s, m, grant);
+          if (grant instanceof Access) {
+            // The binding's function resolves in the binding's namespace, whatever the provider's is.
+            m.namespace = triggers.namespaceOf(m.binding_id);
+            invocations.invoke(s, m, text, grant);
+          } else invocations.refuse(s, m, grant);
           return;
         }
         invocations.invoke(s, m, text);
@@ -125,6 +131,7 @@ export class Router {
         if (!s.functions.has(m.id) && s.registrations >= this.deps.opts.maxRegistrationsPerWorker) {
           return s.sendError(engineErrors.tooManyRegistrations(this.deps.opts.maxRegistrationsPerWorker, m.id), { type: m.type, id: m.id });
         }
+        if (this.deps.namespaces.functionConflict(s, m.id)) return;
         const kept = this.keep(s, `f:${m.id}`, m, { description: m.description, request_format: m.request_format, response_format: m.response_format, metadata: m.metadata }, text);
         if (!registry.add(s, { ...m, ...kept })) {
           this.deps.stored.release(s, `f:${m.id}`);
@@ -156,10 +163,11 @@ export class Router {
         const access = s.node === undefined ? s.access : new Access((m as ForwardedBindingMsg).binder ?? null);
         // Binding a function to an event source lets that source call it: the token must be
         // allowed to register or to call the function. (What the type itself asks for, triggers.ts.)
-        let refusal: ErrorBody | null = null;
-        if (!access.canRegister(m.function_id) && !access.canCall(m.function_id)) {
+        let refusal: ErrorBody | null = bindingNamespacesRefusal(m);
+        if (!refusal && !access.canRegister(m.function_id) && !access.canCall(m.function_id)) {
           refusal = engineErrors.forbiddenRegister(access.name, 'a trigger for', m.function_id);
-        } else if (!s.triggers.has(m.id) && s.registrations >= this.deps.opts.maxRegistrationsPerWorker) {
+        }
+        if (!refusal && !s.triggers.has(m.id) && s.registrations >= this.deps.opts.maxRegistrationsPerWorker) {
           refusal = engineErrors.tooManyRegistrations(this.deps.opts.maxRegistrationsPerWorker, `trigger ${m.id}`);
         }
         let kept: { config?: unknown; metadata?: unknown } = {};
@@ -220,6 +228,7 @@ export class Router {
         return;
       case 'pong':
       case 'registerservice':
+      case 'registrationrejected':
         return;
       case 'workerregistered':
       case 'error':

@@ -27,6 +27,7 @@ import type { LogEntry } from './logs.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from './options.js';
 import { normalizeOrigin, originRefusal } from './origin.js';
 import { printable } from './printable.js';
+import { NamespaceRules } from './namespaces.js';
 import { Registry } from './registry.js';
 import { Router } from './router.js';
 import { EngineTriggerProvider } from './engine-triggers.js';
@@ -106,7 +107,9 @@ export class Engine {
     };
     const t = this.opts.telemetry;
     if (t && this.traces) this.otlp = new EngineTelemetry(t, this.traces, this.logs, this.run.id, warn);
+    const namespaces = new NamespaceRules(this.opts.namespaceConflicts, this.registry, () => this.sessions.values());
     this.router = new Router({
+      namespaces,
       opts: this.opts,
       registry: this.registry,
       triggers: this.triggers,
@@ -125,6 +128,12 @@ export class Engine {
       startedAt: this.startedAt,
       stored: this.stored,
       maxFrameBytes: this.opts.maxFrameBytes,
+      namespaces,
+      close: (p, why) => {
+        if (!(p instanceof Session)) return;
+        p.close(1008, 'registration rejected');
+        this.cleanup(p, why, false);
+      },
       onWorkerRegistered: (s) => {
         if (s.role !== 'client') this.event('info', `worker ${s.name} registered (${String(s.metadata.runtime ?? 'unknown')}, pid ${String(s.metadata.pid ?? '?')})`, { worker_id: s.id });
       },

@@ -73,6 +73,7 @@ export class Session extends Peer {
       worker_id: this.id,
       name: this.name,
       role: this.role,
+      namespace: this.namespace,
       runtime: this.metadata.runtime ?? 'unknown',
       version: this.metadata.version ?? null,
       pid: this.metadata.pid ?? null,

@@ -21,6 +21,10 @@ export interface Binding {
   id: string;
   trigger_type: string;
   function_id: string;
+  /** The namespace `function_id` resolves in when the binding fires: the binder's unless it named one. */
+  namespace: string;
+  /** iii 0.23+ `trigger_namespace`, as given: listed (trigger types are engine-wide in svc). */
+  trigger_namespace?: string;
   config: unknown;
   metadata?: unknown;
   owner: Peer;
@@ -105,6 +109,8 @@ export class Triggers {
       id: msg.id,
       trigger_type: msg.trigger_type,
       function_id: msg.function_id,
+      namespace: msg.namespace ?? owner.namespace,
+      ...(msg.trigger_namespace != null ? { trigger_namespace: msg.trigger_namespace } : {}),
       config: msg.config ?? {},
       ...(msg.metadata !== undefined ? { metadata: msg.metadata } : {}),
       owner,
@@ -140,6 +146,11 @@ export class Triggers {
     if (!b) return engineErrors.bindingNotFound(id);
     if (b.provider !== provider) return engineErrors.notBindingProvider(id, provider.name);
     return new BindingAccess(b.access, provider.access, b.function_id);
+  }
+
+  /** The namespace the calls for binding `id` resolve in (checked by callAccess first). */
+  namespaceOf(id: string): string | undefined {
+    return this.bindings.get(id)?.namespace;
   }
 
   /** A provider answered a forwarded binding. Errors always go back to the owner (as in iii); success only to svc SDKs. */
@@ -187,6 +198,8 @@ export class Triggers {
       id: b.id,
       trigger_type: b.trigger_type,
       function_id: b.function_id,
+      namespace: b.namespace,
+      trigger_namespace: b.trigger_namespace ?? null,
       config: b.config,
       metadata: b.metadata ?? null,
       worker_id: b.owner.id,
@@ -246,6 +259,8 @@ export class Triggers {
       id: b.id,
       trigger_type: b.trigger_type,
       function_id: b.function_id,
+      // iii providers fire the binding in this namespace (TriggerConfig.namespace); svc's call with its binding_id.
+      namespace: b.namespace,
       config: b.config,
       ...(b.metadata !== undefined ? { metadata: b.metadata } : {}),
       // Another engine's provider calls for the binding there: that engine needs the binder's rights.

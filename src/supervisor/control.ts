@@ -91,7 +91,12 @@ export function installSupervisorFunctions(engine: Engine, sup: Supervisor, conf
   registry.addBuiltin('engine::supervisor::list', 'Supervised workers: status, pids, restarts, and the connections and functions of their instances', () => ({
     workers: sup.list().map((w) => {
       const conns = connectionsOf(engine, String(w.name));
-      return { ...w, connections: conns.length, functions: [...new Set(conns.flatMap((c) => [...c.functions]))].sort() };
+      return {
+        ...w,
+        connections: conns.length,
+        functions: [...new Set(conns.flatMap((c) => [...c.functions]))].sort(),
+        namespaces: [...new Set(conns.map((c) => c.namespace))].sort(),
+      };
     }),
   }));
   /** Start (or restart) it, then wait up to wait_ms for it to register: `ready` says whether it did. */

@@ -6,6 +6,8 @@ import { usePoll } from '../hooks';
 
 interface FunctionInfo {
   function_id: string;
+  /** iii 0.23+: the namespace it is registered in (`default` unless its worker named one). */
+  namespace?: string;
   description: string | null;
   request_format: unknown;
   response_format: unknown;
@@ -14,6 +16,9 @@ interface FunctionInfo {
   workers: Array<{ worker_id: string; worker_name: string; engine?: string }>;
   in_flight: number;
 }
+
+/** What selects a function: its id, prefixed with its namespace when that is not `default` (one id may be in several). */
+const keyOf = (f: FunctionInfo): string => (f.namespace && f.namespace !== 'default' ? `${f.namespace}/${f.function_id}` : f.function_id);
 
 /** A worker's name, with its engine in cluster mode. */
 const servedBy = (w: { worker_name: string; engine?: string }): string => (w.engine ? `${w.worker_name} @ ${w.engine}` : w.worker_name);
@@ -25,7 +30,7 @@ export function FunctionsPage({ selected, select }: { selected: string | undefin
     1000,
     [builtins],
   );
-  const current = data?.find((f) => f.function_id === selected);
+  const current = data?.find((f) => keyOf(f) === selected);
   return (
     <section data-testid="page-functions">
       <PageHeader title="Functions">
@@ -42,11 +47,12 @@ export function FunctionsPage({ selected, select }: { selected: string | undefin
         <div className="split">
           <ul className="list" data-testid="function-list">
             {[...data]
-              .sort((a, b) => a.function_id.localeCompare(b.function_id))
+              .sort((a, b) => keyOf(a).localeCompare(keyOf(b)))
               .map((f) => (
-                <li key={f.function_id}>
-                  <button className={f.function_id === selected ? 'active' : ''} onClick={() => select(f.function_id)} data-testid="function-item" data-id={f.function_id}>
+                <li key={keyOf(f)}>
+                  <button className={keyOf(f) === selected ? 'active' : ''} onClick={() => select(keyOf(f))} data-testid="function-item" data-id={f.function_id}>
                     <span className="mono">{f.function_id}</span>
+                    {f.namespace && f.namespace !== 'default' && <span className="badge" data-testid="function-namespace">{f.namespace}</span>}
                     <span className="sub">{f.builtin ? 'engine' : f.workers.map(servedBy).join(', ')}</span>
                     {f.in_flight > 0 && <span className="badge">{f.in_flight} in flight</span>}
                   </button>
@@ -55,7 +61,7 @@ export function FunctionsPage({ selected, select }: { selected: string | undefin
           </ul>
           <div className="detail">
             {current ? (
-              <FunctionDetail key={current.function_id} f={current} />
+              <FunctionDetail key={keyOf(current)} f={current} />
             ) : selected ? (
               <Empty>Function {selected} is not registered (any more).</Empty>
             ) : (
@@ -84,7 +90,7 @@ function FunctionDetail({ f }: { f: FunctionInfo }) {
     setProblem(undefined);
     setBusy(true);
     try {
-      setOutcome(await invoke(f.function_id, p.value));
+      setOutcome(await invoke(f.function_id, p.value, undefined, f.namespace));
     } catch (e) {
       setProblem(e as Error);
     } finally {
@@ -97,6 +103,8 @@ function FunctionDetail({ f }: { f: FunctionInfo }) {
       <h2 className="mono">{f.function_id}</h2>
       {f.description && <p>{f.description}</p>}
       <dl className="facts">
+        <dt>Namespace</dt>
+        <dd data-testid="detail-namespace">{f.namespace ?? 'default'}</dd>
         <dt>Served by</dt>
         <dd>{f.builtin ? 'the engine' : f.workers.map(servedBy).join(', ') || 'nobody'}</dd>
         <dt>In flight</dt>

@@ -8,6 +8,8 @@ import { SupervisedWorkers, SupervisorActions, useSupervised } from './Supervise
 interface WorkerInfo {
   worker_id: string;
   name: string;
+  /** iii 0.23+: the namespace its functions are registered in. */
+  namespace?: string;
   runtime: string;
   version: string | null;
   pid: number | null;
@@ -62,6 +64,7 @@ export function WorkersPage() {
                     <div className="sub mono">
                       {w.worker_id.slice(0, 8)} · {w.ip}
                       {w.engine ? <span data-testid="worker-engine"> · engine {w.engine}</span> : null}
+                      {w.namespace && w.namespace !== 'default' ? <span data-testid="worker-namespace"> · namespace {w.namespace}</span> : null}
                     </div>
                   </td>
                   <td>
@@ -75,7 +78,7 @@ export function WorkersPage() {
                   <td>
                     {w.functions.length === 0 && w.trigger_types.length === 0 ? <span className="sub">none</span> : null}
                     {w.functions.map((f) => (
-                      <a key={f} className="chip mono" href={`#/functions/${encodeURIComponent(f)}`}>
+                      <a key={f} className="chip mono" href={`#/functions/${encodeURIComponent(w.namespace && w.namespace !== 'default' ? `${w.namespace}/${f}` : f)}`}>
                         {f}
                       </a>
                     ))}

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from svc_sdk import register_worker
+from svc_sdk import InvocationError, register_worker
 
 from .conftest import FIXTURES, Engine, fast_options, python_env, wait_for
 from .iii_sdks import III_SDK_VERSIONS, iii_python
@@ -23,14 +23,14 @@ from .iii_sdks import III_SDK_VERSIONS, iii_python
 class IiiWorker:
     """fixtures/iii_matrix_worker.py in the venv of one iii-sdk release; its JSON lines, read as they come."""
 
-    def __init__(self, version: str, url: str, *args: str) -> None:
+    def __init__(self, version: str, url: str, *args: str, script: str = "iii_matrix_worker.py") -> None:
         self.version = version
         env = python_env()
         # 0.22.1 sends telemetry to $III_URL (default ws://localhost:49134), not to the worker's
         # address; an iii program on another port sets it (docs/iii-compatibility.md).
         env["III_URL"] = url
         self.proc = subprocess.Popen(
-            [str(iii_python(version)), str(FIXTURES / "iii_matrix_worker.py"), url, *args],
+            [str(iii_python(version)), str(FIXTURES / script), url, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -284,3 +284,56 @@ def test_logger_lines_reach_svc_logs(iii_version: str, state_engine: Engine) -> 
         assert seen == ("warn", text, "iii-matrix", {"n": 1})
     finally:
         worker.stop()
+
+
+@pytest.mark.parametrize("version", [v for v in III_SDK_VERSIONS if v != "0.22.1"])
+def test_namespaces_isolate_and_replicas_share(version: str, state_engine: Engine) -> None:
+    """iii 0.23+ namespaces: unmodified iii workers in `alpha` (two copies: replicas) and `beta`, and an
+    svc-sdk worker in `gamma`, each serving ns::who. A call reaches only the namespace it names;
+    default has none; an iii worker's own calls stay in its namespace and still reach the engine's
+    functions (state::set); the two copies in `alpha` both serve (no registrationrejected)."""
+    alpha_1 = IiiWorker(version, state_engine.url, "alpha", "alpha-1", script="iii_namespace_worker.py")
+    alpha_2 = IiiWorker(version, state_engine.url, "alpha", "alpha-2", script="iii_namespace_worker.py")
+    beta = IiiWorker(version, state_engine.url, "beta", "beta-1", script="iii_namespace_worker.py")
+    gamma = register_worker(state_engine.url, fast_options("svc-gamma", namespace="gamma"))
+    gamma.register_function("ns::who", lambda _data: {"ns": "gamma", "worker": "svc-gamma"})
+    caller = register_worker(state_engine.url, fast_options(f"ns-caller-{version}"))
+    try:
+        assert caller.wait_until_connected(10)
+
+        def who(namespace: str) -> Any:
+            return caller.trigger({"function_id": "ns::who", "namespace": namespace})
+
+        def serving() -> bool:
+            try:
+                return bool(
+                    who("beta")["ns"] == "beta" and who("gamma")["ns"] == "gamma" and who("alpha")["ns"] == "alpha"
+                )
+            except InvocationError:
+                return False
+
+        wait_for(serving, timeout=30, what=f"iii-sdk {version} workers in namespaces to serve")
+        assert who("beta") == {"ns": "beta", "worker": "beta-1", "sdk": version}
+        with pytest.raises(InvocationError) as nf:
+            caller.trigger({"function_id": "ns::who"})
+        assert nf.value.code == "function_not_found"
+        assert "alpha" in nf.value.message
+        assert "beta" in nf.value.message
+        with pytest.raises(InvocationError) as unknown:
+            who("nowhere")
+        assert unknown.value.code == "function_not_found"
+        # Replicas: both copies in alpha answer.
+        workers = {who("alpha")["worker"] for _ in range(12)}
+        assert workers == {"alpha-1", "alpha-2"}
+        scope = f"ns-{version}"
+        relayed = caller.trigger({"function_id": "ns::relay", "namespace": "beta", "payload": {"scope": scope}})
+        assert relayed["who"]["ns"] == "beta"
+        assert relayed["state"]["new_value"] == "beta"
+        listed = caller.trigger({"function_id": "engine::functions::list", "payload": {"include_builtins": False}})
+        spaces = sorted(f["namespace"] for f in listed["functions"] if f["function_id"] == "ns::who")
+        assert spaces == ["alpha", "beta", "gamma"]
+    finally:
+        caller.shutdown()
+        gamma.shutdown()
+        for w in (alpha_1, alpha_2, beta):
+            w.stop()

@@ -29,6 +29,15 @@ def test_worker_name_defaults_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert InitOptions().worker_name == "from-env"
 
 
+def test_namespace_defaults_from_env_and_blank_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SVC_NAMESPACE", raising=False)
+    assert InitOptions().namespace is None
+    monkeypatch.setenv("SVC_NAMESPACE", "shop")
+    assert InitOptions().namespace == "shop"
+    monkeypatch.setenv("SVC_NAMESPACE", " ")
+    assert InitOptions().namespace is None
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -36,6 +45,7 @@ def test_worker_name_defaults_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"invocation_timeout_ms": 0}, "invocation_timeout_ms"),
         ({"max_frame_bytes": 10}, "max_frame_bytes"),
         ({"max_handler_threads": 0}, "max_handler_threads"),
+        ({"namespace": "  "}, "namespace"),
     ],
 )
 def test_invalid_options_name_the_field(kwargs: dict[str, object], message: str) -> None:

@@ -27,6 +27,8 @@ export interface CallerHost {
   readonly defaultTimeoutMs: number;
   /** WorkerOptions.invocationTimeoutMs. */
   readonly invocationTimeoutMs: number | undefined;
+  /** WorkerOptions.namespace: where a call that names none is looked up (undefined: `default`). */
+  readonly namespace: string | undefined;
   /** The engine granted the `cancel` feature. */
   readonly canCancel: boolean;
   /** The refusal that closed the worker for good (`stale_worker`), if that is why it is closed. */
@@ -70,6 +72,7 @@ export class Caller {
       req.metadata,
       scope?.traceparent,
       scope?.baggage,
+      req.namespace ?? this.host.namespace,
     );
     const text = this.conn.encode(msg, req.function_id);
     if (!invocationId) {
@@ -148,7 +151,8 @@ export class Caller {
 
 /**
  * Why `req` cannot be sent, as the Python SDK reports it (the same codes): `invalid_function_id`
- * for a missing or empty function id, `invalid_argument` for any other field of the wrong kind.
+ * for a missing or empty function id, `invalid_namespace` for a blank namespace, `invalid_argument`
+ * for any other field of the wrong kind.
  * Checked before anything is sent, so a mistake is not answered by the engine as a bad frame.
  */
 function requestProblem(req: CallRequest): InvocationError | null {
@@ -165,5 +169,9 @@ function requestProblem(req: CallRequest): InvocationError | null {
   }
   const b = req.bindingId;
   if (b !== undefined && !(typeof b === 'string' && b.length > 0)) return new InvocationError('invalid_argument', `bindingId must be a non-empty string, got ${describe(b)}`, fid);
+  const ns = req.namespace;
+  if (ns !== undefined && !(typeof ns === 'string' && ns.trim().length > 0)) {
+    return new InvocationError('invalid_namespace', `namespace must be a non-blank string, got ${describe(ns)}; leave it unset for this worker's namespace`, fid);
+  }
   return null;
 }

@@ -82,6 +82,7 @@ export class TriggerRegistry {
       function_id: input.function_id,
       config: input.config ?? {},
       ...(input.metadata !== undefined ? { metadata: input.metadata } : {}),
+      ...(input.namespace !== undefined ? { namespace: input.namespace } : {}),
     };
     // A worker may register before the engine is up: wait for the connection as long as it takes
     // (the SDK reconnects forever); the deadline below is for the provider's answer only.
@@ -148,6 +149,7 @@ export class TriggerRegistry {
       function_id: m.function_id,
       config: m.config ?? {},
       ...(m.metadata !== undefined ? { metadata: m.metadata } : {}),
+      ...(m.namespace != null ? { namespace: m.namespace } : {}),
     };
     let error: ErrorBody | undefined;
     if (!type) {

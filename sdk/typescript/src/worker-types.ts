@@ -10,6 +10,11 @@ export interface WorkerOptions {
   /** Shown in every list, log line and trace. Default: env SVC_WORKER_NAME, else hostname:pid. */
   workerName?: string;
   /**
+   * The namespace (iii 0.23+) this worker's functions are registered in, and its calls and trigger
+   * bindings resolve in unless they name another. Default: env SVC_NAMESPACE, else `default`.
+   */
+  namespace?: string;
+  /**
    * Default deadline of `trigger()` calls. Unset (the default): calls carry no deadline of their
    * own and the engine applies its `engine.invocation_timeout_ms`.
    */
@@ -57,6 +62,8 @@ export interface TriggerInput {
   function_id: string;
   config?: unknown;
   metadata?: unknown;
+  /** The namespace `function_id` resolves in when the trigger fires. Default: the worker's. */
+  namespace?: string;
 }
 
 export interface TriggerBinding {
@@ -65,6 +72,8 @@ export interface TriggerBinding {
   function_id: string;
   config: unknown;
   metadata?: unknown;
+  /** The namespace the function resolves in (a call with this binding's `bindingId` is looked up there). */
+  namespace?: string;
 }
 
 export interface TriggerTypeHandler {
@@ -107,6 +116,8 @@ export interface CallRequest {
    * worker that registered the binding, not this worker's (docs/security.md).
    */
   bindingId?: string;
+  /** The namespace the function is looked up in. Default: the worker's (WorkerOptions.namespace). */
+  namespace?: string;
 }
 
 /** What an enqueue (`action: TriggerAction.Enqueue({queue})`) answers once the job is durable (iii-sdk's EnqueueResult). */

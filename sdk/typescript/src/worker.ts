@@ -55,6 +55,8 @@ export function registerWorker(url: string | readonly string[] = process.env.SVC
  */
 export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   readonly workerName: string;
+  /** WorkerOptions.namespace, or env SVC_NAMESPACE; undefined: `default`. */
+  readonly namespace: string | undefined;
   readonly logger: Logger;
   private readonly conn: Connection;
   private readonly caller: Caller;
@@ -83,6 +85,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
     super();
     this.opts = { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, role: 'worker', ...options };
     this.workerName = options.workerName ?? process.env.SVC_WORKER_NAME ?? `${hostname()}:${process.pid}`;
+    this.namespace = workerNamespace(options.namespace);
     const token = options.token ?? process.env.SVC_TOKEN;
     const runSecret = options.runSecret ?? process.env[RUN_SECRET_ENV];
     this.channelHeaders = token ? { authorization: `Bearer ${token}` } : {};
@@ -124,6 +127,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
         return worker.defaultTimeoutMs;
       },
       invocationTimeoutMs: options.invocationTimeoutMs,
+      namespace: this.namespace,
       get canCancel() {
         return worker.granted.has('cancel');
       },
@@ -342,7 +346,16 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       type: 'invokefunction',
       function_id: REGISTER_WORKER_FUNCTION,
       action: { type: 'void' },
-      data: { name: this.workerName, runtime: 'node', version: SDK_VERSION, sdk: 'svc-sdk', os: platform(), pid: process.pid, ...this.opts.metadata },
+      data: {
+        name: this.workerName,
+        runtime: 'node',
+        version: SDK_VERSION,
+        sdk: 'svc-sdk',
+        os: platform(),
+        pid: process.pid,
+        ...this.opts.metadata,
+        ...(this.namespace !== undefined ? { namespace: this.namespace } : {}),
+      },
     });
     this.triggers.replayTypes();
     this.invoker.replay();
@@ -383,6 +396,12 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
         return;
       case 'ping':
         this.conn.send({ type: 'pong' });
+        return;
+      case 'registrationrejected':
+        // Only with engine.namespace_conflicts: exclusive (iii 0.23's rules); for a worker name the engine closes the connection itself.
+        this.report(
+          new InvocationError(m.code, `The engine rejected ${m.function_id !== undefined ? `function ${m.function_id}` : `worker name ${m.worker_name ?? ''}`} in namespace ${m.namespace}: held by worker ${m.owner_worker_id}`),
+        );
         return;
       case 'error':
         // `unauthorized` and `stale_worker` are followed by a close (4401, 4410), reported once from there.
@@ -450,3 +469,17 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   }
 }
 
+/**
+ * The namespace a worker is in: the option, else env SVC_NAMESPACE (blank there reads as unset, as
+ * a shell's `NS=` means); undefined for `default`. A blank option is a mistake and is refused.
+ */
+function workerNamespace(option: string | undefined): string | undefined {
+  if (option !== undefined) {
+    if (typeof option !== 'string' || option.trim().length === 0) {
+      throw new InvocationError('invalid_namespace', `WorkerOptions.namespace must be a non-blank string, got ${JSON.stringify(option)}; leave it unset for the default namespace`);
+    }
+    return option;
+  }
+  const env = process.env.SVC_NAMESPACE;
+  return env !== undefined && env.trim().length > 0 ? env : undefined;
+}

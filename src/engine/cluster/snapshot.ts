@@ -1,3 +1,4 @@
+import { DEFAULT_NAMESPACE } from 'svc-sdk/protocol';
 import type { Registry } from '../registry.js';
 import type { Session } from '../session.js';
 import type { Triggers } from '../triggers.js';
@@ -39,7 +40,8 @@ export function buildSnapshot(
   const snap: Omit<NodeSnapshot, 'ver'> = { ...head, functions: [], trigger_types: [], workers: [] };
   if (withdrawn) return snap;
   for (const e of registry.list()) {
-    if (e.builtin) continue;
+    // Other engines route by function id alone: a namespace's functions stay on their engine.
+    if (e.builtin || e.namespace !== DEFAULT_NAMESPACE) continue;
     const local = e.providers.filter((p) => p.node === undefined);
     if (local.length === 0) continue;
     snap.functions.push({

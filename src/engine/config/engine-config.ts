@@ -13,7 +13,7 @@ import { parseTelemetry } from './telemetry-config.js';
  * src/daemon/config-file.ts.
  */
 
-type ValueKind = 'port' | 'host' | 'positive' | 'bool' | 'origins';
+type ValueKind = 'port' | 'host' | 'positive' | 'bool' | 'origins' | 'conflicts';
 
 /** engine: key → EngineOptions field, with the check each value must pass. */
 export const ENGINE_KEYS: Readonly<Record<string, { field: keyof EngineOptions; kind: ValueKind }>> = {
@@ -29,6 +29,7 @@ export const ENGINE_KEYS: Readonly<Record<string, { field: keyof EngineOptions; 
   tracing: { field: 'tracing', kind: 'bool' },
   trace_buffer_size: { field: 'traceBufferSize', kind: 'positive' },
   allowed_origins: { field: 'allowedOrigins', kind: 'origins' },
+  namespace_conflicts: { field: 'namespaceConflicts', kind: 'conflicts' },
 };
 
 /** engine.limits: key → EngineOptions field; every one a positive integer. */
@@ -123,6 +124,9 @@ function checkValue(file: string, key: string, kind: ValueKind, v: unknown): unk
     case 'bool':
       if (typeof v === 'boolean') return v;
       throw new ConfigFileError(file, `${key}: must be true or false, got ${JSON.stringify(v)}`);
+    case 'conflicts':
+      if (v === 'replicas' || v === 'exclusive') return v;
+      throw new ConfigFileError(file, `${key}: must be "replicas" (the default: workers exporting one function id share its calls) or "exclusive" (iii 0.23's registrationrejected), got ${JSON.stringify(v)}`);
     case 'origins': {
       const hint = 'must be a list of web origins like "https://app.example.com" (scheme, host and port; no path, no "*")';
       if (!Array.isArray(v)) throw new ConfigFileError(file, `${key}: ${hint}, got ${JSON.stringify(v)}`);

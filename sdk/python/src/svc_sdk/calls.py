@@ -34,9 +34,10 @@ class _Pending:
 
 
 class Caller:
-    def __init__(self, connection: Connection, default_timeout_ms: int | None) -> None:
+    def __init__(self, connection: Connection, default_timeout_ms: int | None, namespace: str | None = None) -> None:
         self._connection = connection
         self._default_timeout_ms = default_timeout_ms
+        self._namespace = namespace
         self._pending: dict[str, _Pending] = {}
 
     def explicit_timeout_ms(self, request: TriggerRequest) -> int | None:
@@ -92,6 +93,13 @@ class Caller:
             raise InvocationError(
                 ErrorCode.INVALID_ARGUMENT, f"binding_id must be a non-empty string, got {binding_id!r}", function_id
             )
+        namespace = request.get("namespace", self._namespace)
+        if namespace is not None and (not isinstance(namespace, str) or not namespace.strip()):
+            raise InvocationError(
+                ErrorCode.INVALID_NAMESPACE,
+                f"namespace must be a non-blank string, got {namespace!r}; leave it unset for this worker's namespace",
+                function_id,
+            )
         loop = asyncio.get_running_loop()
         explicit_ms = self.explicit_timeout_ms(request)
         timeout_ms = explicit_ms if explicit_ms is not None else self.engine_default_ms(self._connection.session)
@@ -112,7 +120,9 @@ class Caller:
         traceparent = parent.traceparent if parent is not None else None
         baggage = parent.baggage if parent is not None else None
         if action is not None and action.get("type") == "void":
-            frame = invoke_frame(function_id, None, None, binding_id, payload, action, metadata, traceparent, baggage)
+            frame = invoke_frame(
+                function_id, None, None, binding_id, payload, action, metadata, traceparent, baggage, namespace
+            )
             await self._send(session, frame, function_id)
             return None
         invocation_id = str(uuid.uuid4())
@@ -125,7 +135,7 @@ class Caller:
             remaining_ms = timeout_ms = self.engine_default_ms(session)
         # In the layout the engine passes payloads on in as text (protocol.INVOKE_KEY_ORDER).
         frame = invoke_frame(
-            function_id, invocation_id, sent_ms, binding_id, payload, action, metadata, traceparent, baggage
+            function_id, invocation_id, sent_ms, binding_id, payload, action, metadata, traceparent, baggage, namespace
         )
         pending = _Pending(loop.create_future(), function_id, session)
         self._pending[invocation_id] = pending

@@ -390,6 +390,17 @@ class Connection:
             spawn(self._pong(session))
         elif kind == "pong":
             pass
+        elif kind == "registrationrejected":
+            # Only with engine.namespace_conflicts: exclusive (iii 0.23's rules); the engine closes the
+            # connection itself for WORKER_NAMESPACE_CONFLICT.
+            log.warning(
+                "svc: the engine rejected a registration: %s in namespace %r (function %r, worker name %r, held by %r)",
+                frame.get("code"),
+                frame.get("namespace"),
+                frame.get("function_id"),
+                frame.get("worker_name"),
+                frame.get("owner_worker_id"),
+            )
         elif kind == "error":
             error = frame.get("error")
             ref = frame.get("ref")

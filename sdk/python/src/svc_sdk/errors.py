@@ -22,6 +22,7 @@ class ErrorCode:
     INVALID_PAYLOAD = "invalid_payload"
     INVALID_ARGUMENT = "invalid_argument"
     INVALID_FUNCTION_ID = "invalid_function_id"
+    INVALID_NAMESPACE = "invalid_namespace"
     DUPLICATE_FUNCTION = "duplicate_function"
     ENQUEUE_ERROR = "enqueue_error"
     WORKER_NOT_FOUND = "worker_not_found"

@@ -14,6 +14,12 @@ def default_url() -> str:
     return os.environ.get("SVC_URL") or DEFAULT_ENGINE_URL
 
 
+def default_namespace() -> str | None:
+    """$SVC_NAMESPACE; blank reads as unset (a shell's `NS=`), and unset is the default namespace."""
+    value = os.environ.get("SVC_NAMESPACE")
+    return value if value is not None and value.strip() else None
+
+
 def default_worker_name() -> str:
     return os.environ.get("SVC_WORKER_NAME") or f"{socket.gethostname()}:{os.getpid()}"
 
@@ -53,6 +59,9 @@ class InitOptions:
 
     #: Name shown in the console and attached to log lines. Default: $SVC_WORKER_NAME or hostname:pid.
     worker_name: str = field(default_factory=default_worker_name)
+    #: The namespace (iii 0.23+) this worker's functions are registered in, and its calls resolve in
+    #: unless they name another. Default: $SVC_NAMESPACE (blank reads as unset), else `default`.
+    namespace: str | None = field(default_factory=default_namespace)
     description: str | None = None
     #: Default deadline of `trigger()` calls; None uses the engine's configured default (30 s).
     invocation_timeout_ms: int | None = None
@@ -79,6 +88,11 @@ class InitOptions:
     def __post_init__(self) -> None:
         if not self.worker_name:
             raise ValueError("InitOptions.worker_name must be a non-empty string")
+        if self.namespace is not None and (not isinstance(self.namespace, str) or not self.namespace.strip()):
+            raise ValueError(
+                f"InitOptions.namespace must be a non-blank string, got {self.namespace!r}; "
+                "leave it unset for the default namespace"
+            )
         if self.invocation_timeout_ms is not None and self.invocation_timeout_ms <= 0:
             raise ValueError(f"InitOptions.invocation_timeout_ms must be > 0, got {self.invocation_timeout_ms}")
         if self.max_frame_bytes < 1024:

@@ -37,6 +37,7 @@ MESSAGE_TYPES: Final = (
     "unregistertrigger",
     "triggerregistrationresult",
     "registerservice",
+    "registrationrejected",
     "ping",
     "pong",
     "error",
@@ -54,6 +55,8 @@ ENGINE_RESTART_CLOSE: Final = 1012
 RUN_SECRET_HEADER: Final = "x-svc-run-secret"
 
 REGISTER_WORKER_FUNCTION: Final = "engine::workers::register"
+#: The namespace of a worker or call that names none (iii 0.23+).
+DEFAULT_NAMESPACE: Final = "default"
 LOG_FUNCTION_PREFIX: Final = "engine::log::"
 #: Logger lines, several per call: {"lines": [[level, message, data, function_id, invocation_id, trace_id], ...]}.
 LOG_BATCH_FUNCTION: Final = "engine::log::batch"
@@ -90,6 +93,8 @@ class TriggerRequest(TypedDict, total=False):
     binding_id: str
     #: JSON sent beside the payload; the callee's handler finds it in `current_invocation().metadata`.
     metadata: Any
+    #: The namespace the function is looked up in (iii 0.23+). Default: InitOptions.namespace.
+    namespace: str
 
 
 class TriggerConfig(TypedDict, total=False):
@@ -126,6 +131,7 @@ def invoke_frame(
     metadata: Any,
     traceparent: str | None,
     baggage: str | None = None,
+    namespace: str | None = None,
 ) -> Frame:
     """A call frame in INVOKE_KEY_ORDER (dicts keep insertion order, and json.dumps writes it)."""
     frame: Frame = {"type": "invokefunction", "function_id": function_id}
@@ -144,6 +150,9 @@ def invoke_frame(
         frame["traceparent"] = traceparent
     if baggage:
         frame["baggage"] = baggage
+    # After data: passed on with the payload. Absent means `default`.
+    if namespace is not None and namespace != DEFAULT_NAMESPACE:
+        frame["namespace"] = namespace
     return frame
 
 

@@ -79,7 +79,7 @@ class Worker:
         self._loop.set_default_executor(self._invoker.pool)  # see pool.py: survives interpreter shutdown
         self._triggers = TriggerRegistry(self._invoker.run_callable)
         self._connection = Connection(url, options, self)
-        self._caller = Caller(self._connection, options.invocation_timeout_ms)
+        self._caller = Caller(self._connection, options.invocation_timeout_ms, options.namespace)
         # The session whose replay has been taken: registrations made later are sent on it directly.
         self._replayed: Session | None = None
         self._connected = threading.Event()
@@ -316,6 +316,7 @@ class Worker:
                     "version": __version__,
                     "os": sys.platform,
                     "pid": os.getpid(),
+                    **({"namespace": self.options.namespace} if self.options.namespace is not None else {}),
                 },
                 "action": {"type": "void"},
             }

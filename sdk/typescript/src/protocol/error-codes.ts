@@ -21,6 +21,7 @@ export const ErrorCode = {
   InvalidPayload: 'invalid_payload',
   InvalidArgument: 'invalid_argument',
   InvalidFunctionId: 'invalid_function_id',
+  InvalidNamespace: 'invalid_namespace',
   DuplicateFunction: 'duplicate_function',
   EnqueueError: 'enqueue_error',
   WorkerNotFound: 'worker_not_found',

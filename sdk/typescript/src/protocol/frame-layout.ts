@@ -9,7 +9,7 @@
  * layouts: TypeScript through the two builders below, Python in calls.py and handlers.py
  * (sdk/python/tests/test_protocol_constants.py checks its order against this one).
  */
-import type { ErrorBody, InvocationAction, InvocationResultMsg, InvokeFunctionMsg } from './messages.js';
+import { DEFAULT_NAMESPACE, type ErrorBody, type InvocationAction, type InvocationResultMsg, type InvokeFunctionMsg } from './messages.js';
 
 /**
  * The leading keys of an `invokefunction` frame as the SDKs write them; `invocation_id` is absent
@@ -36,6 +36,7 @@ export function invokeFrame(
   metadata: unknown,
   traceparent: string | undefined,
   baggage: string | undefined,
+  namespace?: string,
 ): InvokeFunctionMsg {
   const msg: InvokeFunctionMsg = { type: 'invokefunction', function_id: functionId };
   if (invocationId !== undefined) msg.invocation_id = invocationId;
@@ -46,6 +47,8 @@ export function invokeFrame(
   if (metadata !== undefined) msg.metadata = metadata;
   if (traceparent) msg.traceparent = traceparent;
   if (baggage) msg.baggage = baggage;
+  // After data: the engine's fast path passes it on with the payload. Absent means `default`.
+  if (namespace !== undefined && namespace !== DEFAULT_NAMESPACE) msg.namespace = namespace;
   return msg;
 }
 

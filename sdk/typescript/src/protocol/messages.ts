@@ -15,6 +15,9 @@ export type InvocationAction = { type: 'void' } | { type: 'enqueue'; queue: stri
 
 // ---- iii 0.22 message set -------------------------------------------------------------------
 
+/** The namespace of a peer that names none (iii 0.23+: `default`). */
+export const DEFAULT_NAMESPACE = 'default';
+
 export interface WorkerRegisteredMsg {
   type: 'workerregistered';
   worker_id: string;
@@ -57,6 +60,11 @@ export interface InvokeFunctionMsg {
    * authorizes the call with the rights of the binding's owner (docs/security.md).
    */
   binding_id?: string;
+  /**
+   * iii 0.23+: the namespace the function is looked up in. Absent: `default`. (svc's SDKs write it
+   * after `data`, and only when it is not `default`.)
+   */
+  namespace?: string | null;
 }
 export interface InvocationResultMsg {
   type: 'invocationresult';
@@ -78,10 +86,13 @@ export interface RegisterTriggerTypeMsg {
    * lets it observe what they would show it (svc-state's `state` type: `state::get`).
    */
   binding_requires_call?: string[];
+  /** iii 0.23+: accepted and listed; trigger types are engine-wide in svc (docs/iii-compatibility.md). */
+  namespace?: string | null;
 }
 export interface UnregisterTriggerTypeMsg {
   type: 'unregistertriggertype';
   id: string;
+  namespace?: string | null;
 }
 export interface RegisterTriggerMsg {
   type: 'registertrigger';
@@ -90,6 +101,10 @@ export interface RegisterTriggerMsg {
   function_id: string;
   config?: unknown;
   metadata?: unknown;
+  /** iii 0.23+: the namespace `function_id` resolves in when the trigger fires. Absent: the binder's. */
+  namespace?: string | null;
+  /** iii 0.23+: where the trigger type's provider is found; accepted and listed (types are engine-wide in svc). */
+  trigger_namespace?: string | null;
 }
 export interface UnregisterTriggerMsg {
   type: 'unregistertrigger';
@@ -104,6 +119,20 @@ export interface TriggerRegistrationResultMsg {
   error?: ErrorBody;
   /** svc extension (feature `ack`): `active` once the provider accepted it, `parked` while no provider exists. */
   status?: 'active' | 'parked';
+}
+/**
+ * iii 0.23+, engine → worker: a registration was refused. `FUNCTION_NAMESPACE_CONFLICT` (one
+ * function; the connection stays) or `WORKER_NAMESPACE_CONFLICT` (the worker's name; the engine
+ * closes the connection and iii SDKs stop reconnecting). svc sends them only with
+ * `engine.namespaces.conflicts: exclusive` (docs/iii-compatibility.md).
+ */
+export interface RegistrationRejectedMsg {
+  type: 'registrationrejected';
+  code: 'FUNCTION_NAMESPACE_CONFLICT' | 'WORKER_NAMESPACE_CONFLICT';
+  namespace: string;
+  worker_name?: string;
+  function_id?: string;
+  owner_worker_id: string;
 }
 /** Legacy iii frame; accepted and ignored. */
 export interface RegisterServiceMsg {
@@ -164,6 +193,7 @@ export type Message =
   | UnregisterTriggerMsg
   | TriggerRegistrationResultMsg
   | RegisterServiceMsg
+  | RegistrationRejectedMsg
   | PingMsg
   | PongMsg
   | ErrorMsg

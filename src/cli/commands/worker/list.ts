@@ -20,6 +20,8 @@ interface SupRow {
   replicas: number;
   connections: number;
   functions: string[];
+  /** The namespaces its connections registered their functions in (iii 0.23+; `default` unless named). */
+  namespaces: string[];
   last_error: string | null;
   last_exit: { how: string; at: string; output: string[] } | null;
 }
@@ -63,6 +65,7 @@ line of output; --json adds the last lines of output (last_exit.output), pids an
         restarts: 0,
         connections: 0,
         functions: [],
+        namespaces: [],
         last_error: null,
         last_exit: null,
       }));
@@ -82,6 +85,7 @@ line of output; --json adds the last lines of output (last_exit.output), pids an
             restarts: s.restarts,
             connections: s.connections,
             functions: s.functions,
+            namespaces: s.namespaces,
             last_error: s.last_error,
             last_exit: s.last_exit,
           }));
@@ -100,7 +104,10 @@ line of output; --json adds the last lines of output (last_exit.output), pids an
         pid: (r.pids as number[]).length ? (r.pids as number[]).join(',') : r.runtime === 'docker' ? (r.instances as Array<string | null>).map((c) => (c ? c.slice(0, 12) : '-')).join(',') || null : null,
         'last error': typeof r.last_error === 'string' && r.last_error.length > 80 ? r.last_error.slice(0, 79) + '…' : r.last_error,
       }));
-      this.log(table(shown, ['name', 'kind', 'runtime', 'pid', 'status', 'restarts', 'functions', 'last error']));
+      // The namespace column only once a worker is in one other than `default`.
+      const namespaced = rows.some((r) => (r.namespaces as string[]).some((n) => n !== 'default'));
+      const columns = ['name', 'kind', 'runtime', 'pid', 'status', 'restarts', ...(namespaced ? ['namespaces'] : []), 'functions', 'last error'];
+      this.log(table(shown, columns));
     }
   }
 }
