@@ -48,6 +48,9 @@ interface Bound {
   minLevel: number;
 }
 
+/** The provider's name as a peer (in listings of trigger types). */
+const PROVIDER_NAME = 'engine';
+
 export class EngineTriggerProvider extends Peer {
   readonly node = undefined;
   private running = true;
@@ -60,7 +63,7 @@ export class EngineTriggerProvider extends Peer {
   private flushQueued = false;
 
   constructor(private readonly deps: EngineTriggerDeps) {
-    super('engine');
+    super(PROVIDER_NAME);
     deps.triggers.registerType(this, {
       type: 'registertriggertype',
       id: FUNCTIONS_AVAILABLE,
