@@ -49,11 +49,30 @@ async function profileAt(inFlight: number, o: ReturnType<typeof parseArgs>): Pro
     await callee.line('READY', 15_000);
     const caller = node('caller', 'caller.js', [url, String(inFlight), String(o.warmupMs), String(o.measureMs)]);
     process.stdout.write(`${inFlight} in flight: RESULT ${await caller.line('RESULT ', 30_000 + o.warmupMs + o.measureMs)}\n`);
+    // Each writes its profile as it exits (the caller by itself after RESULT, the others on
+    // SIGTERM), which takes seconds on a busy machine: longer than stop()'s grace before SIGKILL.
+    await exitWithProfile(caller, false);
+    await exitWithProfile(callee, true);
+    await exitWithProfile(engine, true);
   } finally {
     await stopAll(procs);
   }
   const newest = (dir: string): string => join(dir, readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort().at(-1)!);
   return { engine: newest(dirs.engine), callee: newest(dirs.callee), caller: newest(dirs.caller) };
+}
+
+/** Wait (up to a minute) for `p` to exit, after SIGTERM when `signal`. */
+function exitWithProfile(p: Proc, signal: boolean): Promise<void> {
+  const c = p.child;
+  if (c.exitCode !== null || c.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, 60_000);
+    c.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
+    if (signal) c.kill('SIGTERM');
+  });
 }
 
 async function main(): Promise<void> {
