@@ -24,14 +24,24 @@ async def serve(url: str, function_id: str) -> None:
         await ws.send(json.dumps({"type": "registerfunction", "id": function_id}))
         # A call of its own function through the server proves the registration arrived.
         probe_id = f"ready-probe-{os.getpid()}"
-        probe = {"type": "invokefunction", "invocation_id": probe_id, "function_id": function_id, "data": {"a": 1, "b": 2}}
+        probe = {
+            "type": "invokefunction",
+            "invocation_id": probe_id,
+            "function_id": function_id,
+            "data": {"a": 1, "b": 2},
+        }
         await ws.send(json.dumps(probe))
         async for raw in ws:
             m = json.loads(raw)
             kind = m.get("type")
             if kind == "invokefunction":
                 d = m["data"]
-                answer = {"type": "invocationresult", "invocation_id": m["invocation_id"], "function_id": m["function_id"], "result": {"c": d["a"] + d["b"]}}
+                answer = {
+                    "type": "invocationresult",
+                    "invocation_id": m["invocation_id"],
+                    "function_id": m["function_id"],
+                    "result": {"c": d["a"] + d["b"]},
+                }
                 await ws.send(json.dumps(answer))
             elif kind == "invocationresult" and m.get("invocation_id") == probe_id:
                 if m.get("result") != {"c": 3}:
