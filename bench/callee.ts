@@ -1,22 +1,25 @@
 /**
- * The callee of the benchmark: an ordinary SDK worker serving `bench::add` ({a, b} → {c: a + b}).
+ * The callee of the benchmark: an ordinary SDK worker at default options serving `bench::add`
+ * ({a, b} → {c: a + b}).
  *
- *   node dist/bench/callee.js <url> [function-id]   → prints `READY` once a call of its own function went through
+ *   node dist/bench/callee.js <url> [function-id...]   → prints `READY` once a call of its own (first) function went through
  *
- * `function-id` (default `bench::add`) is the id it serves, e.g. `math::add` for bench/python-worker.ts.
+ * `function-id` (default `bench::add`) is the id it serves, e.g. `math::add` for bench/python-worker.ts;
+ * bench/run.ts gives two (the second served by two replicas).
  *
  * That self-call proves the server has the registration, so the caller can start at full speed.
  */
 import { registerWorker } from 'svc-sdk';
 
 const url = process.argv[2];
-const functionId = process.argv[3] ?? 'bench::add';
+const functionIds = process.argv.length > 3 ? process.argv.slice(3) : ['bench::add'];
+const functionId = functionIds[0]!;
 if (!url) {
   process.stderr.write('usage: callee.js <ws-url> [function-id]\n');
   process.exit(2);
 }
-const w = registerWorker(url, { workerName: 'bench-callee', echoLogs: false });
-w.registerFunction(functionId, (data: { a: number; b: number }) => ({ c: data.a + data.b }));
+const w = registerWorker(url, { workerName: 'bench-callee' });
+for (const id of functionIds) w.registerFunction(id, (data: { a: number; b: number }) => ({ c: data.a + data.b }));
 await w.ready(10_000);
 const deadline = Date.now() + 10_000;
 for (;;) {

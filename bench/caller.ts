@@ -1,5 +1,5 @@
 /**
- * The caller of the benchmark: an ordinary SDK worker running a closed loop of `bench::add` calls
+ * The caller of the benchmark: an ordinary SDK worker at default options running a closed loop of `bench::add` calls
  * with a fixed number in flight. Each lane awaits its call and issues the next one at once.
  *
  *   node dist/bench/caller.js <url> <in-flight> <warmup-ms> <measure-ms> [function-id]
@@ -25,7 +25,7 @@ if (!url || !(inFlight >= 1) || !(warmupMs >= 0) || !(measureMs > 0)) {
   process.exit(2);
 }
 
-const w = registerWorker(url, { workerName: 'bench-caller', echoLogs: false });
+const w = registerWorker(url, { workerName: 'bench-caller' });
 await w.ready(10_000);
 
 const result = await closedLoop(inFlight, warmupMs, measureMs, async (lane, i) => {

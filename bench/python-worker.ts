@@ -9,9 +9,13 @@
  *   ts          bench/callee.js math::add            svc-sdk, a plain function     (the baseline)
  *   py-sync     bench/python_callee.py … sync        svc_sdk, a plain `def` (thread pool), as users write it
  *   py-async    bench/python_callee.py … async       svc_sdk, an `async def` (on the event loop)
+ *   py-raw      bench/python_raw_callee.py           no SDK: one `websockets` connection, one JSON
+ *                                                    message per call each way, behind the coalescing
+ *                                                    relay (bench/relay.ts) instead of the engine
  *
- * Cells interleave per round, order rotating; the table shows medians of the rounds and the ratio
- * to `ts` inside each round. Target: py-sync ≥ 0.5 × ts at 64 in flight.
+ * Cells interleave per round, order rotating; the table shows medians of the rounds and the ratios
+ * inside each round. Targets at 64 in flight: py-sync ≥ 0.5 × ts (issue 3); py-sync ≥ 0.8 × py-raw
+ * (issue 21: a Python svc_sdk callee through svc against the minimal Python callee on the relay).
  *
  * Python: a venv at bench/out/python-venv (created with `pip install ./sdk/python` when missing; set
  * SVC_BENCH_PYTHON to use another interpreter), run with PYTHONPATH=sdk/python/src so the working
@@ -27,12 +31,14 @@ import { join } from 'node:path';
 import { benchPython, HERE, ROOT, cpuMicros, fmt, interleave, load, machine, median, parseRoundArgs, runMain, start, startNode, stopAll, type Proc } from './harness.js';
 
 const TARGET = 0.5;
-const CALLEES = ['ts', 'py-sync', 'py-async'] as const;
+const RAW_TARGET = 0.8;
+const CALLEES = ['ts', 'py-sync', 'py-async', 'py-raw'] as const;
 type Callee = (typeof CALLEES)[number];
 const LABEL: Record<Callee, string> = {
   ts: 'TypeScript worker (svc-sdk)',
   'py-sync': 'Python worker, plain def (svc_sdk)',
   'py-async': 'Python worker, async def (svc_sdk)',
+  'py-raw': 'Python websockets callee, coalescing relay',
 };
 
 interface Sample {
@@ -48,15 +54,16 @@ interface Sample {
 async function cell(callee: Callee, o: ReturnType<typeof parseRoundArgs>, py: string): Promise<Sample> {
   const procs: Proc[] = [];
   try {
-    const engine = startNode('engine.js', []);
+    const engine = callee === 'py-raw' ? startNode('relay.js', ['coalescing']) : startNode('engine.js', []);
     procs.push(engine);
     const url = await engine.line('READY ', 10_000);
+    const pyEnv = { env: { ...process.env, PYTHONPATH: join(ROOT, 'sdk', 'python', 'src') } };
     const server =
       callee === 'ts'
         ? startNode('callee.js', [url, 'math::add'])
-        : start(py, [join(ROOT, 'bench', 'python_callee.py'), url, callee === 'py-sync' ? 'sync' : 'async'], {
-            env: { ...process.env, PYTHONPATH: join(ROOT, 'sdk', 'python', 'src') },
-          });
+        : callee === 'py-raw'
+          ? start(py, [join(ROOT, 'bench', 'python_raw_callee.py'), url, 'math::add'], pyEnv)
+          : start(py, [join(ROOT, 'bench', 'python_callee.py'), url, callee === 'py-sync' ? 'sync' : 'async'], pyEnv);
     procs.push(server);
     await server.line('READY', 20_000);
     const caller = startNode('caller.js', [url, String(o.inFlight), String(o.warmupMs), String(o.measureMs), 'math::add']);
@@ -81,7 +88,7 @@ async function main(): Promise<void> {
   const pyVersion = spawnSync(py, ['-c', 'import sys, websockets; print(sys.version.split()[0], "websockets", websockets.__version__)'], { encoding: 'utf8' });
   if (pyVersion.status !== 0) throw new Error(`${py} cannot import websockets: ${pyVersion.stderr}`);
   process.stdout.write(
-    `svc bench:python: math::add through the engine, caller (svc-sdk, ${o.inFlight} in flight) → engine → callee, separate processes on loopback\n` +
+    `svc bench:python: math::add, caller (svc-sdk, ${o.inFlight} in flight) → engine (py-raw: coalescing relay) → callee, separate processes on loopback\n` +
       `machine: ${machine()}, Python ${pyVersion.stdout.trim()}\n` +
       `${o.rounds} round(s) × ${CALLEES.length} cells, ${o.warmupMs} ms warm-up + ${o.measureMs} ms measured; median of rounds\n` +
       `load average before: ${load()}\n`,
@@ -99,7 +106,7 @@ async function main(): Promise<void> {
   // the cores are the limit.
   const total = (c: Callee): number => median(samples.get(c)!.map((s) => s.callee_cpu_us + s.engine_cpu_us + s.caller_cpu_us));
   const rows = [
-    `| callee of math::add | calls/s | × TypeScript | p50 µs | p99 µs | CPU µs/call: callee | engine | caller | total | × TypeScript by CPU | ratio per round |`,
+    `| callee of math::add | calls/s | × TypeScript | p50 µs | p99 µs | CPU µs/call: callee | engine (relay for py-raw) | caller | total | × TypeScript by CPU | ratio per round |`,
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
     ...CALLEES.map(
       (c) =>
@@ -107,7 +114,15 @@ async function main(): Promise<void> {
     ),
   ];
   const ratio = med('py-sync', 'throughput') / base;
+  const raw = med('py-raw', 'throughput');
+  const perRoundRaw = (c: Callee): string => samples.get(c)!.map((s, i) => (s.throughput / samples.get('py-raw')![i]!.throughput).toFixed(2)).join(', ');
   rows.push('', `Python (plain def) / TypeScript, calls/s at ${o.inFlight} in flight: ${ratio.toFixed(2)}× (target ≥ ${TARGET}×): ${ratio >= TARGET ? 'PASS' : 'MISS'}`);
+  for (const c of ['py-sync', 'py-async'] as const) {
+    const r = med(c, 'throughput') / raw;
+    rows.push(
+      `${LABEL[c]} through svc / Python websockets callee on the coalescing relay, calls/s at ${o.inFlight} in flight: ${r.toFixed(2)}× (target ≥ ${RAW_TARGET}×): ${r >= RAW_TARGET ? 'PASS' : 'MISS'} (per round ${perRoundRaw(c)})`,
+    );
+  }
   process.stdout.write(`${rows.join('\n')}\n`);
 }
 

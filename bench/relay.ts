@@ -2,7 +2,7 @@
  * Baseline for bench/run.ts: the least a router can do. It speaks just enough of the svc protocol
  * (svc-sdk/protocol, sdk/typescript/src/protocol/) for the same caller and callee processes to run unchanged:
  * `workerregistered` on connect, `registerfunction` remembered, `invokefunction` forwarded as the
- * original text to the registering socket, `invocationresult` forwarded back by invocation_id.
+ * original text to the registering socket (replicas of one id in turn), `invocationresult` forwarded back by invocation_id.
  * Everything else (hello, engine::workers::register, logs) is ignored. No validation, no deadlines,
  * no id remapping: whatever the engine costs beyond this is the price of being an engine.
  *
@@ -22,7 +22,8 @@ if (mode !== 'plain' && mode !== 'coalescing') {
 }
 const send: (ws: WebSocket, text: string) => void = mode === 'plain' ? (ws, text) => ws.send(text) : sendCoalesced;
 
-const functions = new Map<string, WebSocket>();
+/** Who serves each function id; several registrants (replicas) take turns. */
+const functions = new Map<string, { sockets: WebSocket[]; next: number }>();
 const callers = new Map<string, WebSocket>();
 
 const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false, maxPayload: 32 * 1024 * 1024 });
@@ -40,7 +41,8 @@ wss.on('connection', (ws) => {
     }
     switch (m.type) {
       case 'invokefunction': {
-        const target = m.function_id === undefined ? undefined : functions.get(m.function_id);
+        const entry = m.function_id === undefined ? undefined : functions.get(m.function_id);
+        const target = entry ? entry.sockets[entry.next++ % entry.sockets.length] : undefined;
         const id = m.invocation_id;
         if (!target) {
           // Only the caller's readiness probe can get here; answer it so it does not hang.
@@ -61,7 +63,11 @@ wss.on('connection', (ws) => {
         return;
       }
       case 'registerfunction':
-        if (m.id) functions.set(m.id, ws);
+        if (m.id) {
+          const entry = functions.get(m.id);
+          if (entry) entry.sockets.push(ws);
+          else functions.set(m.id, { sockets: [ws], next: 0 });
+        }
         return;
       default:
         return;
@@ -69,7 +75,10 @@ wss.on('connection', (ws) => {
   });
   ws.on('error', () => {});
   ws.on('close', () => {
-    for (const [id, s] of functions) if (s === ws) functions.delete(id);
+    for (const [id, entry] of functions) {
+      entry.sockets = entry.sockets.filter((s) => s !== ws);
+      if (entry.sockets.length === 0) functions.delete(id);
+    }
   });
 });
 

@@ -166,3 +166,25 @@ describe('function ids the SDK refuses before sending', () => {
     assert.doesNotThrow(() => w.registerFunction('検索::日本語/🙂', () => null));
   });
 });
+
+describe('invocation ids of the calls a worker makes', () => {
+  test('UUID-shaped, distinct, one random prefix per Caller (a counter after it)', async () => {
+    // The Caller is not exported; the built SDK's module is loaded as bench/sdk-caller-cost.ts does.
+    const { Caller } = (await import(new URL('../../../sdk/typescript/dist/caller.js', import.meta.url).href)) as {
+      Caller: new (conn: unknown, host: unknown) => { call(req: { function_id: string }): Promise<unknown>; onResult(m: unknown): void };
+    };
+    const sent: string[] = [];
+    const conn = { encode: (m: unknown) => JSON.stringify(m), sendText: (t: string) => (sent.push(t), true), send: () => true };
+    const host = { state: 'connected', defaultTimeoutMs: 30_000, invocationTimeoutMs: undefined, canCancel: false, closedBy: null, ready: async () => {} };
+    const a = new Caller(conn, host);
+    const b = new Caller(conn, host);
+    const calls = [a.call({ function_id: 'x::y' }), a.call({ function_id: 'x::y' }), b.call({ function_id: 'x::y' })];
+    const ids = sent.map((t) => (JSON.parse(t) as { invocation_id: string }).invocation_id);
+    for (const id of ids) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(new Set(ids).size, 3);
+    assert.equal(ids[0]!.slice(0, 24), ids[1]!.slice(0, 24));
+    assert.notEqual(ids[0]!.slice(0, 24), ids[2]!.slice(0, 24));
+    ids.forEach((id, i) => (i < 2 ? a : b).onResult({ type: 'invocationresult', invocation_id: id, result: i }));
+    assert.deepEqual(await Promise.all(calls), [0, 1, 2]);
+  });
+});

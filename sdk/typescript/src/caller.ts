@@ -43,41 +43,62 @@ export interface CallerHost {
  */
 export class Caller {
   private readonly calls = new ChurnMap<string, PendingCall>();
+  /**
+   * Invocation ids: UUID-shaped, a random prefix of this Caller's and a counter in the last 12 hex
+   * digits. An id need only be unique among this connection's calls in flight (docs/protocol.md);
+   * a `randomUUID()` per call, with its entropy refills, was 4–6 % of a caller's CPU at 256 in flight.
+   */
+  private readonly idPrefix = randomUUID().slice(0, 24);
+  private idCounter = 0;
 
   constructor(
     private readonly conn: Connection,
     private readonly host: CallerHost,
   ) {}
 
-  async call<T>(req: CallRequest): Promise<T> {
+  /**
+   * Not an async function: connected (the usual case), the call's own promise is returned as it
+   * is, instead of an async function's promise resolved with it (two more promise jobs per call).
+   * Every failure before the frame leaves is a rejection, never a throw.
+   */
+  call<T>(req: CallRequest): Promise<T> {
     const problem = requestProblem(req);
-    if (problem !== null) throw problem;
+    if (problem !== null) return Promise.reject(problem);
     const state = this.host.state;
-    if (state === 'closed') throw this.host.closedBy ?? new InvocationError('shutting_down', 'Worker is shut down', req.function_id);
+    if (state === 'closed') return Promise.reject(this.host.closedBy ?? new InvocationError('shutting_down', 'Worker is shut down', req.function_id));
     // No deadline given: none is sent, and the engine applies its own default
     // (engine.invocation_timeout_ms), which the local safety timer below follows.
     const timeoutMs = req.timeoutMs ?? this.host.invocationTimeoutMs;
     // While draining, handlers still running make their nested calls on the connection as it is.
-    if (state !== 'connected' && state !== 'draining') await this.host.ready(timeoutMs ?? this.host.defaultTimeoutMs);
+    if (state === 'connected' || state === 'draining') return this.send<T>(req, timeoutMs);
+    return this.host.ready(timeoutMs ?? this.host.defaultTimeoutMs).then(() => this.send<T>(req, timeoutMs));
+  }
+
+  private send<T>(req: CallRequest, timeoutMs: number | undefined): Promise<T> {
     const scope = req.parent ?? invocationScope.getStore();
     const isVoid = req.action?.type === 'void';
-    const invocationId = isVoid ? undefined : randomUUID();
-    const msg = invokeFrame(
-      req.function_id,
-      invocationId,
-      timeoutMs,
-      req.bindingId,
-      req.payload ?? {},
-      req.action,
-      req.metadata,
-      scope?.traceparent,
-      scope?.baggage,
-      req.namespace ?? this.host.namespace,
-    );
-    const text = this.conn.encode(msg, req.function_id);
+    const invocationId = isVoid ? undefined : this.idPrefix + (this.idCounter++ % 0x1000000000000).toString(16).padStart(12, '0');
+    let text: string;
+    try {
+      const msg = invokeFrame(
+        req.function_id,
+        invocationId,
+        timeoutMs,
+        req.bindingId,
+        req.payload ?? {},
+        req.action,
+        req.metadata,
+        scope?.traceparent,
+        scope?.baggage,
+        req.namespace ?? this.host.namespace,
+      );
+      text = this.conn.encode(msg, req.function_id);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
     if (!invocationId) {
-      if (!this.conn.sendText(text)) throw new InvocationError('connection_lost', 'Not connected to the engine', req.function_id);
-      return undefined as T;
+      if (!this.conn.sendText(text)) return Promise.reject(new InvocationError('connection_lost', 'Not connected to the engine', req.function_id));
+      return Promise.resolve(undefined as T);
     }
     return new Promise<T>((resolve, reject) => {
       // The engine enforces the deadline and answers `timeout`; this timer is only a safety net

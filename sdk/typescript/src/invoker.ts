@@ -48,6 +48,9 @@ export class RunningCall<W> {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Handler<W> = (data: any, ctx: RunningCall<W>) => unknown;
 
+const isThenable = (v: unknown): v is PromiseLike<unknown> =>
+  v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
+
 /** What the Invoker needs of its worker. */
 export interface InvokerHost<W> {
   readonly workerName: string;
@@ -99,7 +102,7 @@ export class Invoker<W> {
     for (const { msg } of this.functions.values()) this.conn.send(msg);
   }
 
-  async invoke(m: InvokeFunctionMsg): Promise<void> {
+  invoke(m: InvokeFunctionMsg): void {
     const invocationId = m.invocation_id ?? undefined;
     if (!this.host.accepting()) {
       if (invocationId) this.reply(invocationId, m.function_id, undefined, { code: 'shutting_down', message: `Worker ${this.host.workerName} is shutting down` });
@@ -114,19 +117,34 @@ export class Invoker<W> {
     if (invocationId) this.running.set(invocationId, call);
     this.active++;
     let result: unknown;
-    let error: ErrorBody | undefined;
     try {
       // The call is the handler's context and the async-local scope at once (Logger, nested calls).
-      result = await (this.host.implicitContext ? invocationScope.run(call, fn.handler, m.data ?? {}, call) : fn.handler(m.data ?? {}, call));
+      result = this.host.implicitContext ? invocationScope.run(call, fn.handler, m.data ?? {}, call) : fn.handler(m.data ?? {}, call);
     } catch (e) {
-      error = toErrorBody(e);
+      this.finish(call, undefined, toErrorBody(e));
+      return;
     }
+    // A handler that answered synchronously is answered in this turn: no promise, no microtask
+    // (with the async-local scope on, every promise also runs Node's promise hooks).
+    if (!isThenable(result)) {
+      this.finish(call, result, undefined);
+      return;
+    }
+    Promise.resolve(result).then(
+      (r) => this.finish(call, r, undefined),
+      (e: unknown) => this.finish(call, undefined, toErrorBody(e)),
+    );
+  }
+
+  /** The handler of `call` returned or threw: the books, then the answer unless it was cancelled. */
+  private finish(call: RunningCall<W>, result: unknown, error: ErrorBody | undefined): void {
     if (--this.active === 0 && this.idleWaiters.length > 0) for (const w of this.idleWaiters.splice(0)) w();
+    const invocationId = call.invocationId;
     if (!invocationId) return;
     const wasRunning = this.running.delete(invocationId);
     // Cancelled (or the connection dropped): the engine no longer expects an answer.
     if (!wasRunning || call.aborted) return;
-    this.reply(invocationId, m.function_id, result, error);
+    this.reply(invocationId, call.functionId, result, error);
   }
 
   /** The engine no longer wants the answer (`cancel`): the handler's signal is aborted. */

@@ -365,7 +365,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   private onMessage(m: Message): void {
     switch (m.type) {
       case 'invokefunction':
-        void this.invoker.invoke(m);
+        this.invoker.invoke(m);
         return;
       case 'invocationresult':
         this.caller.onResult(m);
