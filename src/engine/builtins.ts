@@ -10,6 +10,7 @@ import type { Peer } from './peer.js';
 import type { Session } from './session.js';
 import type { Triggers } from './triggers.js';
 import { reservedNameRefusal } from './worker-names.js';
+import { installWorkerReports } from './worker-reports.js';
 
 export interface BuiltinDeps {
   registry: Registry;
@@ -73,6 +74,8 @@ export function installBuiltins(deps: BuiltinDeps): void {
     }
     return null;
   });
+
+  installWorkerReports(registry);
 
   const visibleWorkers = (includeClients: boolean): Session[] =>
     [...deps.sessions()].filter((s) => includeClients || s.role !== 'client');

@@ -1,6 +1,7 @@
 import { EngineError } from '../engine/errors.js';
 import type { Engine } from '../engine/server.js';
 import type { Session } from '../engine/session.js';
+import { processTotals } from '../engine/worker-reports.js';
 import type { Supervisor } from './supervisor.js';
 import type { WorkerEntry } from './worker-entries.js';
 
@@ -91,7 +92,7 @@ export function installSupervisorFunctions(engine: Engine, sup: Supervisor, conf
   registry.addBuiltin('engine::supervisor::list', 'Supervised workers: status, pids, restarts, and the connections and functions of their instances', () => ({
     workers: sup.list().map((w) => {
       const conns = connectionsOf(engine, String(w.name));
-      return { ...w, connections: conns.length, functions: [...new Set(conns.flatMap((c) => [...c.functions]))].sort() };
+      return { ...w, connections: conns.length, functions: [...new Set(conns.flatMap((c) => [...c.functions]))].sort(), process: processTotals(conns) };
     }),
   }));
   /** Start (or restart) it, then wait up to wait_ms for it to register: `ready` says whether it did. */

@@ -7,8 +7,9 @@ import type { InvocationScope } from './context.js';
 import { describeValue, InvocationError, toErrorBody } from './errors.js';
 import { Invoker } from './invoker.js';
 import { LogBatcher } from './log-batcher.js';
+import { ProcessReporter } from './process-reporter.js';
 import { Logger, setDefaultLogSink, type LogSink } from './logger.js';
-import { DEFAULT_ENGINE_URL, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES, FEATURES, PROTOCOL_VERSION, REGISTER_WORKER_FUNCTION, RUN_SECRET_HEADER } from './protocol/constants.js';
+import { DEFAULT_ENGINE_URL, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES, DEFAULT_PROCESS_REPORT_MS, FEATURES, PROTOCOL_VERSION, REGISTER_WORKER_FUNCTION, RUN_SECRET_HEADER } from './protocol/constants.js';
 import type { LogLevel } from './protocol/log-rows.js';
 import type { HelloMsg, Message, WorkerRegisteredMsg } from './protocol/messages.js';
 import { redactAddress } from './redact.js';
@@ -61,6 +62,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   private readonly invoker: Invoker<Worker>;
   private readonly triggers: TriggerRegistry;
   private readonly logs: LogBatcher;
+  /** Off for clients and with processReportIntervalMs: 0. */
+  private readonly reporter: ProcessReporter | undefined;
   private readonly opts: WorkerOptions & { maxFrameBytes: number; role: 'worker' | 'client' };
   private current: WorkerState = 'disconnected';
   private registered: WorkerRegisteredMsg | null = null;
@@ -147,6 +150,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       report: (e) => this.report(e),
     });
     this.logs = new LogBatcher(this.conn, () => this.current === 'connected' || this.current === 'draining');
+    const reportMs = options.processReportIntervalMs ?? DEFAULT_PROCESS_REPORT_MS;
+    if (this.opts.role === 'worker' && reportMs > 0) this.reporter = new ProcessReporter(this.conn, () => this.current === 'connected' || this.current === 'draining', reportMs);
     if (this.opts.role === 'worker') {
       watchEngineLiveness();
       setDefaultLogSink(this);
@@ -154,6 +159,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   }
 
   start(): void {
+    this.reporter?.start();
     this.conn.start();
   }
 
@@ -322,6 +328,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
 
   /** Enter `closed`: ready() waiters fail with `refusal`, else `shutting_down`. */
   private close(refusal: InvocationError | null): void {
+    this.reporter?.stop();
     this.closedBy = refusal;
     this.setState('closed');
     const err = this.closedError();
@@ -362,6 +369,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
         this.lastRefusal = null;
         if (this.current === 'connecting' || this.current === 'disconnected') this.setState('connected');
         for (const w of this.waiters.splice(0)) w.connected();
+        this.reporter?.send();
         this.tell({ type: 'connected', url: this.url, workerId: m.worker_id });
         return;
       case 'hello':

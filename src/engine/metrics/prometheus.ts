@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
 import type { ExportCounts } from '../telemetry/ring-export.js';
 import { CallMetrics, LATENCY_BUCKETS_S, STATUSES } from './call-metrics.js';
+import type { WorkerProcessSample } from './worker-series.js';
 
 /**
  * The engine's Prometheus metrics (docs/observability.md lists them), in a prom-client Registry of
@@ -21,6 +22,8 @@ export interface EngineMetricSources {
   functions(): number;
   /** What the OTLP export did (logs null when only spans are exported); null when it is off. */
   telemetry(): { spans: ExportCounts; logs: ExportCounts | null } | null;
+  /** The latest process report of each worker that sent one (bounded: _other). */
+  workers(): WorkerProcessSample[];
 }
 
 export const METRIC_PREFIX = 'svc_engine_';
@@ -79,7 +82,26 @@ export function engineRegistry(src: EngineMetricSources, withProcessMetrics = tr
       }
     },
   );
+  workerGauges(registry, src);
   return registry;
+}
+
+/** What each worker reports of its process (engine::workers::report), labelled {worker, replica}. */
+function workerGauges(registry: Registry, src: EngineMetricSources): void {
+  const w = 'svc_worker_';
+  const labels = ['worker', 'replica'];
+  const each = (value: (s: WorkerProcessSample) => number | null) => (set: Inc) => {
+    for (const s of src.workers()) {
+      const v = value(s);
+      if (v !== null) set({ worker: s.worker, replica: s.replica }, v);
+    }
+  };
+  totalCounter(registry, `${w}cpu_user_seconds_total`, 'User CPU time of each worker process, as it reports it.', labels, each((s) => s.cpuUserSeconds));
+  totalCounter(registry, `${w}cpu_system_seconds_total`, 'System CPU time of each worker process, as it reports it.', labels, each((s) => s.cpuSystemSeconds));
+  gauge(registry, `${w}resident_memory_bytes`, 'Resident memory of each worker process.', labels, each((s) => s.rssBytes));
+  gauge(registry, `${w}heap_used_bytes`, 'Heap in use of each worker process (Node.js workers).', labels, each((s) => s.heapUsedBytes));
+  gauge(registry, `${w}event_loop_lag_seconds`, 'Mean event-loop lag of each worker over its last report interval.', labels, each((s) => s.eventLoopLagMeanSeconds));
+  gauge(registry, `${w}event_loop_lag_max_seconds`, 'Largest event-loop lag of each worker over its last report interval.', labels, each((s) => s.eventLoopLagMaxSeconds));
 }
 
 type Labels = Record<string, string>;

@@ -71,6 +71,20 @@ class EngineMetricProducer implements MetricProducer {
       dropped.push([{ signal, reason: 'export_failed' }, counts.dropped.export_failed]);
       dropped.push([{ signal, reason: 'ring_overrun' }, counts.dropped.ring_overrun]);
     }
+    const workers = src.workers();
+    const perWorker = (value: (w: (typeof workers)[number]) => number | null): Array<[Attributes, number]> => {
+      const points: Array<[Attributes, number]> = [];
+      for (const w of workers) {
+        const v = value(w);
+        if (v !== null) points.push([{ worker: w.worker, replica: w.replica }, v]);
+      }
+      return points;
+    };
+    const cpu: Array<[Attributes, number]> = [];
+    for (const w of workers) {
+      cpu.push([{ worker: w.worker, replica: w.replica, mode: 'user' }, w.cpuUserSeconds]);
+      cpu.push([{ worker: w.worker, replica: w.replica, mode: 'system' }, w.cpuSystemSeconds]);
+    }
     const metrics: MetricData[] = [
       sum('svc.engine.calls', '{call}', 'Calls that ended, by function id (bounded: _other) and status.', calls),
       {
@@ -95,6 +109,11 @@ class EngineMetricProducer implements MetricProducer {
       sum('svc.engine.sent_bytes', 'By', 'Bytes written to peer sockets.', [[{}, traffic.bytesOut]]),
       sum('svc.engine.otlp.exported', '{item}', 'Spans and log lines the OTLP export sent.', exported),
       sum('svc.engine.otlp.dropped', '{item}', 'Spans and log lines the OTLP export dropped.', dropped),
+      sum('svc.worker.cpu.time', 's', 'CPU time of each worker process, as it reports it, by mode (user, system).', cpu),
+      gauge('svc.worker.memory.rss', 'By', 'Resident memory of each worker process.', perWorker((w) => w.rssBytes)),
+      gauge('svc.worker.heap.used', 'By', 'Heap in use of each worker process (Node.js workers).', perWorker((w) => w.heapUsedBytes)),
+      gauge('svc.worker.event_loop.lag', 's', 'Mean event-loop lag of each worker over its last report interval.', perWorker((w) => w.eventLoopLagMeanSeconds)),
+      gauge('svc.worker.event_loop.lag_max', 's', 'Largest event-loop lag of each worker over its last report interval.', perWorker((w) => w.eventLoopLagMaxSeconds)),
     ];
     return Promise.resolve({ resourceMetrics: { resource: this.resource, scopeMetrics: [{ scope: { name: 'svc-engine', version: ENGINE_VERSION }, metrics }] }, errors: [] });
   }
