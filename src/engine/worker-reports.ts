@@ -1,5 +1,6 @@
 import { EngineError } from './errors.js';
 import type { Registry } from './registry.js';
+import { parseQueueCounters, parseStateCounters, type QueueCounters, type StateCounters } from './service-counters.js';
 
 /**
  * What a worker says of its own process every few seconds (`engine::workers::report`, sent by both
@@ -28,10 +29,16 @@ export interface ProcessReport {
 export const REPORT_FUNCTION = 'engine::workers::report';
 
 /**
- * A report is a handful of numbers: a frame over this many characters is not one (a peer calling
- * with a huge payload is refused before anything of it is read).
+ * A report is a handful of numbers (and, from svc-queue, a few per queue): a frame over this many
+ * characters is not one (a peer calling with a huge payload is refused before anything is read).
  */
-export const MAX_REPORT_CHARS = 16 * 1024;
+export const MAX_REPORT_CHARS = 64 * 1024;
+
+/** The counters svc-state and svc-queue add to their reports (service-counters.ts); null: none. */
+export interface ServiceCounters {
+  state: StateCounters | null;
+  queues: QueueCounters[] | null;
+}
 
 /** Larger than any real counter (about 285 years of CPU in seconds, 1 PB of memory), finite. */
 const MAX_VALUE = 1e15;
@@ -90,10 +97,14 @@ export function processTotals(peers: Iterable<{ processReport: ProcessReport | n
 
 /** `engine::workers::report`: keeps the calling connection's latest report. */
 export function installWorkerReports(registry: Registry): void {
-  registry.addBuiltin(REPORT_FUNCTION, "Report the calling worker's process metrics: {process: {cpu_user_seconds, cpu_system_seconds, rss_bytes, heap_used_bytes?, heap_total_bytes?, event_loop_lag_mean_ms?, event_loop_lag_max_ms?, interval_ms?}}", (data, caller, frameChars) => {
+  registry.addBuiltin(REPORT_FUNCTION, "Report the calling worker's process metrics: {process: {cpu_user_seconds, cpu_system_seconds, rss_bytes, heap_used_bytes?, heap_total_bytes?, event_loop_lag_mean_ms?, event_loop_lag_max_ms?, interval_ms?}, state?: {gets, sets, updates, deletes, lists, set_bytes}, queues?: [{queue, enqueued, completed, retried, dead_lettered, waiting, delayed, running, dlq}]}", (data, caller, frameChars) => {
     if (!caller) return null;
     const report = parseProcessReport(data, frameChars);
+    const m = data as Record<string, unknown>;
+    const state = parseStateCounters(m.state);
+    const queues = parseQueueCounters(m.queues);
     caller.processReport = report;
+    caller.serviceCounters = state || queues ? { state, queues } : null;
     return null;
   });
 }

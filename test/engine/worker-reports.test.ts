@@ -115,7 +115,16 @@ describe('worker process reports (engine::workers::report)', () => {
     await bad({ process: { cpu_user_seconds: 1, cpu_system_seconds: 1 } }, 'invalid_payload', /"process.rss_bytes" is required/);
     await bad({ process: { cpu_user_seconds: -1, cpu_system_seconds: 1, rss_bytes: 1 } }, 'invalid_payload', /"process.cpu_user_seconds" must be a number/);
     await bad({ process: { cpu_user_seconds: 1, cpu_system_seconds: 1, rss_bytes: 'x' } }, 'invalid_payload', /"process.rss_bytes" must be a number/);
-    await bad({ process: { cpu_user_seconds: 1, cpu_system_seconds: 1, rss_bytes: 1, pad: 'x'.repeat(20_000) } }, 'payload_too_large', /16384 characters/);
+    await bad({ process: { cpu_user_seconds: 1, cpu_system_seconds: 1, rss_bytes: 1, pad: 'x'.repeat(70_000) } }, 'payload_too_large', /65536 characters/);
+    // svc-state's and svc-queue's counters (service-counters.ts).
+    const proc = { cpu_user_seconds: 1, cpu_system_seconds: 1, rss_bytes: 1 };
+    await bad({ process: proc, state: { sets: -1 } }, 'invalid_payload', /"state.sets" must be a number/);
+    await bad({ process: proc, state: [] }, 'invalid_payload', /"state" must be an object/);
+    await bad({ process: proc, queues: {} }, 'invalid_payload', /"queues" must be an array/);
+    await bad({ process: proc, queues: [{ queue: 'q'.repeat(129) }] }, 'invalid_payload', /"queues\[0\].queue" must be a string of 1 to 128/);
+    await bad({ process: proc, queues: [{ queue: 'a' }, { queue: 'a' }] }, 'invalid_payload', /queue "a" is named twice/);
+    await bad({ process: proc, queues: Array.from({ length: 201 }, (_, i) => ({ queue: `q${i}` })) }, 'invalid_payload', /at most 200 queues, got 201/);
+    await bad({ process: proc, queues: [{ queue: 'a', waiting: 'many' }] }, 'invalid_payload', /"queues\[0\].waiting" must be a number/);
     // A valid one from the client (a `role: worker` connection) is kept, unknown fields left out.
     await client.trigger({ function_id: 'engine::workers::report', payload: { process: { cpu_user_seconds: 1, cpu_system_seconds: 2, rss_bytes: 3, extra: 'ignored' } } });
     const p = (await listed('caller')).process!;

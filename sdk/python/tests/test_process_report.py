@@ -5,6 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
+from svc_sdk import InitOptions
+
 from .conftest import WorkerFactory, wait_for
 
 
@@ -53,3 +57,12 @@ def test_process_reports_can_be_turned_off(make_worker: WorkerFactory) -> None:
     time.sleep(0.5)
     workers = w.trigger({"function_id": "engine::workers::list", "payload": {}})["workers"]
     assert [x["process"] for x in workers if x["name"] == "py-quiet"] == [None]
+
+
+def test_process_report_interval_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SVC_PROCESS_REPORT_MS", "250")
+    assert InitOptions(worker_name="w").process_report_interval_ms == 250
+    monkeypatch.setenv("SVC_PROCESS_REPORT_MS", "soon")
+    assert InitOptions(worker_name="w").process_report_interval_ms == 5000
+    with pytest.raises(ValueError, match="process_report_interval_ms must be >= 0"):
+        InitOptions(worker_name="w", process_report_interval_ms=-1)

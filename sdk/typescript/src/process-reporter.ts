@@ -13,6 +13,8 @@ import type { InvokeFunctionMsg } from './protocol/messages.js';
 export class ProcessReporter {
   private timer: NodeJS.Timeout | undefined;
   private lag: IntervalHistogram | undefined;
+  /** More fields for each report (Worker.reportAlso): svc-state's and svc-queue's counters. */
+  extra: (() => Record<string, unknown> | Promise<Record<string, unknown>>) | undefined;
 
   constructor(
     private readonly conn: Connection,
@@ -43,24 +45,38 @@ export class ProcessReporter {
     const lag = this.lag;
     // The histogram's values are nanoseconds and include the sampling resolution itself (20 ms).
     const lagMs = (ns: number): number | null => (lag && lag.count > 0 && Number.isFinite(ns) ? Math.max(0, ns / 1e6 - 20) : null);
-    const msg: InvokeFunctionMsg = {
-      type: 'invokefunction',
-      function_id: REPORT_WORKER_FUNCTION,
-      action: { type: 'void' },
-      data: {
-        process: {
-          cpu_user_seconds: cpu.user / 1e6,
-          cpu_system_seconds: cpu.system / 1e6,
-          rss_bytes: mem.rss,
-          heap_used_bytes: mem.heapUsed,
-          heap_total_bytes: mem.heapTotal,
-          event_loop_lag_mean_ms: lag ? lagMs(lag.mean) : null,
-          event_loop_lag_max_ms: lag ? lagMs(lag.max) : null,
-          interval_ms: this.intervalMs,
-        },
-      },
+    const sample = {
+      cpu_user_seconds: cpu.user / 1e6,
+      cpu_system_seconds: cpu.system / 1e6,
+      rss_bytes: mem.rss,
+      heap_used_bytes: mem.heapUsed,
+      heap_total_bytes: mem.heapTotal,
+      event_loop_lag_mean_ms: lag ? lagMs(lag.mean) : null,
+      event_loop_lag_max_ms: lag ? lagMs(lag.max) : null,
+      interval_ms: this.intervalMs,
     };
     lag?.reset();
-    this.conn.sendText(JSON.stringify(msg));
+    const extra = this.extra;
+    if (!extra) {
+      this.write({ process: sample });
+      return;
+    }
+    // A source that throws or rejects loses its fields for this report, not the report.
+    void new Promise<Record<string, unknown>>((resolve) => resolve(extra())).then(
+      (fields) => this.write({ ...fields, process: sample }),
+      () => this.write({ process: sample }),
+    );
   };
+
+  private write(data: Record<string, unknown>): void {
+    if (!this.connected()) return;
+    const msg: InvokeFunctionMsg = { type: 'invokefunction', function_id: REPORT_WORKER_FUNCTION, action: { type: 'void' }, data };
+    let text: string;
+    try {
+      text = this.conn.encode(msg);
+    } catch {
+      return; // fields JSON cannot encode, or over the frame limit: this report is skipped
+    }
+    this.conn.sendText(text);
+  }
 }

@@ -24,8 +24,8 @@ export interface WorkerOptions {
   role?: 'worker' | 'client';
   /**
    * How often the worker reports its process's CPU, memory and event-loop lag to the engine
-   * (engine::workers::report; the console's Workers page and /metrics show them), ms. Default
-   * 5000; 0 turns the reports off. Workers only (not `role: 'client'`).
+   * (engine::workers::report; the console's Workers page and /metrics show them), ms. Default: env
+   * SVC_PROCESS_REPORT_MS, else 5000; 0 turns the reports off. Workers only (not `role: 'client'`).
    */
   processReportIntervalMs?: number;
   /** Print Logger lines locally too (default true). */

@@ -48,6 +48,12 @@ export function registerWorker(url: string | readonly string[] = process.env.SVC
   return w;
 }
 
+/** SVC_PROCESS_REPORT_MS, when it is a whole number of ms (0: no reports). */
+function reportIntervalFromEnv(): number | undefined {
+  const v = process.env.SVC_PROCESS_REPORT_MS;
+  return v !== undefined && /^\d{1,9}$/.test(v) ? Number(v) : undefined;
+}
+
 /**
  * A connection to the engine that holds this process's functions, trigger types and triggers, and
  * replays them on every reconnect. Its parts: Connection (the socket, reconnecting), Caller
@@ -150,7 +156,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       report: (e) => this.report(e),
     });
     this.logs = new LogBatcher(this.conn, () => this.current === 'connected' || this.current === 'draining');
-    const reportMs = options.processReportIntervalMs ?? DEFAULT_PROCESS_REPORT_MS;
+    const reportMs = options.processReportIntervalMs ?? reportIntervalFromEnv() ?? DEFAULT_PROCESS_REPORT_MS;
     if (this.opts.role === 'worker' && reportMs > 0) this.reporter = new ProcessReporter(this.conn, () => this.current === 'connected' || this.current === 'draining', reportMs);
     if (this.opts.role === 'worker') {
       watchEngineLiveness();
@@ -289,6 +295,15 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   shutdown(graceMs = 5000): Promise<void> {
     this.stopping ??= this.stop(graceMs);
     return this.stopping;
+  }
+
+  /**
+   * Adds fields to this worker's process reports (engine::workers::report): `source` is asked at
+   * each report. The engine knows `state` and `queues` (svc-state's and svc-queue's counters,
+   * docs/observability.md); it ignores other fields. No effect with processReportIntervalMs: 0.
+   */
+  reportAlso(source: () => Record<string, unknown> | Promise<Record<string, unknown>>): void {
+    if (this.reporter) this.reporter.extra = source;
   }
 
   /** Test hook: drop the socket as a network failure would. */

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
 import type { ExportCounts } from '../telemetry/ring-export.js';
 import { CallMetrics, LATENCY_BUCKETS_S, STATUSES } from './call-metrics.js';
+import { QUEUE_EVENTS, QUEUE_STATES } from '../service-counters.js';
 import type { WorkerProcessSample } from './worker-series.js';
 
 /**
@@ -102,6 +103,37 @@ function workerGauges(registry: Registry, src: EngineMetricSources): void {
   gauge(registry, `${w}heap_used_bytes`, 'Heap in use of each worker process (Node.js workers).', labels, each((s) => s.heapUsedBytes));
   gauge(registry, `${w}event_loop_lag_seconds`, 'Mean event-loop lag of each worker over its last report interval.', labels, each((s) => s.eventLoopLagMeanSeconds));
   gauge(registry, `${w}event_loop_lag_max_seconds`, 'Largest event-loop lag of each worker over its last report interval.', labels, each((s) => s.eventLoopLagMaxSeconds));
+  serviceCounters(registry, src);
+}
+
+const STATE_OPS = [
+  ['get', 'gets'],
+  ['set', 'sets'],
+  ['update', 'updates'],
+  ['delete', 'deletes'],
+  ['list', 'lists'],
+] as const;
+
+/** svc-state's and svc-queue's own counters, as their instances report them. */
+function serviceCounters(registry: Registry, src: EngineMetricSources): void {
+  totalCounter(registry, 'svc_state_operations_total', 'svc-state operations served, by instance and op (get, set, update, delete, list).', ['worker', 'replica', 'op'], (inc) => {
+    for (const s of src.workers()) {
+      if (s.state) for (const [op, f] of STATE_OPS) inc({ worker: s.worker, replica: s.replica, op }, s.state[f]);
+    }
+  });
+  totalCounter(registry, 'svc_state_set_bytes_total', 'JSON bytes of the values svc-state stored with state::set, by instance.', ['worker', 'replica'], (inc) => {
+    for (const s of src.workers()) if (s.state) inc({ worker: s.worker, replica: s.replica }, s.state.set_bytes);
+  });
+  totalCounter(registry, 'svc_queue_jobs_total', 'svc-queue jobs by instance, queue and event (enqueued, completed, retried, dead_lettered).', ['worker', 'replica', 'queue', 'event'], (inc) => {
+    for (const s of src.workers()) {
+      for (const q of s.queues) for (const e of QUEUE_EVENTS) inc({ worker: s.worker, replica: s.replica, queue: q.queue, event: e }, q[e]);
+    }
+  });
+  gauge(registry, 'svc_queue_jobs', 'svc-queue jobs held now, by queue and state (waiting, delayed, running, dlq), as each instance last saw its store.', ['worker', 'replica', 'queue', 'state'], (set) => {
+    for (const s of src.workers()) {
+      for (const q of s.queues) for (const st of QUEUE_STATES) set({ worker: s.worker, replica: s.replica, queue: q.queue, state: st }, q[st]);
+    }
+  });
 }
 
 type Labels = Record<string, string>;

@@ -1,3 +1,4 @@
+import type { QueueCounters, StateCounters } from '../service-counters.js';
 import type { Session } from '../session.js';
 import { OTHER } from './call-metrics.js';
 
@@ -13,6 +14,10 @@ export interface WorkerProcessSample {
   heapUsedBytes: number | null;
   eventLoopLagMeanSeconds: number | null;
   eventLoopLagMaxSeconds: number | null;
+  /** svc-state's counters (service-counters.ts), null: it sent none (and for _other). */
+  state: StateCounters | null;
+  /** svc-queue's counters per queue; [] when none (and for _other). */
+  queues: QueueCounters[];
 }
 
 /**
@@ -25,6 +30,7 @@ export interface WorkerProcessSample {
 export function workerSamples(sessions: Iterable<Session>, max: number): WorkerProcessSample[] {
   const out: WorkerProcessSample[] = [];
   let other: WorkerProcessSample | null = null;
+  let queueRows = 0;
   for (const s of sessions) {
     const r = s.processReport;
     if (r === null || s.role === 'client') continue;
@@ -37,8 +43,18 @@ export function workerSamples(sessions: Iterable<Session>, max: number): WorkerP
       heapUsedBytes: r.heap_used_bytes,
       eventLoopLagMeanSeconds: r.event_loop_lag_mean_ms === null ? null : r.event_loop_lag_mean_ms / 1000,
       eventLoopLagMaxSeconds: r.event_loop_lag_max_ms === null ? null : r.event_loop_lag_max_ms / 1000,
+      state: null,
+      queues: [],
     };
     if (out.length < max) {
+      const c = s.serviceCounters;
+      if (c) {
+        sample.state = c.state;
+        if (c.queues && queueRows < max) {
+          sample.queues = c.queues.length <= max - queueRows ? c.queues : c.queues.slice(0, max - queueRows);
+          queueRows += sample.queues.length;
+        }
+      }
       out.push(sample);
       continue;
     }

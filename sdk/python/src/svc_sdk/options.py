@@ -18,6 +18,12 @@ def default_worker_name() -> str:
     return os.environ.get("SVC_WORKER_NAME") or f"{socket.gethostname()}:{os.getpid()}"
 
 
+def _report_interval_from_env() -> int:
+    """$SVC_PROCESS_REPORT_MS when it is a whole number of ms (0: no reports), else the default."""
+    v = os.environ.get("SVC_PROCESS_REPORT_MS", "")
+    return int(v) if v.isdigit() and len(v) <= 9 else DEFAULT_PROCESS_REPORT_MS
+
+
 @dataclass(frozen=True)
 class ReconnectOptions:
     """Backoff after any close, clean ones (1000/1001) included: initial * factor**n, capped, with jitter.
@@ -68,8 +74,9 @@ class InitOptions:
     keepalive_interval_ms: int | None = 20_000
     reconnect: ReconnectOptions = field(default_factory=ReconnectOptions)
     #: How often the worker reports its process's CPU, memory and asyncio loop lag to the engine
-    #: (engine::workers::report; the console's Workers page and /metrics show them). 0 turns it off.
-    process_report_interval_ms: int = DEFAULT_PROCESS_REPORT_MS
+    #: (engine::workers::report; the console's Workers page and /metrics show them). Default:
+    #: $SVC_PROCESS_REPORT_MS, else 5000. 0 turns it off.
+    process_report_interval_ms: int = field(default_factory=lambda: _report_interval_from_env())
     #: Install SIGINT/SIGTERM handlers (main thread only) that close the connection cleanly.
     handle_signals: bool = True
     #: Sent as `Authorization: Bearer ...` when the engine requires tokens. Default: $SVC_TOKEN.
