@@ -1,3 +1,4 @@
+import type { QueueCounters, StateCounters } from 'svc-sdk/protocol';
 import { EngineError } from './errors.js';
 
 /**
@@ -7,29 +8,7 @@ import { EngineError } from './errors.js';
  * from the worker. Any worker may send these fields; they are labelled with its name.
  */
 
-/** svc-state: operations this instance served since it started, and the bytes of the values it wrote. */
-export interface StateCounters {
-  gets: number;
-  sets: number;
-  updates: number;
-  deletes: number;
-  lists: number;
-  /** JSON bytes of the values `state::set` stored. */
-  set_bytes: number;
-}
-
-/** svc-queue, one queue: jobs this instance handled since it started, and the queue's depth now. */
-export interface QueueCounters {
-  queue: string;
-  enqueued: number;
-  completed: number;
-  retried: number;
-  dead_lettered: number;
-  waiting: number;
-  delayed: number;
-  running: number;
-  dlq: number;
-}
+export type { QueueCounters, StateCounters };
 
 export const STATE_FIELDS = ['gets', 'sets', 'updates', 'deletes', 'lists', 'set_bytes'] as const;
 export const QUEUE_EVENTS = ['enqueued', 'completed', 'retried', 'dead_lettered'] as const;
@@ -40,25 +19,29 @@ export const MAX_REPORTED_QUEUES = 200;
 const MAX_QUEUE_NAME = 128;
 const MAX_VALUE = 1e15;
 
+/** The function these fields arrive with (worker-reports.ts REPORT_FUNCTION; not imported: that file imports this one). */
 const fn = 'engine::workers::report';
 
-function count(m: Record<string, unknown>, field: string, where: string): number {
-  const v = m[field];
-  if (v === undefined) return 0;
+/** A count or measure of a report: a number from 0 to 1e15; `where` names the field in the error. */
+export function reportNumber(v: unknown, where: string): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MAX_VALUE) {
-    throw new EngineError('invalid_payload', `${fn}: "${where}.${field}" must be a number from 0 to 1e15, got ${JSON.stringify(v)?.slice(0, 40)}`);
+    throw new EngineError('invalid_payload', `${fn}: "${where}" must be a number from 0 to 1e15, got ${JSON.stringify(v)?.slice(0, 40)}`);
   }
   return v;
 }
 
-function object(v: unknown, where: string): Record<string, unknown> {
+/** A mapping of a report; `where` names the field in the error. */
+export function reportObject(v: unknown, where: string): Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new EngineError('invalid_payload', `${fn}: "${where}" must be an object`);
   return v as Record<string, unknown>;
 }
 
+/** A counter left out is 0. */
+const count = (m: Record<string, unknown>, field: string, where: string): number => (m[field] === undefined ? 0 : reportNumber(m[field], `${where}.${field}`));
+
 export function parseStateCounters(v: unknown): StateCounters | null {
   if (v === undefined || v === null) return null;
-  const m = object(v, 'state');
+  const m = reportObject(v, 'state');
   const out = {} as StateCounters;
   for (const f of STATE_FIELDS) out[f] = count(m, f, 'state');
   return out;
@@ -70,7 +53,7 @@ export function parseQueueCounters(v: unknown): QueueCounters[] | null {
   if (v.length > MAX_REPORTED_QUEUES) throw new EngineError('invalid_payload', `${fn}: "queues" may name at most ${MAX_REPORTED_QUEUES} queues, got ${v.length}`);
   const seen = new Set<string>();
   return v.map((q: unknown, i) => {
-    const m = object(q, `queues[${i}]`);
+    const m = reportObject(q, `queues[${i}]`);
     const name = m.queue;
     if (typeof name !== 'string' || name.length === 0 || name.length > MAX_QUEUE_NAME) {
       throw new EngineError('invalid_payload', `${fn}: "queues[${i}].queue" must be a string of 1 to ${MAX_QUEUE_NAME} characters`);

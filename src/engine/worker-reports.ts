@@ -1,6 +1,6 @@
 import { EngineError } from './errors.js';
 import type { Registry } from './registry.js';
-import { parseQueueCounters, parseStateCounters, type QueueCounters, type StateCounters } from './service-counters.js';
+import { parseQueueCounters, parseStateCounters, reportNumber, reportObject, type QueueCounters, type StateCounters } from './service-counters.js';
 
 /**
  * What a worker says of its own process every few seconds (`engine::workers::report`, sent by both
@@ -40,24 +40,14 @@ export interface ServiceCounters {
   queues: QueueCounters[] | null;
 }
 
-/** Larger than any real counter (about 285 years of CPU in seconds, 1 PB of memory), finite. */
-const MAX_VALUE = 1e15;
-
-function obj(v: unknown, field: string): Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new EngineError('invalid_payload', `${REPORT_FUNCTION}: "${field}" must be an object`);
-  return v as Record<string, unknown>;
-}
-
-function num(m: Record<string, unknown>, field: string, required: boolean): number | null {
-  const v = m[field];
+/** A field of `process`: required, or null when left out. */
+function num(p: Record<string, unknown>, field: string, required: boolean): number | null {
+  const v = p[field];
   if (v === undefined || v === null) {
     if (required) throw new EngineError('invalid_payload', `${REPORT_FUNCTION}: "process.${field}" is required`);
     return null;
   }
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MAX_VALUE) {
-    throw new EngineError('invalid_payload', `${REPORT_FUNCTION}: "process.${field}" must be a number from 0 to 1e15, got ${JSON.stringify(v)?.slice(0, 40)}`);
-  }
-  return v;
+  return reportNumber(v, `process.${field}`);
 }
 
 /** The `process` part of a report, validated: known fields only, each a bounded non-negative number. */
@@ -65,7 +55,7 @@ export function parseProcessReport(data: unknown, frameChars: number, now = Date
   if (frameChars > MAX_REPORT_CHARS) {
     throw new EngineError('payload_too_large', `${REPORT_FUNCTION}: a report must fit in ${MAX_REPORT_CHARS} characters, got ${frameChars}`);
   }
-  const p = obj(obj(data, 'data').process, 'process');
+  const p = reportObject(reportObject(data, 'data').process, 'process');
   return {
     cpu_user_seconds: num(p, 'cpu_user_seconds', true)!,
     cpu_system_seconds: num(p, 'cpu_system_seconds', true)!,

@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'svc-sdk';
 import { startEngine } from '../helpers/engine.js';
-import { eventually, WorkerPool } from '../helpers/util.js';
+import { eventually, promSample as sample, WorkerPool } from '../helpers/util.js';
 
 type Eng = Awaited<ReturnType<typeof startEngine>>;
 
@@ -35,10 +35,6 @@ function spawnWorker(url: string, name: string): ChildProcess {
   return spawn(process.execPath, ['--input-type=module', '-e', program], { env: { ...process.env, SVC_URL: url }, stdio: ['ignore', 'inherit', 'inherit'] });
 }
 
-function sample(text: string, series: string): number | undefined {
-  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  return undefined;
-}
 
 describe('worker process reports (engine::workers::report)', () => {
   let eng: Eng;

@@ -11,15 +11,10 @@ import { InvocationError, TriggerAction, type Worker } from 'svc-sdk';
 import { startQueueWorker, type RunningQueueWorker } from '../../src/workers/queue/worker.js';
 import { startStateWorker, type RunningStateWorker } from '../../src/workers/state/worker.js';
 import { startEngine } from '../helpers/engine.js';
-import { eventually, WorkerPool } from '../helpers/util.js';
+import { eventually, promSample as sample, WorkerPool } from '../helpers/util.js';
 
 type Eng = Awaited<ReturnType<typeof startEngine>>;
 
-/** The value of one sample line of a Prometheus text exposition, or undefined. */
-function sample(text: string, series: string): number | undefined {
-  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  return undefined;
-}
 
 describe('svc-state and svc-queue counters on /metrics', () => {
   let eng: Eng;

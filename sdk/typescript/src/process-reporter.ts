@@ -1,4 +1,4 @@
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
 import type { Connection } from './connection.js';
 import { REPORT_WORKER_FUNCTION } from './protocol/constants.js';
 import type { InvokeFunctionMsg } from './protocol/messages.js';
@@ -6,13 +6,21 @@ import type { InvokeFunctionMsg } from './protocol/messages.js';
 /**
  * Tells the engine about this process every `intervalMs` (engine::workers::report): CPU time, RSS,
  * V8 heap and event-loop lag, which the console's Workers page and the engine's /metrics show. One
- * small fire-and-forget frame per interval, off the call path; the lag comes from Node's own
- * sampler (perf_hooks.monitorEventLoopDelay, a libuv timer), reset after each report so that each
- * report covers its own interval. Nothing is sent while the worker is not connected.
+ * small fire-and-forget frame per interval, off the call path. The lag is measured by a timer of
+ * its own every LAG_TICK_MS, noting how much later than asked it runs (as the Python SDK does).
+ * Not perf_hooks.monitorEventLoopDelay: resetting its histogram after a report also forgets the
+ * delay under way, so a block that ended just before a report was lost from every report.
+ * Nothing is sent while the worker is not connected.
  */
+const LAG_TICK_MS = 100;
+
 export class ProcessReporter {
   private timer: NodeJS.Timeout | undefined;
-  private lag: IntervalHistogram | undefined;
+  private lagTimer: NodeJS.Timeout | undefined;
+  /** Lag samples (ms) since the last report: their count, sum and largest. */
+  private lagCount = 0;
+  private lagSum = 0;
+  private lagMax = 0;
   /** More fields for each report (Worker.reportAlso): svc-state's and svc-queue's counters. */
   extra: (() => Record<string, unknown> | Promise<Record<string, unknown>>) | undefined;
 
@@ -24,17 +32,29 @@ export class ProcessReporter {
 
   start(): void {
     if (this.timer) return;
-    this.lag = monitorEventLoopDelay({ resolution: 20 });
-    this.lag.enable();
     this.timer = setInterval(this.send, this.intervalMs);
     this.timer.unref();
+    this.probeLag(performance.now() + LAG_TICK_MS);
   }
 
   stop(): void {
     clearInterval(this.timer);
+    clearTimeout(this.lagTimer);
     this.timer = undefined;
-    this.lag?.disable();
-    this.lag = undefined;
+    this.lagTimer = undefined;
+  }
+
+  /** One lag sample: how late the timer asked for `due` ran; then the next one. */
+  private probeLag(due: number): void {
+    this.lagTimer = setTimeout(() => {
+      const now = performance.now();
+      const lag = Math.max(0, now - due);
+      this.lagCount++;
+      this.lagSum += lag;
+      if (lag > this.lagMax) this.lagMax = lag;
+      if (this.timer) this.probeLag(now + LAG_TICK_MS);
+    }, LAG_TICK_MS);
+    this.lagTimer.unref();
   }
 
   /** Report now (after connecting, so the console has numbers at once); the interval goes on. */
@@ -42,20 +62,18 @@ export class ProcessReporter {
     if (!this.connected()) return;
     const cpu = process.cpuUsage();
     const mem = process.memoryUsage();
-    const lag = this.lag;
-    // The histogram's values are nanoseconds and include the sampling resolution itself (20 ms).
-    const lagMs = (ns: number): number | null => (lag && lag.count > 0 && Number.isFinite(ns) ? Math.max(0, ns / 1e6 - 20) : null);
+    const lagged = this.lagCount > 0;
     const sample = {
       cpu_user_seconds: cpu.user / 1e6,
       cpu_system_seconds: cpu.system / 1e6,
       rss_bytes: mem.rss,
       heap_used_bytes: mem.heapUsed,
       heap_total_bytes: mem.heapTotal,
-      event_loop_lag_mean_ms: lag ? lagMs(lag.mean) : null,
-      event_loop_lag_max_ms: lag ? lagMs(lag.max) : null,
+      event_loop_lag_mean_ms: lagged ? this.lagSum / this.lagCount : null,
+      event_loop_lag_max_ms: lagged ? this.lagMax : null,
       interval_ms: this.intervalMs,
     };
-    lag?.reset();
+    this.lagCount = this.lagSum = this.lagMax = 0;
     const extra = this.extra;
     if (!extra) {
       this.write({ process: sample });

@@ -4,6 +4,7 @@
  * calls them directly against every store, so what a caller sees is tested once for all stores.
  */
 import { DEFAULT_MAX_FRAME_BYTES, type CallRequest } from 'svc-sdk';
+import type { StateCounters } from 'svc-sdk/protocol';
 import { describe } from '../shared/describe.js';
 import {
   StateError,
@@ -84,14 +85,7 @@ export interface ServiceLimits extends StoreLimits {
  * with the worker's process reports (engine::workers::report `state`), which /metrics exports. A
  * counter increment per call; no value is measured that the call did not measure already.
  */
-export interface StateCounts {
-  gets: number;
-  sets: number;
-  updates: number;
-  deletes: number;
-  lists: number;
-  set_bytes: number;
-}
+export type StateCounts = StateCounters;
 
 export const newStateCounts = (): StateCounts => ({ gets: 0, sets: 0, updates: 0, deletes: 0, lists: 0, set_bytes: 0 });
 
