@@ -6,6 +6,20 @@ export function duration(ms: number | undefined | null): string {
   return `${(ms / 1000).toFixed(1)} s`;
 }
 
+/** A byte count as KiB/MiB/GiB. */
+export function bytes(n: number | undefined | null): string {
+  if (n === undefined || n === null || !Number.isFinite(n)) return '-';
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+}
+
 export function uptime(ms: number): string {
   const s = Math.floor(ms / 1000);
   if (s < 60) return `${s}s`;

@@ -84,8 +84,26 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
     assert.match(await caller.innerText(), /node/);
     assert.match(await caller.innerText(), /math::add_two_numbers/);
     assert.match(await math.innerText(), /connected/);
+    // Both SDKs report their process (engine::workers::report) as soon as they connect.
+    for (const row of [math, caller]) {
+      await row.locator('[data-testid=worker-rss]', { hasText: /\d MiB/ }).waitFor({ timeout: 15_000 });
+      assert.match(await row.locator('[data-testid=worker-cpu]').innerText(), /^\d+\.\d s$/);
+      // The lag covers a report's interval (5 s): the report sent on connecting may have none yet.
+      await row.locator('[data-testid=worker-lag]', { hasText: /ms|µs/ }).waitFor({ timeout: 15_000 });
+    }
+    assert.match(await caller.locator('[data-testid=worker-rss]').innerText(), /heap \d/);
     await page.locator('[data-testid=worker-row][data-name=svc-state]').waitFor();
     await shot(page, '1-workers');
+  });
+
+  test('svc worker list shows the CPU time and memory its workers report', async () => {
+    const r = await runSvc(['worker', 'list'], { cwd: project });
+    assert.equal(r.code, 0, r.stderr);
+    const [header, ...rows] = r.stdout.trimEnd().split('\n');
+    assert.match(header!, /RESTARTS\s+CPU\s+MEMORY\s+FUNCTIONS/);
+    for (const name of ['math-worker', 'caller-worker', 'svc-state']) {
+      assert.match(rows.find((l) => l.startsWith(`${name} `)) ?? '', /\s\d+\.\ds\s+\d+(\.\d)? MiB\s/, `${name} in\n${r.stdout}`);
+    }
   });
 
   test('the Functions page invokes math::add and shows c with the duration', async () => {

@@ -6,22 +6,15 @@
  * nothing running. Ports are moved off the defaults so a developer's own engine is safe.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { registerWorker } from 'svc-sdk';
-import { dockerSkipReason } from '../../test/helpers/docker.js';
+import { composeCommand, dockerSkipReason } from '../../test/helpers/docker.js';
 import { closedPort, ROOT, runSvc, until } from '../helpers/cli.js';
 
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const hasImage = async (ref: string): Promise<boolean> => docker.getImage(ref).inspect().then(() => true, () => false);
-
-/** `docker compose` (v2 plugin) where it exists, else Debian's `docker-compose` (v1). */
-function composeCommand(): string[] | undefined {
-  if (spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0) return ['docker', 'compose'];
-  if (spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0) return ['docker-compose'];
-  return undefined;
-}
 
 let skip = await dockerSkipReason();
 const compose = composeCommand();

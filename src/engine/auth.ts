@@ -26,8 +26,8 @@ export interface TokenSpec {
   names?: string[];
 }
 
-/** Callable by every authenticated peer: what any worker needs to announce itself and log. */
-const ALWAYS_CALLABLE = ['engine::workers::register', 'engine::log::*', 'engine::health::check'];
+/** Callable by every authenticated peer: what any worker needs to announce itself, report its process and log. */
+const ALWAYS_CALLABLE = ['engine::workers::register', 'engine::workers::report', 'engine::log::*', 'engine::health::check'];
 
 export function matches(pattern: string, id: string): boolean {
   if (pattern.endsWith('*')) {

@@ -11,6 +11,7 @@ import type { Session } from './session.js';
 import type { Triggers } from './triggers.js';
 import { enterNamespace, type NamespaceRules } from './namespaces.js';
 import { reservedNameRefusal } from './worker-names.js';
+import { installWorkerReports } from './worker-reports.js';
 
 export interface BuiltinDeps {
   registry: Registry;
@@ -81,6 +82,8 @@ export function installBuiltins(deps: BuiltinDeps): void {
     }
     return null;
   }, true);
+
+  installWorkerReports(registry);
 
   const visibleWorkers = (includeClients: boolean): Session[] =>
     [...deps.sessions()].filter((s) => includeClients || s.role !== 'client');

@@ -5,6 +5,7 @@ import type { Call } from './call.js';
 import type { RunIdentity } from './engine-run.js';
 import { ChurnMap } from './hot/shared-with-sdk.js';
 import { counterOf } from './ids.js';
+import type { ProcessReport, ServiceCounters } from './worker-reports.js';
 
 /**
  * The other side of a call or a registration, as the registry, the triggers table, the router and
@@ -56,6 +57,10 @@ export abstract class Peer {
   /** What this peer's registrations store, per key, in characters (budgets.ts StoredValues). */
   readonly stored = new Map<string, number>();
   storedBytes = 0;
+  /** Its latest `engine::workers::report` (worker-reports.ts); null until it sends one. */
+  processReport: ProcessReport | null = null;
+  /** The svc-state / svc-queue counters of that report (service-counters.ts); null: it sent none. */
+  serviceCounters: ServiceCounters | null = null;
 
   /** `name`: what it is called until it says (engine::workers::register); default `anonymous-<id>`. */
   constructor(name?: string) {

@@ -90,6 +90,8 @@ export class Session extends Peer {
       // Verified by its run secret, unlike `name` and `pid`, which the peer reports itself.
       supervised: this.identity?.kind === 'instance' ? { worker: this.identity.worker, replica: this.identity.replica } : null,
       metadata: this.metadata,
+      // What the worker last said of its process (engine::workers::report); null until it reports.
+      process: this.processReport,
     };
   }
 }

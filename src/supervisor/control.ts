@@ -1,6 +1,7 @@
 import { EngineError } from '../engine/errors.js';
 import type { Engine } from '../engine/server.js';
 import type { Session } from '../engine/session.js';
+import { processTotals } from '../engine/worker-reports.js';
 import type { Supervisor } from './supervisor.js';
 import type { WorkerEntry } from './worker-entries.js';
 
@@ -96,6 +97,7 @@ export function installSupervisorFunctions(engine: Engine, sup: Supervisor, conf
         connections: conns.length,
         functions: [...new Set(conns.flatMap((c) => [...c.functions]))].sort(),
         namespaces: [...new Set(conns.map((c) => c.namespace))].sort(),
+        process: processTotals(conns),
       };
     }),
   }));

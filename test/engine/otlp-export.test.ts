@@ -108,6 +108,29 @@ describe('OTLP span export to a real OpenTelemetry Collector', () => {
     });
   }
 
+  test("workers' process reports and svc-state's counters arrive as svc.worker.* and svc.state.* metrics", async () => {
+    const eng = await startEngine({ telemetry: telemetry(collector.httpEndpoint, 'http/protobuf') });
+    const pool = new WorkerPool(() => eng.url);
+    try {
+      // No periodic reports of its own: the one below, with svc-state's counters, stays its latest.
+      const reporter = pool.make('o-reporter', { processReportIntervalMs: 0 });
+      await reporter.ready();
+      const process = { cpu_user_seconds: 1, cpu_system_seconds: 1, rss_bytes: 1 };
+      await reporter.trigger({ function_id: 'engine::workers::report', payload: { process, state: { sets: 3, set_bytes: 30 } } });
+      await eng.engine.otlp!.flushMetrics();
+      await eventually(async () => {
+        const mine = (p: { attributes: Record<string, string>; instance: string }): boolean => p.instance === eng.engine.run.id && p.attributes.worker === 'o-reporter';
+        assert.equal(collector.metricPoints('svc.worker.memory.rss').filter(mine).at(-1)?.value, 1);
+        assert.equal(collector.metricPoints('svc.state.operations').filter((p) => mine(p) && p.attributes.op === 'set').at(-1)?.value, 3);
+        assert.equal(collector.metricPoints('svc.state.set_bytes').filter(mine).at(-1)?.value, 30);
+        assert.equal(collector.metricPoints('svc.worker.cpu.time').filter((p) => mine(p) && p.attributes.mode === 'user').at(-1)?.value, 1);
+      }, 10_000);
+    } finally {
+      await pool.closeAll();
+      await eng.stop();
+    }
+  });
+
   test('sampling_ratio 0 exports nothing', async () => {
     const eng = await startEngine({ telemetry: { ...telemetry(collector.httpEndpoint, 'http/protobuf'), samplingRatio: 0 } });
     const pool = new WorkerPool(() => eng.url);

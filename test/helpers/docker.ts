@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import Docker from 'dockerode';
 
 /**
@@ -31,4 +31,11 @@ export async function dockerSkipReason(needImages: string[] = []): Promise<strin
 /** `docker …` from the Debian package or wherever it is on PATH. */
 export function dockerCli(args: string[]): string {
   return execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** `docker compose` (v2 plugin) where it exists, else Debian's `docker-compose` (v1). */
+export function composeCommand(): string[] | undefined {
+  if (spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0) return ['docker', 'compose'];
+  if (spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0) return ['docker-compose'];
+  return undefined;
 }

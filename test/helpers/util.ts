@@ -42,3 +42,9 @@ export async function freePort(): Promise<number> {
   await new Promise<void>((r) => s.close(() => r()));
   return port;
 }
+
+/** The value of one sample line (`series` with its labels) of a Prometheus text exposition, or undefined. */
+export function promSample(text: string, series: string): number | undefined {
+  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
+  return undefined;
+}

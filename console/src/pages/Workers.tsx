@@ -1,6 +1,6 @@
 import { call } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
-import { uptime } from '../format';
+import { bytes, duration, uptime } from '../format';
 import { usePoll } from '../hooks';
 import { useState } from 'react';
 import { SupervisedWorkers, SupervisorActions, useSupervised } from './SupervisedWorkers';
@@ -22,6 +22,46 @@ interface WorkerInfo {
   ip: string;
   /** Cluster mode: the node id of the engine the worker is connected to. */
   engine?: string;
+  /** What the worker last reported of its process (engine::workers::report); null or absent: nothing yet. */
+  process?: ProcessReport | null;
+}
+
+interface ProcessReport {
+  cpu_user_seconds: number;
+  cpu_system_seconds: number;
+  rss_bytes: number;
+  heap_used_bytes: number | null;
+  event_loop_lag_mean_ms: number | null;
+  event_loop_lag_max_ms: number | null;
+  reported_at: string;
+}
+
+/** CPU, memory and loop-lag cells of one worker; '-' until it reports (or for another engine's workers). */
+function ProcessCells({ p }: { p: ProcessReport | null | undefined }) {
+  if (!p) {
+    return (
+      <>
+        <td className="num">-</td>
+        <td className="num">-</td>
+        <td className="num">-</td>
+      </>
+    );
+  }
+  return (
+    <>
+      <td className="num" data-testid="worker-cpu" title="CPU time since the process started (user + system)">
+        {(p.cpu_user_seconds + p.cpu_system_seconds).toFixed(1)} s
+      </td>
+      <td className="num" data-testid="worker-rss" title="Resident memory">
+        {bytes(p.rss_bytes)}
+        {p.heap_used_bytes !== null ? <div className="sub">heap {bytes(p.heap_used_bytes)}</div> : null}
+      </td>
+      <td className="num" data-testid="worker-lag" title="Event-loop lag over the last report interval: mean, max">
+        {duration(p.event_loop_lag_mean_ms)}
+        {p.event_loop_lag_max_ms !== null ? <div className="sub">max {duration(p.event_loop_lag_max_ms)}</div> : null}
+      </td>
+    </>
+  );
 }
 
 export function WorkersPage() {
@@ -50,6 +90,9 @@ export function WorkersPage() {
               <th>Status</th>
               <th>Functions</th>
               <th className="num">In flight</th>
+              <th className="num">CPU</th>
+              <th className="num">Memory</th>
+              <th className="num">Loop lag</th>
               <th className="num">Uptime</th>
               <th />
             </tr>
@@ -89,6 +132,7 @@ export function WorkersPage() {
                     ))}
                   </td>
                   <td className="num">{w.in_flight ?? '-'}</td>
+                  <ProcessCells p={w.process} />
                   <td className="num">{uptime(w.uptime_ms)}</td>
                   <td>
                     {supervisedNames.has(w.name) ? (

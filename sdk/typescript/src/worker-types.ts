@@ -27,6 +27,12 @@ export interface WorkerOptions {
   metadata?: Record<string, unknown>;
   /** `client`: a short-lived caller such as the CLI; hidden from worker lists. */
   role?: 'worker' | 'client';
+  /**
+   * How often the worker reports its process's CPU, memory and event-loop lag to the engine
+   * (engine::workers::report; the console's Workers page and /metrics show them), ms. Default: env
+   * SVC_PROCESS_REPORT_MS, else 5000; 0 turns the reports off. Workers only (not `role: 'client'`).
+   */
+  processReportIntervalMs?: number;
   /** Print Logger lines locally too (default true). */
   echoLogs?: boolean;
   /** Sent as `Authorization: Bearer …` when the engine requires tokens. Default: env SVC_TOKEN. */

@@ -7,8 +7,9 @@ import type { InvocationScope } from './context.js';
 import { describeValue, InvocationError, toErrorBody } from './errors.js';
 import { Invoker } from './invoker.js';
 import { LogBatcher } from './log-batcher.js';
+import { ProcessReporter } from './process-reporter.js';
 import { Logger, setDefaultLogSink, type LogSink } from './logger.js';
-import { DEFAULT_ENGINE_URL, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES, FEATURES, PROTOCOL_VERSION, REGISTER_WORKER_FUNCTION, RUN_SECRET_HEADER } from './protocol/constants.js';
+import { DEFAULT_ENGINE_URL, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES, DEFAULT_PROCESS_REPORT_MS, FEATURES, PROTOCOL_VERSION, REGISTER_WORKER_FUNCTION, RUN_SECRET_HEADER } from './protocol/constants.js';
 import type { LogLevel } from './protocol/log-rows.js';
 import type { HelloMsg, Message, WorkerRegisteredMsg } from './protocol/messages.js';
 import { redactAddress } from './redact.js';
@@ -47,6 +48,12 @@ export function registerWorker(url: string | readonly string[] = process.env.SVC
   return w;
 }
 
+/** SVC_PROCESS_REPORT_MS, when it is a whole number of ms (0: no reports). */
+function reportIntervalFromEnv(): number | undefined {
+  const v = process.env.SVC_PROCESS_REPORT_MS;
+  return v !== undefined && /^\d{1,9}$/.test(v) ? Number(v) : undefined;
+}
+
 /**
  * A connection to the engine that holds this process's functions, trigger types and triggers, and
  * replays them on every reconnect. Its parts: Connection (the socket, reconnecting), Caller
@@ -63,6 +70,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   private readonly invoker: Invoker<Worker>;
   private readonly triggers: TriggerRegistry;
   private readonly logs: LogBatcher;
+  /** Off for clients and with processReportIntervalMs: 0. */
+  private readonly reporter: ProcessReporter | undefined;
   private readonly opts: WorkerOptions & { maxFrameBytes: number; role: 'worker' | 'client' };
   private current: WorkerState = 'disconnected';
   private registered: WorkerRegisteredMsg | null = null;
@@ -151,6 +160,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       report: (e) => this.report(e),
     });
     this.logs = new LogBatcher(this.conn, () => this.current === 'connected' || this.current === 'draining');
+    const reportMs = options.processReportIntervalMs ?? reportIntervalFromEnv() ?? DEFAULT_PROCESS_REPORT_MS;
+    if (this.opts.role === 'worker' && reportMs > 0) this.reporter = new ProcessReporter(this.conn, () => this.current === 'connected' || this.current === 'draining', reportMs);
     if (this.opts.role === 'worker') {
       watchEngineLiveness();
       setDefaultLogSink(this);
@@ -158,6 +169,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   }
 
   start(): void {
+    this.reporter?.start();
     this.conn.start();
   }
 
@@ -289,6 +301,15 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
     return this.stopping;
   }
 
+  /**
+   * Adds fields to this worker's process reports (engine::workers::report): `source` is asked at
+   * each report. The engine knows `state` and `queues` (svc-state's and svc-queue's counters,
+   * docs/observability.md); it ignores other fields. No effect with processReportIntervalMs: 0.
+   */
+  reportAlso(source: () => Record<string, unknown> | Promise<Record<string, unknown>>): void {
+    if (this.reporter) this.reporter.extra = source;
+  }
+
   /** Test hook: drop the socket as a network failure would. */
   simulateDisconnect(): void {
     this.conn.drop();
@@ -326,6 +347,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
 
   /** Enter `closed`: ready() waiters fail with `refusal`, else `shutting_down`. */
   private close(refusal: InvocationError | null): void {
+    this.reporter?.stop();
     this.closedBy = refusal;
     this.setState('closed');
     const err = this.closedError();
@@ -375,6 +397,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
         this.lastRefusal = null;
         if (this.current === 'connecting' || this.current === 'disconnected') this.setState('connected');
         for (const w of this.waiters.splice(0)) w.connected();
+        this.reporter?.send();
         this.tell({ type: 'connected', url: this.url, workerId: m.worker_id });
         return;
       case 'hello':

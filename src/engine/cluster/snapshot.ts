@@ -6,7 +6,7 @@ import type { Triggers } from '../triggers.js';
 /**
  * What one engine publishes about itself: the functions and trigger types its own workers
  * provide, and the workers themselves. Other engines build their view of the cluster from these.
- * Volatile fields (uptime, load) are left out, so the text changes only when something real does
+ * Volatile fields (uptime, load, process metrics) are left out, so the text changes only when something real does
  * and an unchanged snapshot is never re-published.
  */
 export interface NodeSnapshot {
@@ -57,7 +57,7 @@ export function buildSnapshot(
   for (const s of sessions) {
     for (const t of s.triggerTypes) typeIds.add(t);
     if (s.role === 'client') continue;
-    const { uptime_ms: _u, in_flight: _f, ...stable } = s.describe();
+    const { uptime_ms: _u, in_flight: _f, process: _p, ...stable } = s.describe();
     snap.workers.push(stable);
   }
   for (const t of triggers.listTypes()) {

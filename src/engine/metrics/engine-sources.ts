@@ -4,6 +4,7 @@ import type { Session } from '../session.js';
 import type { EngineTelemetry } from '../telemetry/engine-telemetry.js';
 import type { CallMetrics } from './call-metrics.js';
 import type { EngineMetricSources } from './prometheus.js';
+import { workerSamples } from './worker-series.js';
 
 type TrafficCounts = ReturnType<EngineMetricSources['traffic']>;
 
@@ -57,5 +58,7 @@ export function engineMetricSources(e: {
     traffic: () => e.traffic.total(e.sessions()),
     functions: () => e.registry.size,
     telemetry: () => e.otlp()?.counts() ?? null,
+    // Bounded like function ids: max_function_series reporting workers get series of their own.
+    workers: () => workerSamples(e.sessions(), e.calls.maxFunctions),
   };
 }

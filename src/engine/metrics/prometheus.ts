@@ -1,6 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
 import type { ExportCounts } from '../telemetry/ring-export.js';
 import { CallMetrics, LATENCY_BUCKETS_S, STATUSES } from './call-metrics.js';
+import { QUEUE_EVENTS, QUEUE_STATES } from '../service-counters.js';
+import type { WorkerProcessSample } from './worker-series.js';
 
 /**
  * The engine's Prometheus metrics (docs/observability.md lists them), in a prom-client Registry of
@@ -21,6 +23,8 @@ export interface EngineMetricSources {
   functions(): number;
   /** What the OTLP export did (logs null when only spans are exported); null when it is off. */
   telemetry(): { spans: ExportCounts; logs: ExportCounts | null } | null;
+  /** The latest process report of each worker that sent one (bounded: _other). */
+  workers(): WorkerProcessSample[];
 }
 
 export const METRIC_PREFIX = 'svc_engine_';
@@ -79,7 +83,57 @@ export function engineRegistry(src: EngineMetricSources, withProcessMetrics = tr
       }
     },
   );
+  workerGauges(registry, src);
   return registry;
+}
+
+/** What each worker reports of its process (engine::workers::report), labelled {worker, replica}. */
+function workerGauges(registry: Registry, src: EngineMetricSources): void {
+  const w = 'svc_worker_';
+  const labels = ['worker', 'replica'];
+  const each = (value: (s: WorkerProcessSample) => number | null) => (set: Inc) => {
+    for (const s of src.workers()) {
+      const v = value(s);
+      if (v !== null) set({ worker: s.worker, replica: s.replica }, v);
+    }
+  };
+  totalCounter(registry, `${w}cpu_user_seconds_total`, 'User CPU time of each worker process, as it reports it.', labels, each((s) => s.cpuUserSeconds));
+  totalCounter(registry, `${w}cpu_system_seconds_total`, 'System CPU time of each worker process, as it reports it.', labels, each((s) => s.cpuSystemSeconds));
+  gauge(registry, `${w}resident_memory_bytes`, 'Resident memory of each worker process.', labels, each((s) => s.rssBytes));
+  gauge(registry, `${w}heap_used_bytes`, 'Heap in use of each worker process (Node.js workers).', labels, each((s) => s.heapUsedBytes));
+  gauge(registry, `${w}event_loop_lag_seconds`, 'Mean event-loop lag of each worker over its last report interval.', labels, each((s) => s.eventLoopLagMeanSeconds));
+  gauge(registry, `${w}event_loop_lag_max_seconds`, 'Largest event-loop lag of each worker over its last report interval.', labels, each((s) => s.eventLoopLagMaxSeconds));
+  serviceCounters(registry, src);
+}
+
+const STATE_OPS = [
+  ['get', 'gets'],
+  ['set', 'sets'],
+  ['update', 'updates'],
+  ['delete', 'deletes'],
+  ['list', 'lists'],
+] as const;
+
+/** svc-state's and svc-queue's own counters, as their instances report them. */
+function serviceCounters(registry: Registry, src: EngineMetricSources): void {
+  totalCounter(registry, 'svc_state_operations_total', 'svc-state operations served, by instance and op (get, set, update, delete, list).', ['worker', 'replica', 'op'], (inc) => {
+    for (const s of src.workers()) {
+      if (s.state) for (const [op, f] of STATE_OPS) inc({ worker: s.worker, replica: s.replica, op }, s.state[f]);
+    }
+  });
+  totalCounter(registry, 'svc_state_set_bytes_total', 'JSON bytes of the values svc-state stored with state::set, by instance.', ['worker', 'replica'], (inc) => {
+    for (const s of src.workers()) if (s.state) inc({ worker: s.worker, replica: s.replica }, s.state.set_bytes);
+  });
+  totalCounter(registry, 'svc_queue_jobs_total', 'svc-queue jobs by instance, queue and event (enqueued, completed, retried, dead_lettered).', ['worker', 'replica', 'queue', 'event'], (inc) => {
+    for (const s of src.workers()) {
+      for (const q of s.queues) for (const e of QUEUE_EVENTS) inc({ worker: s.worker, replica: s.replica, queue: q.queue, event: e }, q[e]);
+    }
+  });
+  gauge(registry, 'svc_queue_jobs', 'svc-queue jobs held now, by queue and state (waiting, delayed, running, dlq), as each instance last saw its store.', ['worker', 'replica', 'queue', 'state'], (set) => {
+    for (const s of src.workers()) {
+      for (const q of s.queues) for (const st of QUEUE_STATES) set({ worker: s.worker, replica: s.replica, queue: q.queue, state: st }, q[st]);
+    }
+  });
 }
 
 type Labels = Record<string, string>;

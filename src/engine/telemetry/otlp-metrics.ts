@@ -14,6 +14,7 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import { LATENCY_BUCKETS_S, STATUSES } from '../metrics/call-metrics.js';
 import type { EngineMetricSources } from '../metrics/prometheus.js';
+import { QUEUE_EVENTS, QUEUE_STATES, STATE_FIELDS } from '../service-counters.js';
 import { ENGINE_VERSION } from '../options.js';
 import { grpcExporterOptions, httpExporterOptions } from './otlp-endpoint.js';
 import type { TelemetryOptions } from './telemetry-options.js';
@@ -71,6 +72,35 @@ class EngineMetricProducer implements MetricProducer {
       dropped.push([{ signal, reason: 'export_failed' }, counts.dropped.export_failed]);
       dropped.push([{ signal, reason: 'ring_overrun' }, counts.dropped.ring_overrun]);
     }
+    const workers = src.workers();
+    const perWorker = (value: (w: (typeof workers)[number]) => number | null): Array<[Attributes, number]> => {
+      const points: Array<[Attributes, number]> = [];
+      for (const w of workers) {
+        const v = value(w);
+        if (v !== null) points.push([{ worker: w.worker, replica: w.replica }, v]);
+      }
+      return points;
+    };
+    const cpu: Array<[Attributes, number]> = [];
+    for (const w of workers) {
+      cpu.push([{ worker: w.worker, replica: w.replica, mode: 'user' }, w.cpuUserSeconds]);
+      cpu.push([{ worker: w.worker, replica: w.replica, mode: 'system' }, w.cpuSystemSeconds]);
+    }
+    const stateOps: Array<[Attributes, number]> = [];
+    const stateBytes: Array<[Attributes, number]> = [];
+    const queueJobs: Array<[Attributes, number]> = [];
+    const queueDepth: Array<[Attributes, number]> = [];
+    for (const w of workers) {
+      const who = { worker: w.worker, replica: w.replica };
+      if (w.state) {
+        for (const f of STATE_FIELDS) if (f !== 'set_bytes') stateOps.push([{ ...who, op: f.slice(0, -1) }, w.state[f]]);
+        stateBytes.push([who, w.state.set_bytes]);
+      }
+      for (const q of w.queues) {
+        for (const e of QUEUE_EVENTS) queueJobs.push([{ ...who, queue: q.queue, event: e }, q[e]]);
+        for (const st of QUEUE_STATES) queueDepth.push([{ ...who, queue: q.queue, state: st }, q[st]]);
+      }
+    }
     const metrics: MetricData[] = [
       sum('svc.engine.calls', '{call}', 'Calls that ended, by function id (bounded: _other) and status.', calls),
       {
@@ -95,6 +125,15 @@ class EngineMetricProducer implements MetricProducer {
       sum('svc.engine.sent_bytes', 'By', 'Bytes written to peer sockets.', [[{}, traffic.bytesOut]]),
       sum('svc.engine.otlp.exported', '{item}', 'Spans and log lines the OTLP export sent.', exported),
       sum('svc.engine.otlp.dropped', '{item}', 'Spans and log lines the OTLP export dropped.', dropped),
+      sum('svc.worker.cpu.time', 's', 'CPU time of each worker process, as it reports it, by mode (user, system).', cpu),
+      gauge('svc.worker.memory.rss', 'By', 'Resident memory of each worker process.', perWorker((w) => w.rssBytes)),
+      gauge('svc.worker.heap.used', 'By', 'Heap in use of each worker process (Node.js workers).', perWorker((w) => w.heapUsedBytes)),
+      gauge('svc.worker.event_loop.lag', 's', 'Mean event-loop lag of each worker over its last report interval.', perWorker((w) => w.eventLoopLagMeanSeconds)),
+      gauge('svc.worker.event_loop.lag_max', 's', 'Largest event-loop lag of each worker over its last report interval.', perWorker((w) => w.eventLoopLagMaxSeconds)),
+      sum('svc.state.operations', '{operation}', 'svc-state operations served, by instance and op.', stateOps),
+      sum('svc.state.set_bytes', 'By', 'JSON bytes of the values svc-state stored with state::set.', stateBytes),
+      sum('svc.queue.jobs', '{job}', 'svc-queue jobs by instance, queue and event (enqueued, completed, retried, dead_lettered).', queueJobs),
+      gauge('svc.queue.depth', '{job}', 'svc-queue jobs held now, by queue and state (waiting, delayed, running, dlq).', queueDepth),
     ];
     return Promise.resolve({ resourceMetrics: { resource: this.resource, scopeMetrics: [{ scope: { name: 'svc-engine', version: ENGINE_VERSION }, metrics }] }, errors: [] });
   }

@@ -27,6 +27,14 @@ export interface DispatcherOptions {
   now?: () => number;
 }
 
+/** What one svc-queue instance did with one queue's jobs (Dispatcher.events). */
+export interface QueueEvents {
+  enqueued: number;
+  completed: number;
+  retried: number;
+  dead_lettered: number;
+}
+
 type Op =
   | { t: 'enq'; job: NewJob; resolve(): void; reject(e: Error): void }
   | { t: 'pub'; p: Publication; resolve(copies: number): void; reject(e: Error): void }
@@ -84,6 +92,12 @@ export class Dispatcher {
   private probeTimer: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
   private dueAt = Infinity;
+  /**
+   * Per queue, what this instance did since it started: enqueues stored, and results it recorded
+   * (completed, retried, dead-lettered). Reported to the engine with the process report
+   * (worker.ts, engine::workers::report `queues`), which /metrics exports.
+   */
+  readonly events = new Map<string, QueueEvents>();
 
   constructor(private readonly opts: DispatcherOptions) {
     this.store = opts.store;
@@ -213,10 +227,13 @@ export class Dispatcher {
           claimAll = true;
           break;
         case 'done':
+          this.eventsOf(op.queue).completed++;
           input.complete.push({ id: op.id, attempt: op.attempt });
           claim.add(op.queue);
           break;
         case 'fail':
+          if (op.f.outcome === 'retry') this.eventsOf(op.queue).retried++;
+          else if (op.f.outcome === 'dlq') this.eventsOf(op.queue).dead_lettered++;
           input.fail.push(op.f);
           claim.add(op.queue);
           break;
@@ -261,7 +278,10 @@ export class Dispatcher {
     enqueues.forEach((op, i) => {
       const refused = r.enqueued[i];
       if (refused) op.reject(new QueueError(refused.code, refused.message));
-      else op.resolve();
+      else {
+        this.eventsOf(op.job.queue).enqueued++;
+        op.resolve();
+      }
     });
     publications.forEach((op, i) => {
       const v = r.published[i];
@@ -282,6 +302,12 @@ export class Dispatcher {
       this.batcher.push({ t: 'fail', queue: job.queue, f });
     }
     if (r.nextDueAt !== null) this.scheduleDue(r.nextDueAt);
+  }
+
+  private eventsOf(queue: string): QueueEvents {
+    let e = this.events.get(queue);
+    if (!e) this.events.set(queue, (e = { enqueued: 0, completed: 0, retried: 0, dead_lettered: 0 }));
+    return e;
   }
 
   private scheduleDue(at: number): void {

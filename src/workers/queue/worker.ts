@@ -6,6 +6,9 @@
 import { registerWorker, Logger, type TriggerBinding, type Worker } from 'svc-sdk';
 import { parseQueueConfig, type QueueSettings, type QueueWorkerConfig } from './config.js';
 import { Dispatcher } from './dispatcher.js';
+
+/** The engine takes at most this many queues per report (src/engine/service-counters.ts). */
+const MAX_REPORTED_QUEUES = 200;
 import { openEmbeddedQueueStore } from './embedded-store.js';
 import { openRedisQueueStore } from './redis-store.js';
 import { FUNCTION_DESCRIPTIONS, queueFunctions } from './service.js';
@@ -115,6 +118,16 @@ export async function startQueueWorker(opts: QueueWorkerOptions = {}): Promise<R
       unregisterTrigger: (b: TriggerBinding) => subscriptions.unregister(b),
     },
   );
+  // The process reports carry each queue's depth (read from the store, so every instance of a
+  // shared Redis store reports the same) and what this instance did (dispatcher.events).
+  worker.reportAlso(async () => {
+    const counts = await store.counts([...config.queues.keys()]);
+    const queues = counts.slice(0, MAX_REPORTED_QUEUES).map((c) => {
+      const e = dispatcher.events.get(c.queue);
+      return { queue: c.queue, enqueued: e?.enqueued ?? 0, completed: e?.completed ?? 0, retried: e?.retried ?? 0, dead_lettered: e?.dead_lettered ?? 0, waiting: c.waiting, delayed: c.delayed, running: c.running, dlq: c.dlq };
+    });
+    return { queues };
+  });
   worker.on('connected', () => dispatcher.setConnected(true));
   worker.on('disconnected', () => dispatcher.setConnected(false));
   if (worker.state === 'connected') dispatcher.setConnected(true);

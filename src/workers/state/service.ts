@@ -4,6 +4,7 @@
  * calls them directly against every store, so what a caller sees is tested once for all stores.
  */
 import { DEFAULT_MAX_FRAME_BYTES, type CallRequest } from 'svc-sdk';
+import type { StateCounters } from 'svc-sdk/protocol';
 import { describe } from '../shared/describe.js';
 import {
   StateError,
@@ -87,6 +88,15 @@ export interface ServiceLimits extends StoreLimits {
   answerBytes?: () => number;
 }
 
+/**
+ * Operations served since start, and the JSON characters of the values `state::set` stored: sent
+ * with the worker's process reports (engine::workers::report `state`), which /metrics exports. A
+ * counter increment per call; no value is measured that the call did not measure already.
+ */
+export type StateCounts = StateCounters;
+
+export const newStateCounts = (): StateCounts => ({ gets: 0, sets: 0, updates: 0, deletes: 0, lists: 0, set_bytes: 0 });
+
 /** Room for the rest of an answer's frame: the ids, `next_cursor` (a key of up to 1 KiB, escaped). */
 export const ANSWER_FRAME_ROOM = 16 * 1024;
 
@@ -95,7 +105,12 @@ export const ANSWER_FRAME_ROOM = 16 * 1024;
  * something, and once per delete (of an absent key too, as iii does); an update that leaves an
  * absent key absent is not an event.
  */
-export function stateFunctions(store: StateStore, limits: ServiceLimits, onChange?: (e: StateEvent, parent: CallParent | undefined) => void): StateFunctions {
+export function stateFunctions(
+  store: StateStore,
+  limits: ServiceLimits,
+  onChange?: (e: StateEvent, parent: CallParent | undefined) => void,
+  counts: StateCounts = newStateCounts(),
+): StateFunctions {
   const answerBytes = limits.answerBytes ?? (() => DEFAULT_MAX_FRAME_BYTES - ANSWER_FRAME_ROOM);
   const emit = (scope: string, key: string, c: Change, parent: CallParent | undefined, deleting = false) => {
     if (onChange) {
@@ -106,17 +121,21 @@ export function stateFunctions(store: StateStore, limits: ServiceLimits, onChang
   };
   return {
     async 'state::get'(data) {
+      counts.gets++;
       const p = payloadObject('state::get', data);
       return store.get(checkScope('state::get', p.scope), checkKey('state::get', p.key));
     },
     async 'state::set'(data, parent) {
+      counts.sets++;
       const p = payloadObject('state::set', data);
       const scope = checkScope('state::set', p.scope);
       const key = checkKey('state::set', p.key);
       const json = encodeValue('state::set', scope, key, p.value, limits);
+      counts.set_bytes += json.length;
       return emit(scope, key, await store.set(scope, key, json), parent);
     },
     async 'state::delete'(data, parent) {
+      counts.deletes++;
       const p = payloadObject('state::delete', data);
       const scope = checkScope('state::delete', p.scope);
       const key = checkKey('state::delete', p.key);
@@ -125,6 +144,7 @@ export function stateFunctions(store: StateStore, limits: ServiceLimits, onChang
       return c.old_value;
     },
     async 'state::update'(data, parent) {
+      counts.updates++;
       const p = payloadObject('state::update', data);
       const scope = checkScope('state::update', p.scope);
       const key = checkKey('state::update', p.key);
@@ -137,6 +157,7 @@ export function stateFunctions(store: StateStore, limits: ServiceLimits, onChang
       return result;
     },
     async 'state::list'(data) {
+      counts.lists++;
       const p = payloadObject('state::list', data);
       const scope = checkScope('state::list', p.scope);
       if (p.limit == null && p.cursor == null) {

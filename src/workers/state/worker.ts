@@ -6,7 +6,7 @@
 import { DEFAULT_MAX_FRAME_BYTES, registerWorker, Logger, type TriggerBinding, type Worker } from 'svc-sdk';
 import { openEmbeddedStore } from './embedded-store.js';
 import { openRedisStore } from './redis-store.js';
-import { ANSWER_FRAME_ROOM, FUNCTION_DESCRIPTIONS, stateFunctions, type CallParent, type StateEvent, type StateFunctions } from './service.js';
+import { ANSWER_FRAME_ROOM, FUNCTION_DESCRIPTIONS, newStateCounts, stateFunctions, type CallParent, type StateEvent, type StateFunctions } from './service.js';
 import { StateError, type StateStore } from './store.js';
 import { parseStateConfig, type StateConfig } from './config.js';
 
@@ -107,7 +107,9 @@ export async function startStateWorker(opts: StateWorkerOptions = {}): Promise<R
   // operations already issued finish first.
   // A state::list answer must fit in a frame the engine accepts (its hello tells its limit).
   const answerBytes = (): number => Math.min(worker.engine?.max_frame_bytes ?? DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES) - ANSWER_FRAME_ROOM;
-  const fns = stateFunctions(store, { maxValueBytes: config.maxValueBytes, answerBytes }, onChange);
+  const counts = newStateCounts();
+  worker.reportAlso(() => ({ state: counts }));
+  const fns = stateFunctions(store, { maxValueBytes: config.maxValueBytes, answerBytes }, onChange, counts);
   for (const id of Object.keys(fns) as (keyof StateFunctions)[]) {
     worker.registerFunction(id, fns[id], { description: FUNCTION_DESCRIPTIONS[id] });
   }

@@ -6,7 +6,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
-from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES
+from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES, DEFAULT_PROCESS_REPORT_MS
 
 
 def default_url() -> str:
@@ -22,6 +22,12 @@ def default_namespace() -> str | None:
 
 def default_worker_name() -> str:
     return os.environ.get("SVC_WORKER_NAME") or f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _report_interval_from_env() -> int:
+    """$SVC_PROCESS_REPORT_MS when it is a whole number of ms (0: no reports), else the default."""
+    v = os.environ.get("SVC_PROCESS_REPORT_MS", "")
+    return int(v) if v.isdigit() and len(v) <= 9 else DEFAULT_PROCESS_REPORT_MS
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,10 @@ class InitOptions:
     #: WebSocket keepalive ping interval; None disables it. A dead engine is noticed within 2x this.
     keepalive_interval_ms: int | None = 20_000
     reconnect: ReconnectOptions = field(default_factory=ReconnectOptions)
+    #: How often the worker reports its process's CPU, memory and asyncio loop lag to the engine
+    #: (engine::workers::report; the console's Workers page and /metrics show them). Default:
+    #: $SVC_PROCESS_REPORT_MS, else 5000. 0 turns it off.
+    process_report_interval_ms: int = field(default_factory=lambda: _report_interval_from_env())
     #: Install SIGINT/SIGTERM handlers (main thread only) that close the connection cleanly.
     handle_signals: bool = True
     #: Sent as `Authorization: Bearer ...` when the engine requires tokens. Default: $SVC_TOKEN.
@@ -97,5 +107,9 @@ class InitOptions:
             raise ValueError(f"InitOptions.invocation_timeout_ms must be > 0, got {self.invocation_timeout_ms}")
         if self.max_frame_bytes < 1024:
             raise ValueError(f"InitOptions.max_frame_bytes must be >= 1024, got {self.max_frame_bytes}")
+        if self.process_report_interval_ms < 0:
+            raise ValueError(
+                f"InitOptions.process_report_interval_ms must be >= 0, got {self.process_report_interval_ms}"
+            )
         if self.max_handler_threads < 1:
             raise ValueError(f"InitOptions.max_handler_threads must be >= 1, got {self.max_handler_threads}")

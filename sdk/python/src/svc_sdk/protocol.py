@@ -60,6 +60,10 @@ DEFAULT_NAMESPACE: Final = "default"
 LOG_FUNCTION_PREFIX: Final = "engine::log::"
 #: Logger lines, several per call: {"lines": [[level, message, data, function_id, invocation_id, trace_id], ...]}.
 LOG_BATCH_FUNCTION: Final = "engine::log::batch"
+#: The worker's process metrics, every few seconds: {"process": {"cpu_user_seconds", "rss_bytes", ...}}.
+REPORT_WORKER_FUNCTION: Final = "engine::workers::report"
+#: How often the SDKs send REPORT_WORKER_FUNCTION by default, ms.
+DEFAULT_PROCESS_REPORT_MS: Final = 5000
 
 #: The leading keys of a call frame as the SDKs write it (frame-layout.ts in the TypeScript SDK): the
 #: engine passes the payload of a frame that begins so on to the callee as text, without

@@ -24,6 +24,7 @@ from .context import current_invocation
 from .errors import ErrorCode, InvalidArgumentError, InvalidFunctionIdError, SvcError
 from .handlers import Handler, Invoker, RegisteredFunction, is_async_callable
 from .options import InitOptions, default_url
+from .process_report import ProcessReporter
 from .protocol import (
     LOG_BATCH_FUNCTION,
     REGISTER_WORKER_FUNCTION,
@@ -91,6 +92,7 @@ class Worker:
         self._log_lock = threading.Lock()
         self._log_rows: list[list[Any]] = []
         self._log_flush_scheduled = False
+        self._reporter = ProcessReporter(options.process_report_interval_ms, self._send_now)
 
     @property
     def worker_name(self) -> str:
@@ -288,9 +290,11 @@ class Worker:
         self.shutdown()
 
     async def _main(self) -> None:
+        reporting = spawn(self._reporter.run())
         try:
             await self._connection.run()
         finally:
+            reporting.cancel()
             self._connected.clear()
             self._stopped.set()
             self._caller.fail_all(ErrorCode.SHUTTING_DOWN, "The worker is shutting down")
@@ -333,6 +337,7 @@ class Worker:
             await session.send(trigger.frame())
             self._triggers.sent(trigger, session)
         self._connected.set()
+        self._reporter.report()
 
     def on_frame(self, session: Session, frame: Frame) -> None:
         kind = frame["type"]

@@ -49,3 +49,7 @@ export const RUN_SECRET_HEADER = 'x-svc-run-secret';
 export const REGISTER_WORKER_FUNCTION = 'engine::workers::register';
 /** Logger lines, several per call: `{lines: [[level, message, data, function_id, invocation_id, trace_id], …]}`. */
 export const LOG_BATCH_FUNCTION = 'engine::log::batch';
+/** The worker's process metrics, every few seconds: `{process: {cpu_user_seconds, cpu_system_seconds, rss_bytes, …}}`. */
+export const REPORT_WORKER_FUNCTION = 'engine::workers::report';
+/** How often the SDKs send REPORT_WORKER_FUNCTION by default, ms. */
+export const DEFAULT_PROCESS_REPORT_MS = 5000;

@@ -13,6 +13,7 @@
  *   path relies on to pass payloads on as text.
  * - function-id.ts: what a function id may hold.
  * - log-rows.ts: Logger lines as rows of `engine::log::batch`.
+ * - worker-report.ts: the counters of `engine::workers::report` (svc-state's, svc-queue's).
  *
  * The helpers that implement these rules for the engine and the SDK (the frame builders, the depth
  * measure, log rows) are in `svc-sdk/internal`, which is not a contract.
@@ -26,3 +27,4 @@ export { ErrorCode, type ErrorCodeValue } from './error-codes.js';
 export { INVOKE_KEY_ORDER, RESULT_KEY_ORDER } from './frame-layout.js';
 export { functionIdProblem, FUNCTION_ID_MAX_LENGTH } from './function-id.js';
 export type { LogLevel } from './log-rows.js';
+export type { QueueCounters, StateCounters } from './worker-report.js';

@@ -24,7 +24,12 @@ interface SupRow {
   namespaces: string[];
   last_error: string | null;
   last_exit: { how: string; at: string; output: string[] } | null;
+  /** What its connected instances report of their processes, summed (engine::workers::report); null: none has. */
+  process: { cpu_seconds: number; rss_bytes: number } | null;
 }
+
+/** Bytes as MiB for the table. */
+const mib = (n: number): string => `${(n / (1024 * 1024)).toFixed(n < 10 * 1024 * 1024 ? 1 : 0)} MiB`;
 
 /** A status that says what a user needs to know: a worker running but not (yet) connected is not fine. */
 function statusOf(s: SupRow): string {
@@ -68,6 +73,7 @@ line of output; --json adds the last lines of output (last_exit.output), pids an
         namespaces: [],
         last_error: null,
         last_exit: null,
+        process: null,
       }));
     } else {
       try {
@@ -88,6 +94,7 @@ line of output; --json adds the last lines of output (last_exit.output), pids an
             namespaces: s.namespaces,
             last_error: s.last_error,
             last_exit: s.last_exit,
+            process: s.process ?? null,
           }));
         }, 5000, process.env.SVC_TOKEN ?? engine.token);
       } catch (e) {
@@ -102,11 +109,13 @@ line of output; --json adds the last lines of output (last_exit.output), pids an
         ...r,
         runtime: `${String(r.runtime)}${Number(r.replicas) > 1 ? ` x${String(r.replicas)}` : ''}`,
         pid: (r.pids as number[]).length ? (r.pids as number[]).join(',') : r.runtime === 'docker' ? (r.instances as Array<string | null>).map((c) => (c ? c.slice(0, 12) : '-')).join(',') || null : null,
+        cpu: r.process ? `${(r.process as SupRow['process'])!.cpu_seconds.toFixed(1)}s` : null,
+        memory: r.process ? mib((r.process as SupRow['process'])!.rss_bytes) : null,
         'last error': typeof r.last_error === 'string' && r.last_error.length > 80 ? r.last_error.slice(0, 79) + '…' : r.last_error,
       }));
       // The namespace column only once a worker is in one other than `default`.
       const namespaced = rows.some((r) => (r.namespaces as string[]).some((n) => n !== 'default'));
-      const columns = ['name', 'kind', 'runtime', 'pid', 'status', 'restarts', ...(namespaced ? ['namespaces'] : []), 'functions', 'last error'];
+      const columns = ['name', 'kind', 'runtime', 'pid', 'status', 'restarts', 'cpu', 'memory', ...(namespaced ? ['namespaces'] : []), 'functions', 'last error'];
       this.log(table(shown, columns));
     }
   }
