@@ -5,6 +5,7 @@ import { ChannelReader, ChannelWriter, type ChannelRef } from './channels.js';
 import { Connection, DEFAULT_RECONNECT } from './connection.js';
 import type { InvocationScope } from './context.js';
 import { describeValue, InvocationError, toErrorBody } from './errors.js';
+import { reportIntervalFromEnv, workerNamespace } from './worker-env.js';
 import { Invoker } from './invoker.js';
 import { LogBatcher } from './log-batcher.js';
 import { ProcessReporter } from './process-reporter.js';
@@ -46,12 +47,6 @@ export function registerWorker(url: string | readonly string[] = process.env.SVC
   const w = new Worker(url, options);
   w.start();
   return w;
-}
-
-/** SVC_PROCESS_REPORT_MS, when it is a whole number of ms (0: no reports). */
-function reportIntervalFromEnv(): number | undefined {
-  const v = process.env.SVC_PROCESS_REPORT_MS;
-  return v !== undefined && /^\d{1,9}$/.test(v) ? Number(v) : undefined;
 }
 
 /**
@@ -490,19 +485,4 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
     if (this.listenerCount('error') > 0) this.emit('error', e);
     else process.stderr.write(`svc-sdk [${this.workerName}]: ${e.message}\n`);
   }
-}
-
-/**
- * The namespace a worker is in: the option, else env SVC_NAMESPACE (blank there reads as unset, as
- * a shell's `NS=` means); undefined for `default`. A blank option is a mistake and is refused.
- */
-function workerNamespace(option: string | undefined): string | undefined {
-  if (option !== undefined) {
-    if (typeof option !== 'string' || option.trim().length === 0) {
-      throw new InvocationError('invalid_namespace', `WorkerOptions.namespace must be a non-blank string, got ${JSON.stringify(option)}; leave it unset for the default namespace`);
-    }
-    return option;
-  }
-  const env = process.env.SVC_NAMESPACE;
-  return env !== undefined && env.trim().length > 0 ? env : undefined;
 }
