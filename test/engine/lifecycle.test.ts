@@ -104,6 +104,35 @@ describe('deadlines, disconnects, reconnects', () => {
     await eventually(() => assert.equal(eng.engine.invocations.size, 0));
   });
 
+  test("a caller's signal: aborted before the call nothing is sent; aborted during it the callee is told to cancel", async () => {
+    let invoked = 0;
+    let cancelled: unknown = null;
+    const callee = pool.make('signal-callee');
+    callee.registerFunction('signal::wait', (_d, ctx) => {
+      invoked++;
+      return new Promise((resolve) => ctx.signal.addEventListener('abort', () => ((cancelled = ctx.signal.reason), resolve(null))));
+    });
+    await callee.ready();
+    const caller = pool.make('signal-caller');
+    await eventually(async () => {
+      assert.ok(await caller.trigger({ function_id: 'engine::functions::info', payload: { function_id: 'signal::wait' } }));
+    });
+    await assert.rejects(caller.trigger({ function_id: 'signal::wait', signal: AbortSignal.abort() }), (e: { code: string; message: string }) => {
+      assert.equal(e.code, 'cancelled');
+      assert.match(e.message, /signal::wait was cancelled by the caller/);
+      return true;
+    });
+    await sleep(50);
+    assert.equal(invoked, 0);
+    const abort = new AbortController();
+    const pending = caller.trigger({ function_id: 'signal::wait', signal: abort.signal, timeoutMs: 10_000 });
+    await eventually(() => assert.equal(invoked, 1));
+    abort.abort();
+    await assert.rejects(pending, { code: 'cancelled' });
+    await eventually(() => assert.ok(cancelled !== null, 'handler saw the cancel'));
+    await eventually(() => assert.equal(eng.engine.invocations.size, 0));
+  });
+
   test('a caller losing its connection fails its calls at once with connection_lost', async () => {
     const callee = pool.make('hang-callee');
     callee.registerFunction('hang::on', () => new Promise(() => {}));

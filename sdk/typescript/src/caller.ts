@@ -100,6 +100,12 @@ export class Caller {
       if (!this.conn.sendText(text)) return Promise.reject(new InvocationError('connection_lost', 'Not connected to the engine', req.function_id));
       return Promise.resolve(undefined as T);
     }
+    const signal = req.signal;
+    if (signal?.aborted) return Promise.reject(cancelledError(req.function_id));
+    // Write first: the frame leaves before the call's books (its promise, safety timer and entry)
+    // are kept, so at one call in flight that work overlaps the engine's instead of delaying the
+    // call. Nothing can answer in between: the answer arrives in a later turn.
+    if (!this.conn.sendText(text)) return Promise.reject(new InvocationError('connection_lost', 'Not connected to the engine', req.function_id));
     return new Promise<T>((resolve, reject) => {
       // The engine enforces the deadline and answers `timeout`; this timer is only a safety net
       // for an engine that never answers, a second after the engine's deadline. Without a deadline
@@ -120,29 +126,24 @@ export class Caller {
         reject(new InvocationError('timeout', `Invocation of ${req.function_id} timed out after ${waited - SAFETY_MARGIN_MS}ms`, req.function_id));
       };
       const timer = setTimeout(expire, waited);
-      const signal = req.signal;
+      if (!signal) {
+        this.calls.set(invocationId, { resolve: resolve as (v: unknown) => void, reject, timer, functionId: req.function_id });
+        return;
+      }
       const onAbort = (): void => {
         const call = this.calls.get(invocationId);
         if (!call) return;
         this.calls.delete(invocationId);
         clearTimeout(call.timer);
         this.cancelRemote(invocationId, 'caller aborted');
-        reject(new InvocationError('cancelled', `Call of ${req.function_id} was cancelled by the caller`, req.function_id));
+        reject(cancelledError(req.function_id));
       };
       const settle = <A extends unknown[]>(f: (...a: A) => void) => (...a: A): void => {
-        signal?.removeEventListener('abort', onAbort);
+        signal.removeEventListener('abort', onAbort);
         f(...a);
       };
       this.calls.set(invocationId, { resolve: settle(resolve as (v: unknown) => void), reject: settle(reject), timer, functionId: req.function_id });
-      if (signal) {
-        if (signal.aborted) return onAbort();
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
-      if (!this.conn.sendText(text)) {
-        clearTimeout(timer);
-        this.calls.delete(invocationId);
-        reject(new InvocationError('connection_lost', 'Not connected to the engine', req.function_id));
-      }
+      signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 
@@ -168,6 +169,10 @@ export class Caller {
   private cancelRemote(invocationId: string, reason: string): void {
     if (this.host.canCancel) this.conn.send({ type: 'cancel', invocation_id: invocationId, reason });
   }
+}
+
+function cancelledError(functionId: string): InvocationError {
+  return new InvocationError('cancelled', `Call of ${functionId} was cancelled by the caller`, functionId);
 }
 
 /**
