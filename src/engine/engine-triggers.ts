@@ -12,7 +12,8 @@
  * provider's, and it fires through the router as a provider does (`binding_id`, fire-and-forget),
  * so a fired call runs with the binder's rights. Binding needs the right to call what the events
  * reveal (`engine::functions::list`, `engine::logs::list`). Fires are bounded: at most
- * MAX_LINES_PER_TURN log lines per binding and event-loop turn; the rest are dropped.
+ * MAX_LINES_PER_TURN log lines per binding and MAX_FIRES_PER_TURN fires in all per event-loop turn;
+ * the rest are dropped.
  */
 import { randomBytes } from 'node:crypto';
 import type { Message, RegisterTriggerMsg, TriggerRegistrationResultMsg } from 'svc-sdk/protocol';
@@ -26,6 +27,12 @@ export const FUNCTIONS_AVAILABLE = 'engine::functions-available';
 export const LOG_TRIGGER = 'log';
 /** Log lines fired per binding in one turn; more are dropped (a flood must not become a flood of calls). */
 export const MAX_LINES_PER_TURN = 1000;
+/**
+ * Log fires in one turn, all bindings together; the rest are dropped. A worker may hold thousands of
+ * bindings (max_registrations_per_worker), and lines × bindings fires in one turn held the event
+ * loop for seconds (2,000 bindings × 100 lines: 5 s) and would for minutes at the limits.
+ */
+export const MAX_FIRES_PER_TURN = 10_000;
 /**
  * Each `log` fire starts a trace of its own, remembered (the newest this many), and a line in such a
  * trace fires nothing: lines that log handlers cause, directly or through the calls they make, are
@@ -184,9 +191,13 @@ export class EngineTriggerProvider extends Peer {
       this.flushQueued = false;
       const lines = this.pending;
       this.pending = [];
-      for (const b of this.logBindings.values()) {
-        for (const line of lines) {
-          if (line.function_id === b.functionId || (levelIndex(line.level) ?? 0) < b.minLevel) continue;
+      // Line by line, each to every binding: a turn over MAX_FIRES_PER_TURN keeps its first lines.
+      let fires = 0;
+      for (const line of lines) {
+        const level = levelIndex(line.level) ?? 0;
+        for (const b of this.logBindings.values()) {
+          if (line.function_id === b.functionId || level < b.minLevel) continue;
+          if (++fires > MAX_FIRES_PER_TURN) return;
           this.fire(b, otelLogEvent(line), this.logFireTraceparent());
         }
       }

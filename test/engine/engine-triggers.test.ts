@@ -1,11 +1,12 @@
 /**
  * The `log` trigger type the engine provides (src/engine/engine-triggers.ts) must not feed itself:
  * the lines a log fire causes (its handler's, the calls it makes, the engine's line that it
- * failed) fire no log binding. iii's payloads and constants: test/compat/iii-engine-triggers.test.ts.
+ * failed) fire no log binding, and lines × bindings fires in one turn are bounded. iii's payloads and constants: test/compat/iii-engine-triggers.test.ts.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Logger, registerWorker, type Worker } from 'svc-sdk';
+import { MAX_FIRES_PER_TURN } from '../../src/engine/engine-triggers.js';
 import { startEngine } from '../helpers/engine.js';
 import { eventually, sleep } from '../helpers/util.js';
 
@@ -50,4 +51,33 @@ test('log handlers that log or fail do not fire each other or themselves without
   await sleep(1500);
   // The seed line fires each handler once; nothing they cause fires again.
   assert.deepEqual([failing, chatty, seen], [1, 1, ['seed line']]);
+});
+
+test('log fires in one turn are bounded over all bindings: each binding gets the first lines', { timeout: 60_000 }, async () => {
+  // Room for every fire in flight at once at the sink (the default per worker is 10,000).
+  const own = await startEngine({ maxInFlightPerWorker: 50_000 });
+  const fanout = registerWorker(own.url, { workerName: 'log-fanout', echoLogs: false });
+  try {
+    await fanout.ready();
+    const BINDINGS = 150;
+    const LINES = 100; // 15,000 fires asked for in one turn (one engine::log::batch call)
+    const got = new Map<string, number>();
+    let fired = 0;
+    fanout.registerFunction('fanout::sink', async (e: { body: string }) => {
+      fired++;
+      got.set(e.body, (got.get(e.body) ?? 0) + 1);
+      return null;
+    });
+    await Promise.all(Array.from({ length: BINDINGS }, () => fanout.registerTrigger({ type: 'log', function_id: 'fanout::sink', config: { level: 'warn' } })));
+    const lines = Array.from({ length: LINES }, (_, i) => ({ level: 'warn', message: `fanout ${i}` }));
+    await fanout.trigger({ function_id: 'engine::log::batch', payload: { lines } });
+    await eventually(() => assert.equal(fired, MAX_FIRES_PER_TURN), 30_000);
+    await sleep(500);
+    assert.equal(fired, MAX_FIRES_PER_TURN);
+    assert.equal(got.get('fanout 0'), BINDINGS, 'every binding has the first line');
+    assert.equal(got.get(`fanout ${LINES - 1}`), undefined, 'the last lines are dropped');
+  } finally {
+    await fanout.shutdown();
+    await own.stop();
+  }
 });
