@@ -6,14 +6,16 @@
  *   every `pollMs` while something is bound (iii polls every 5 s).
  * - `log` (config `{level?}`, a minimum level: debug, info, warn, error): fires each new log line
  *   as iii's `OtelLogEvent` (@iii-dev/helpers/observability), except the lines of the bound function
- *   itself (a handler that logs would fire itself forever).
+ *   itself and the lines a `log` fire caused (see MAX_FIRED_TRACES).
  *
  * The provider is a Peer of the engine's own: the triggers table hands it bindings like any
  * provider's, and it fires through the router as a provider does (`binding_id`, fire-and-forget),
  * so a fired call runs with the binder's rights. Binding needs the right to call what the events
  * reveal (`engine::functions::list`, `engine::logs::list`). Fires are bounded: at most
- * MAX_LINES_PER_TURN log lines per binding and event-loop turn; the rest are dropped.
+ * MAX_LINES_PER_TURN log lines per binding and MAX_FIRES_PER_TURN fires in all per event-loop turn;
+ * the rest are dropped.
  */
+import { randomBytes } from 'node:crypto';
 import type { Message, RegisterTriggerMsg, TriggerRegistrationResultMsg } from 'svc-sdk/protocol';
 import type { Call } from './call.js';
 import type { LogRing } from './hot/log-ring.js';
@@ -25,6 +27,20 @@ export const FUNCTIONS_AVAILABLE = 'engine::functions-available';
 export const LOG_TRIGGER = 'log';
 /** Log lines fired per binding in one turn; more are dropped (a flood must not become a flood of calls). */
 export const MAX_LINES_PER_TURN = 1000;
+/**
+ * Log fires in one turn, all bindings together; the rest are dropped. A worker may hold thousands of
+ * bindings (max_registrations_per_worker), and lines × bindings fires in one turn held the event
+ * loop for seconds (2,000 bindings × 100 lines: 5 s) and would for minutes at the limits.
+ */
+export const MAX_FIRES_PER_TURN = 10_000;
+/**
+ * Each `log` fire starts a trace of its own, remembered (the newest this many), and a line in such a
+ * trace fires nothing: lines that log handlers cause, directly or through the calls they make, are
+ * not fired again, nor the engine's line that a fire failed. Excluding only the bound function's
+ * own lines left two log handlers that log, or one that fails (the engine logs a failed fire), firing
+ * each other or itself 1,000 times a turn for as long as they were bound.
+ */
+export const MAX_FIRED_TRACES = 10_000;
 
 /** OTLP severity numbers of the engine's levels (iii's Logger uses these). */
 const SEVERITY = { debug: 5, info: 9, warn: 13, error: 17 } as const;
@@ -61,6 +77,11 @@ export class EngineTriggerProvider extends Peer {
   private unsubscribe: (() => void) | undefined;
   private pending: LogEntry[] = [];
   private flushQueued = false;
+  /** The traces `log` fires started, oldest first (a Set keeps insertion order). */
+  private readonly firedTraces = new Set<string>();
+  /** A log fire's trace id: this random prefix and a counter, in hex. */
+  private readonly tracePrefix = randomBytes(8).toString('hex');
+  private traceCount = 0;
 
   constructor(private readonly deps: EngineTriggerDeps) {
     super(PROVIDER_NAME);
@@ -162,7 +183,7 @@ export class EngineTriggerProvider extends Peer {
 
   /** Lines come from inside LogRing.add: fired on the next turn, in order, bounded. */
   private onLine(e: LogEntry): void {
-    if (this.pending.length >= MAX_LINES_PER_TURN) return;
+    if (this.pending.length >= MAX_LINES_PER_TURN || this.causedByLogFire(e)) return;
     this.pending.push(e);
     if (this.flushQueued) return;
     this.flushQueued = true;
@@ -170,18 +191,36 @@ export class EngineTriggerProvider extends Peer {
       this.flushQueued = false;
       const lines = this.pending;
       this.pending = [];
-      for (const b of this.logBindings.values()) {
-        for (const line of lines) {
-          if (line.function_id === b.functionId || (levelIndex(line.level) ?? 0) < b.minLevel) continue;
-          this.fire(b, otelLogEvent(line));
+      // Line by line, each to every binding: a turn over MAX_FIRES_PER_TURN keeps its first lines.
+      let fires = 0;
+      for (const line of lines) {
+        const level = levelIndex(line.level) ?? 0;
+        for (const b of this.logBindings.values()) {
+          if (line.function_id === b.functionId || level < b.minLevel) continue;
+          if (++fires > MAX_FIRES_PER_TURN) return;
+          this.fire(b, otelLogEvent(line), this.logFireTraceparent());
         }
       }
     });
   }
 
-  private fire(b: Bound, data: unknown): void {
+  /** A line logged in a trace a log fire started, or the engine's line that one of its fires failed. */
+  private causedByLogFire(e: LogEntry): boolean {
+    if (e.trace_id !== undefined && this.firedTraces.has(e.trace_id)) return true;
+    return e.source === 'engine' && typeof e.data === 'object' && e.data !== null && (e.data as Record<string, unknown>).caller_worker_id === this.id;
+  }
+
+  /** A new trace for a log fire, remembered so that the lines logged in it fire nothing. */
+  private logFireTraceparent(): string {
+    const traceId = this.tracePrefix + (this.traceCount++).toString(16).padStart(16, '0');
+    this.firedTraces.add(traceId);
+    if (this.firedTraces.size > MAX_FIRED_TRACES) this.firedTraces.delete(this.firedTraces.values().next().value!);
+    return `00-${traceId}-${this.tracePrefix}-01`;
+  }
+
+  private fire(b: Bound, data: unknown, traceparent?: string): void {
     if (!this.running) return;
-    this.deps.deliver(this, { type: 'invokefunction', function_id: b.functionId, data, binding_id: b.id, action: { type: 'void' } });
+    this.deps.deliver(this, { type: 'invokefunction', function_id: b.functionId, data, binding_id: b.id, action: { type: 'void' }, ...(traceparent ? { traceparent } : {}) });
   }
 }
 

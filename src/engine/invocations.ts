@@ -412,7 +412,8 @@ export class Invocations {
   /** The caller's answer (hot/call-frames.ts writes it); `callerIdJson` undefined: fire-and-forget. */
   private answer(caller: Peer | null, callerIdJson: string | undefined, fidJson: string, o: CallOutcome): void {
     if (caller === null || callerIdJson === undefined) {
-      if (o.error) this.warn(`fire-and-forget call of ${JSON.parse(fidJson) as string}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code });
+      // The caller's id in the data: the engine's trigger provider fires no log binding for its own failed fires (engine-triggers.ts).
+      if (o.error) this.warn(`fire-and-forget call of ${JSON.parse(fidJson) as string}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code, ...(caller ? { caller_worker_id: caller.id } : {}) });
       return;
     }
     caller.sendText(this.answerText(caller, callerIdJson, fidJson, o));

@@ -151,7 +151,13 @@ export function traceOf(traceId: string, spans: Span[]): { trace_id: string; spa
   return { trace_id: traceId, spans: orderSpans(spans) };
 }
 
-/** Depth-first from the roots, children by start: the order of a waterfall. */
+/**
+ * Depth-first from the roots, children by start: the order of a waterfall. Span ids come from
+ * peers too (iii workers' OTLP spans, otlp-spans-in.ts), so the tree is not trusted to be one: a
+ * span may repeat another's id or name itself as parent, and a chain may be as deep as the ring.
+ * So the walk is iterative, each id's children are listed once, and spans no root reaches (a
+ * cycle) follow at depth 0: every span is shown exactly once.
+ */
 function orderSpans(spans: Span[]): SpanView[] {
   const ids = new Set(spans.map((s) => s.span_id));
   const children = new Map<string | null, Span[]>();
@@ -163,13 +169,25 @@ function orderSpans(spans: Span[]): SpanView[] {
   }
   for (const list of children.values()) list.sort((a, b) => a.start_ms - b.start_ms);
   const out: SpanView[] = [];
-  const walk = (parent: string | null, depth: number): void => {
-    for (const s of children.get(parent) ?? []) {
-      out.push({ ...s, start: new Date(s.start_ms).toISOString(), depth });
-      walk(s.span_id, depth + 1);
+  const shown = new Set<Span>();
+  const expanded = new Set<string>();
+  const walk = (roots: readonly Span[]): void => {
+    // The stack holds spans still to show, the next on top: siblings pushed in reverse.
+    const stack: Array<{ span: Span; depth: number }> = [];
+    for (let k = roots.length - 1; k >= 0; k--) stack.push({ span: roots[k]!, depth: 0 });
+    while (stack.length > 0) {
+      const { span, depth } = stack.pop()!;
+      if (shown.has(span)) continue;
+      shown.add(span);
+      out.push({ ...span, start: new Date(span.start_ms).toISOString(), depth });
+      if (expanded.has(span.span_id)) continue;
+      expanded.add(span.span_id);
+      const kids = children.get(span.span_id) ?? [];
+      for (let k = kids.length - 1; k >= 0; k--) stack.push({ span: kids[k]!, depth: depth + 1 });
     }
   };
-  walk(null, 0);
+  walk(children.get(null) ?? []);
+  if (shown.size < spans.length) walk(spans.filter((s) => !shown.has(s)).sort((a, b) => a.start_ms - b.start_ms));
   return out;
 }
 

@@ -5,7 +5,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { registerWorker } from 'svc-sdk';
 import { decodeOtlpSpans, MAX_SPANS_PER_FRAME } from '../../src/engine/otlp-spans-in.js';
+import { startEngine } from '../helpers/engine.js';
+import { eventually } from '../helpers/util.js';
 
 const T = '0af7651916cd43dd8448eb211c80319c';
 const span = (over: Record<string, unknown> = {}) => ({
@@ -70,4 +74,34 @@ test('bounded: spans per frame, the name, and a failed span message', () => {
   assert.equal(s!.status, 'error');
   assert.equal(s!.error!.code, 'span_error');
   assert.match(s!.error!.message, /^m{100}… \[svc_truncated: error message of 5000 characters/);
+});
+
+test('spans a peer sends cannot break engine::traces::get: a repeated id, a self-parent, a cycle, a chain deeper than the stack', async () => {
+  const eng = await startEngine();
+  const ws = new WebSocket(`${eng.url}/otel`);
+  const reader = registerWorker(eng.url, { workerName: 'trace-reader' });
+  try {
+    await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
+    await reader.ready();
+    const id = (n: number) => n.toString(16).padStart(16, '0');
+    const send = (spans: unknown[]) => ws.send(Buffer.concat([Buffer.from('OTLP'), Buffer.from(frame(spans))]));
+    const get = async (traceId: string) => (await reader.trigger({ function_id: 'engine::traces::get', payload: { trace_id: traceId } })) as { spans: Array<{ span_id: string; depth: number }> };
+    // One span and a second with its id naming it as parent; and a two-span cycle beside them.
+    const A = 'aaaaaaaaaaaaaaaa';
+    send([span({ spanId: A, parentSpanId: '' }), span({ spanId: A, parentSpanId: A }), span({ spanId: id(1), parentSpanId: id(2), startTimeUnixNano: '1795526542920000000' }), span({ spanId: id(2), parentSpanId: id(1) })]);
+    await eventually(async () => assert.equal((await get(T)).spans.length, 4));
+    const t = await get(T);
+    assert.deepEqual(t.spans.map((s) => [s.span_id, s.depth]), [[A, 0], [A, 1], [id(1), 0], [id(2), 1]]);
+    // A chain of 20,000 spans (the default ring), each the parent of the next, in frames of 2,000.
+    const deep = 'd'.repeat(32);
+    const chain = Array.from({ length: 20_000 }, (_, k) => span({ traceId: deep, spanId: id(k + 1), parentSpanId: k === 0 ? '' : id(k) }));
+    for (let k = 0; k < chain.length; k += 2000) send(chain.slice(k, k + 2000));
+    await eventually(async () => assert.equal((await get(deep)).spans.length, 20_000));
+    const d = await get(deep);
+    assert.equal(d.spans[19_999]!.depth, 19_999);
+  } finally {
+    ws.close();
+    await reader.shutdown();
+    await eng.stop();
+  }
 });

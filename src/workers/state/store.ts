@@ -219,8 +219,16 @@ export function parsePath(fn: string, opIndex: number, raw: unknown): Path {
 }
 
 /** Validate `ops` from a `state::update` payload into UpdateOps, naming the first bad op. */
+/**
+ * Ops in one state::update. Each failing op is answered with an error naming the scope, key and
+ * path (up to about 1.5 KB), so without a bound a 4 MB list of failing ops was answered with 144 MB
+ * (and 16 MB with more than a string can hold); it also bounds the Redis script's run.
+ */
+export const MAX_UPDATE_OPS = 1000;
+
 export function normalizeOps(fn: string, raw: unknown): UpdateOp[] {
   if (!Array.isArray(raw)) throw new StateError('invalid_payload', `${fn}: "ops" must be an array of ops, got ${describe(raw)}`);
+  if (raw.length > MAX_UPDATE_OPS) throw new StateError('invalid_payload', `${fn}: "ops" may hold at most ${MAX_UPDATE_OPS} ops, got ${raw.length}`);
   return raw.map((op, i): UpdateOp => {
     if (typeof op !== 'object' || op === null || Array.isArray(op)) {
       throw new StateError('invalid_op', `${fn}: ops[${i}] must be an object like {"type":"set","path":"a.b","value":1}, got ${describe(op)}`);

@@ -7,6 +7,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { stateFunctions, type StateEvent, type StateFunctions } from '../../../src/workers/state/service.js';
 import type { Entry, StateStore, StoreLimits } from '../../../src/workers/state/store.js';
+import { MAX_UPDATE_OPS } from '../../../src/workers/state/store.js';
 import type { ServiceLimits } from '../../../src/workers/state/service.js';
 
 /** Opens a fresh, empty, isolated store. */
@@ -266,6 +267,15 @@ export function conformance(name: string, open: OpenStore): void {
       // atomic: false is the default, said explicitly.
       const explicit = await fn['state::update']({ scope: 'be', key: 'k', atomic: false, ops: [{ type: 'increment', path: 'tags' }] });
       assert.deepEqual(explicit.errors?.map((e) => e.code), ['type_error']);
+    });
+
+    withStore('ops per update are bounded: each failing op is answered with an error, so a long list would answer many times its size', async ({ fn }) => {
+      await fn['state::set']({ scope: 'many', key: 'k', value: { n: 'a string' } });
+      const failing = (n: number) => Array.from({ length: n }, () => ({ type: 'increment', path: 'n' }));
+      const r = await fn['state::update']({ scope: 'many', key: 'k', ops: failing(MAX_UPDATE_OPS) });
+      assert.equal(r.errors?.length, MAX_UPDATE_OPS);
+      await rejectsWith(fn['state::update']({ scope: 'many', key: 'k', ops: failing(MAX_UPDATE_OPS + 1) }), 'invalid_payload', `at most ${MAX_UPDATE_OPS} ops`, `got ${MAX_UPDATE_OPS + 1}`);
+      assert.deepEqual(await fn['state::get']({ scope: 'many', key: 'k' }), { n: 'a string' });
     });
 
     withStore('atomic: a type error leaves the value unchanged, and a failed op undoes earlier ops', async ({ fn, events }) => {
