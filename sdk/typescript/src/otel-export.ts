@@ -71,8 +71,9 @@ function jsonOrString(data: unknown): string {
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /**
- * Load the packages and start a tracer provider with a batching OTLP (http/protobuf) exporter.
- * The exporter reads its endpoint, headers and timeout from OTEL_EXPORTER_OTLP_[TRACES_]* itself;
+ * Load the packages and start a tracer provider with a batching OTLP (http/protobuf) exporter, and
+ * a logger provider beside it (unless OTEL_LOGS_EXPORTER=none). The exporters read their endpoint,
+ * headers and timeout from OTEL_EXPORTER_OTLP_[TRACES_|LOGS_]* themselves;
  * service.name is OTEL_SERVICE_NAME, else the worker's name. Rejects with `otel_unavailable`,
  * naming the packages to install, when one is missing.
  */
