@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lint, type-check and test the Python SDK the way a user installs it: a fresh venv with
-# `pip install ./sdk/python[dev]` (not editable). The tests start a real engine, so the repo must be
-# built (`npm run build`); this script builds it when dist/ is missing.
+# `pip install ./sdk/python[dev,otel]` (not editable; otel for tests/test_otel_export.py). The tests
+# start a real engine, so the repo must be built (`npm run build`); this script builds it when
+# dist/ is missing.
 #   bash sdk/python/scripts/test.sh [pytest args...]
 # Env: SVC_PY_VENV (default: <repo>/sdk/python/.venv-ci), PYTHON (default: python3).
 set -euo pipefail
@@ -13,10 +14,10 @@ python="${PYTHON:-python3}"
 stage() { printf '\n== %s\n' "$1"; SECONDS=0; }
 done_stage() { printf '== %s took %ss\n' "$1" "$SECONDS"; }
 
-stage "python sdk: venv + pip install ./sdk/python[dev]"
+stage "python sdk: venv + pip install ./sdk/python[dev,otel]"
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-(cd "$repo" && "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "./sdk/python[dev]")
+(cd "$repo" && "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "./sdk/python[dev,otel]")
 rm -rf "$here/build"
 done_stage "install"
 

@@ -4,6 +4,7 @@ import type { Connection } from './connection.js';
 import { invocationScope } from './context.js';
 import { describeValue as describe, InvocationError } from './errors.js';
 import { invokeFrame } from './protocol/frame-layout.js';
+import type { OpenSpan, SpanTracer } from './otel-export.js';
 import type { InvocationResultMsg } from './protocol/messages.js';
 import type { CallRequest } from './worker-types.js';
 import type { WorkerState } from './worker-events.js';
@@ -50,6 +51,8 @@ export class Caller {
    */
   private readonly idPrefix = randomUUID().slice(0, 24);
   private idCounter = 0;
+  /** Set once OpenTelemetry export is loaded (WorkerOptions.otel); undefined: no spans of ours. */
+  tracer: SpanTracer | undefined;
 
   constructor(
     private readonly conn: Connection,
@@ -78,6 +81,13 @@ export class Caller {
     const scope = req.parent ?? invocationScope.getStore();
     const isVoid = req.action?.type === 'void';
     const invocationId = isVoid ? undefined : this.idPrefix + (this.idCounter++ % 0x1000000000000).toString(16).padStart(12, '0');
+    // With export on, the traceparent sent names our CLIENT span: the engine's span is its child.
+    const span = this.tracer ? this.tracer.client(req.function_id, scope?.traceparent) : undefined;
+    const sent = this.sendFrame<T>(req, timeoutMs, scope, invocationId, span);
+    return span ? endWhenSettled(sent, span) : sent;
+  }
+
+  private sendFrame<T>(req: CallRequest, timeoutMs: number | undefined, scope: { traceparent?: string; baggage?: string } | undefined, invocationId: string | undefined, span: OpenSpan | undefined): Promise<T> {
     let text: string;
     try {
       const msg = invokeFrame(
@@ -88,7 +98,7 @@ export class Caller {
         req.payload ?? {},
         req.action,
         req.metadata,
-        scope?.traceparent,
+        span ? span.traceparent : scope?.traceparent,
         scope?.baggage,
         req.namespace ?? this.host.namespace,
       );
@@ -200,4 +210,18 @@ function requestProblem(req: CallRequest): InvocationError | null {
     return new InvocationError('invalid_namespace', `namespace must be a non-blank string, got ${describe(ns)}; leave it unset for this worker's namespace`, fid);
   }
   return null;
+}
+
+/** The call's promise, ending `span` when it settles (the caller still sees the same outcome). */
+function endWhenSettled<T>(p: Promise<T>, span: OpenSpan): Promise<T> {
+  return p.then(
+    (r) => {
+      span.end();
+      return r;
+    },
+    (e: Error) => {
+      span.end(e);
+      throw e;
+    },
+  );
 }

@@ -3,6 +3,7 @@ import type { Connection } from './connection.js';
 import { invocationScope } from './context.js';
 import { describeValue, InvocationError, toErrorBody } from './errors.js';
 import type { Logger } from './logger.js';
+import type { OpenSpan, SpanTracer } from './otel-export.js';
 import { resultFrame } from './protocol/frame-layout.js';
 import { functionIdProblem } from './protocol/function-id.js';
 import type { ErrorBody, InvokeFunctionMsg, RegisterFunctionMsg } from './protocol/messages.js';
@@ -17,6 +18,8 @@ export class RunningCall<W> {
   private controller: AbortController | undefined;
   private reason: unknown;
   aborted = false;
+  /** This worker's own span of the call, when OpenTelemetry export is on (otel-export.ts). */
+  span: OpenSpan | undefined;
 
   constructor(
     readonly invocationId: string,
@@ -74,6 +77,8 @@ export class Invoker<W> {
   /** Handlers running, fire-and-forget ones included. */
   private active = 0;
   private idleWaiters: Array<() => void> = [];
+  /** Set once OpenTelemetry export is loaded (WorkerOptions.otel); undefined: no spans of ours. */
+  tracer: SpanTracer | undefined;
 
   constructor(
     private readonly conn: Connection,
@@ -113,7 +118,10 @@ export class Invoker<W> {
       if (invocationId) this.reply(invocationId, m.function_id, undefined, { code: 'function_not_found', message: `Function ${m.function_id} not found` });
       return;
     }
-    const call = new RunningCall(invocationId ?? '', m.function_id, m.metadata, m.traceparent ?? undefined, m.baggage ?? undefined, this.host.logger, this.host.worker);
+    // With export on, the handler's logs and nested calls run under our SERVER span, a child of the engine's.
+    const span = this.tracer ? this.tracer.server(m.function_id, m.traceparent ?? undefined, this.host.workerName) : undefined;
+    const call = new RunningCall(invocationId ?? '', m.function_id, m.metadata, span ? span.traceparent : (m.traceparent ?? undefined), m.baggage ?? undefined, this.host.logger, this.host.worker);
+    call.span = span;
     if (invocationId) this.running.set(invocationId, call);
     this.active++;
     let result: unknown;
@@ -139,6 +147,7 @@ export class Invoker<W> {
   /** The handler of `call` returned or threw: the books, then the answer unless it was cancelled. */
   private finish(call: RunningCall<W>, result: unknown, error: ErrorBody | undefined): void {
     if (--this.active === 0 && this.idleWaiters.length > 0) for (const w of this.idleWaiters.splice(0)) w();
+    call.span?.end(error);
     const invocationId = call.invocationId;
     if (!invocationId) return;
     const wasRunning = this.running.delete(invocationId);

@@ -54,6 +54,13 @@ export interface WorkerOptions {
    * promise-heavy handler; the built-in svc-state worker opts out.
    */
   implicitContext?: boolean;
+  /**
+   * Export this worker's own spans (one per handled and per outgoing call) with OpenTelemetry over
+   * OTLP http/protobuf, to OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT. Needs the optional peer packages
+   * (otel-export.ts). Default: on when OTEL_TRACES_EXPORTER lists `otlp` (and OTEL_SDK_DISABLED is
+   * not `true`), else off, when nothing of OpenTelemetry is loaded (docs/observability.md).
+   */
+  otel?: boolean;
 }
 
 export interface FunctionOptions {

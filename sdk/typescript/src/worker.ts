@@ -10,6 +10,7 @@ import { Invoker } from './invoker.js';
 import { LogBatcher } from './log-batcher.js';
 import { ProcessReporter } from './process-reporter.js';
 import { Logger, setDefaultLogSink, type LogSink } from './logger.js';
+import { loadSpanTracer, otelEnabled, type SpanTracer } from './otel-export.js';
 import { DEFAULT_ENGINE_URL, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES, DEFAULT_PROCESS_REPORT_MS, FEATURES, PROTOCOL_VERSION, REGISTER_WORKER_FUNCTION, RUN_SECRET_HEADER } from './protocol/constants.js';
 import type { LogLevel } from './protocol/log-rows.js';
 import type { HelloMsg, Message, WorkerRegisteredMsg } from './protocol/messages.js';
@@ -84,6 +85,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   private stopping: Promise<void> | undefined;
   /** Ends shutdown()'s wait for running handlers early: the socket is gone. */
   private endDrain: (() => void) | undefined;
+  private tracer: SpanTracer | undefined;
 
   constructor(url: string | readonly string[], options: WorkerOptions = {}) {
     super();
@@ -165,7 +167,10 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
 
   start(): void {
     this.reporter?.start();
-    this.conn.start();
+    if (!otelEnabled(this.opts.otel)) return this.conn.start();
+    // Export on: the packages load before connecting, so every call has its spans (or the error is told).
+    const loaded = (t: SpanTracer): unknown => (this.invoker.tracer = this.caller.tracer = this.tracer = t);
+    void loadSpanTracer(this.workerName).then(loaded, (e: Error) => this.report(e)).finally(() => this.stopping ?? this.conn.start());
   }
 
   /** The engine address in use (of those given, the one connected to or being tried). */
@@ -277,11 +282,13 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   log(level: LogLevel, message: string, data: unknown, scope: { function_id?: string; invocation_id?: string; traceparent?: string }): void {
     const inCall = scope.function_id !== undefined || scope.invocation_id !== undefined || scope.traceparent !== undefined;
     this.logs.add(level, message, data, inCall ? { functionId: scope.function_id ?? '', invocationId: scope.invocation_id ?? '', traceparent: scope.traceparent } : undefined);
+    this.tracer?.log(level, message, data, scope.function_id, scope.traceparent);
   }
 
   /** What Logger calls: the invocation scope as the SDK keeps it (the running call), nothing copied. */
   logScoped(level: LogLevel, message: string, data: unknown, scope: InvocationScope | undefined): void {
     this.logs.add(level, message, data, scope);
+    this.tracer?.log(level, message, data, scope?.functionId, scope?.traceparent);
   }
 
   // ---- lifecycle -------------------------------------------------------------------------------------
@@ -329,6 +336,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
     this.caller.failAll('shutting_down', () => 'Worker is shutting down');
     this.triggers.failAcks();
     await this.conn.close(1000);
+    await this.tracer?.shutdown().catch(() => undefined);
     this.lost(1000, 'shutdown');
   }
 

@@ -19,6 +19,7 @@ from ._background import spawn
 from .connection import Connection, Session
 from .context import InvocationContext
 from .errors import ErrorCode, InvocationError, SvcError
+from .otel_export import SpanTracer
 from .protocol import DEFAULT_INVOCATION_TIMEOUT_MS, Frame, TriggerRequest, invoke_frame
 
 #: How long past the engine's deadline the local timer waits before giving up on its answer.
@@ -34,8 +35,16 @@ class _Pending:
 
 
 class Caller:
-    def __init__(self, connection: Connection, default_timeout_ms: int | None, namespace: str | None = None) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        default_timeout_ms: int | None,
+        namespace: str | None = None,
+        tracer: SpanTracer | None = None,
+    ) -> None:
         self._connection = connection
+        #: OpenTelemetry export (otel_export.py), when on: a CLIENT span per call made.
+        self.tracer = tracer
         self._default_timeout_ms = default_timeout_ms
         self._namespace = namespace
         self._pending: dict[str, _Pending] = {}
@@ -119,11 +128,19 @@ class Caller:
         payload, metadata = request.get("payload"), request.get("metadata")
         traceparent = parent.traceparent if parent is not None else None
         baggage = parent.baggage if parent is not None else None
+        # With export on, the traceparent sent names our CLIENT span: the engine's span is its child.
+        span = self.tracer.client(function_id, traceparent) if self.tracer is not None else None
+        if span is not None:
+            traceparent = span.traceparent
         if action is not None and action.get("type") == "void":
             frame = invoke_frame(
                 function_id, None, None, binding_id, payload, action, metadata, traceparent, baggage, namespace
             )
-            await self._send(session, frame, function_id)
+            try:
+                await self._send(session, frame, function_id)
+            finally:
+                if span is not None:
+                    span.end()
             return None
         invocation_id = str(uuid.uuid4())
         sent_ms: int | None = None
@@ -144,14 +161,20 @@ class Caller:
             pending.timer = loop.call_later(
                 remaining_ms / 1000 + SAFETY_MARGIN_S, self._expire, invocation_id, timeout_ms
             )
-            return await pending.future
-        except asyncio.CancelledError:
-            self._cancel_remote(session, invocation_id, "the caller was cancelled")
+            result = await pending.future
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                self._cancel_remote(session, invocation_id, "the caller was cancelled")
+            if span is not None:
+                span.end(exc)
             raise
         finally:
             if pending.timer is not None:
                 pending.timer.cancel()
             self._pending.pop(invocation_id, None)
+        if span is not None:
+            span.end()
+        return result
 
     def on_result(self, frame: Frame) -> None:
         pending = self._pending.get(frame.get("invocation_id"))  # type: ignore[arg-type]

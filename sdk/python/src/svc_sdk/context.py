@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .otel_export import OpenSpan
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,8 @@ class InvocationContext:
     #: W3C baggage of this invocation (key=value pairs its callers set); carried on with
     #: traceparent to the calls its handler makes.
     baggage: str | None = None
+    #: This worker's own span of the invocation when OpenTelemetry export is on (otel_export.py).
+    span: OpenSpan | None = field(default=None, repr=False, compare=False)
 
 
 #: Set by the SDK around every handler call (in its thread, or in its task for async handlers).

@@ -24,6 +24,7 @@ from ._background import spawn
 from .connection import Session
 from .context import InvocationContext, invocation_var
 from .errors import ErrorCode, SvcError
+from .otel_export import SpanTracer
 from .pool import HandlerPool
 from .protocol import ErrorBody, Frame
 
@@ -132,8 +133,10 @@ class Outbox:
 class Invoker:
     """The function table and the invocations currently running."""
 
-    def __init__(self, max_threads: int, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, max_threads: int, loop: asyncio.AbstractEventLoop, tracer: SpanTracer | None = None) -> None:
         self.functions: dict[str, RegisteredFunction] = {}
+        #: OpenTelemetry export (otel_export.py), when on: a SERVER span per handled call.
+        self.tracer = tracer
         self.pool = HandlerPool(max_threads, "svc-handler")
         self._loop = loop
         self._outbox = Outbox(loop)
@@ -150,12 +153,17 @@ class Invoker:
         if not isinstance(invocation_id, str):
             invocation_id = None
         traceparent, baggage = frame.get("traceparent"), frame.get("baggage")
+        if not isinstance(traceparent, str):
+            traceparent = None
+        # With export on, the handler's logs and nested calls run under our SERVER span, a child of the engine's.
+        span = self.tracer.server(function_id, traceparent) if self.tracer is not None else None
         ctx = InvocationContext(
             function_id,
             invocation_id,
-            traceparent if isinstance(traceparent, str) else None,
+            span.traceparent if span is not None else traceparent,
             frame.get("metadata"),
             baggage if isinstance(baggage, str) else None,
+            span,
         )
         fn = self.functions.get(function_id)
         if fn is None:
@@ -197,6 +205,8 @@ class Invoker:
         for call in self._sync.values():
             call.cancelled = True
         self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.tracer is not None:
+            self.tracer.shutdown()  # sends the spans and lines still buffered
 
     def _run_sync(self, call: _SyncCall) -> None:
         """In a pool thread."""
@@ -240,6 +250,8 @@ class Invoker:
 
     def _answer(self, session: Session, ctx: InvocationContext, result: Any, error: ErrorBody | None) -> None:
         """From any thread: queue the invocationresult (fire-and-forget calls only log failures)."""
+        if ctx.span is not None:
+            ctx.span.end(error)
         if ctx.invocation_id is None:
             if error is not None:
                 log.warning(

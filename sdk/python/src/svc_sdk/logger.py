@@ -57,6 +57,9 @@ class Logger:
         else:
             row = [level, message, data, ctx.function_id, ctx.invocation_id, _trace_id(ctx.traceparent)]
         worker._queue_log_line(row)
+        tracer = worker._invoker.tracer
+        if tracer is not None:
+            tracer.log(level, message, data, ctx.function_id if ctx else None, ctx.traceparent if ctx else None)
 
 
 def _trace_id(traceparent: str | None) -> str | None:

@@ -94,6 +94,10 @@ class InitOptions:
     #: that engine run accepts it. Refused (`stale_worker`, close 4410), the worker stops for good;
     #: when it is $SVC_RUN_SECRET the process exits too (its engine is gone; see supervised.py).
     run_secret: str | None = field(default_factory=lambda: os.environ.get("SVC_RUN_SECRET") or None)
+    #: Export this worker's own spans and Logger lines with OpenTelemetry over OTLP (the `svc-sdk[otel]`
+    #: extra; docs/observability.md). None: on when OTEL_TRACES_EXPORTER lists `otlp` (and
+    #: OTEL_SDK_DISABLED is not `true`), else off, when nothing of OpenTelemetry is imported.
+    otel: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.worker_name:

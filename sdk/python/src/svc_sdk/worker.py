@@ -24,6 +24,7 @@ from .context import current_invocation
 from .errors import ErrorCode, InvalidArgumentError, InvalidFunctionIdError, SvcError
 from .handlers import Handler, Invoker, RegisteredFunction, is_async_callable
 from .options import InitOptions, default_url
+from .otel_export import tracer_for
 from .process_report import ProcessReporter
 from .protocol import (
     LOG_BATCH_FUNCTION,
@@ -76,11 +77,11 @@ class Worker:
         self.options = options
         self._runtime = LoopThread(f"svc-worker[{options.worker_name}]")
         self._loop = self._runtime.loop
-        self._invoker = Invoker(options.max_handler_threads, self._loop)
+        self._invoker = Invoker(options.max_handler_threads, self._loop, tracer_for(options.otel, options.worker_name))
         self._loop.set_default_executor(self._invoker.pool)  # see pool.py: survives interpreter shutdown
         self._triggers = TriggerRegistry(self._invoker.run_callable)
         self._connection = Connection(url, options, self)
-        self._caller = Caller(self._connection, options.invocation_timeout_ms, options.namespace)
+        self._caller = Caller(self._connection, options.invocation_timeout_ms, options.namespace, self._invoker.tracer)
         # The session whose replay has been taken: registrations made later are sent on it directly.
         self._replayed: Session | None = None
         self._connected = threading.Event()
