@@ -122,11 +122,18 @@ class Outbox:
                     return
                 batch = list(self._items)
                 self._items.clear()
-            for session, text in batch:
+            # Answers of one session go out in one write (one syscall here, one read in the engine).
+            start = 0
+            while start < len(batch):
+                session = batch[start][0]
+                end = start + 1
+                while end < len(batch) and batch[end][0] is session:
+                    end += 1
                 try:
-                    await session.send_text(text)
+                    await session.send_texts([text for _, text in batch[start:end]])
                 except SvcError:
-                    pass  # the socket it came on is gone; the engine has already failed this call
+                    pass  # the socket it came on is gone; the engine has already failed these calls
+                start = end
 
 
 class Invoker:
