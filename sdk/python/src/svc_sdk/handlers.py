@@ -106,6 +106,10 @@ class Outbox:
             if self._scheduled:
                 return
             self._scheduled = True
+        if asyncio._get_running_loop() is self._loop:
+            # An async handler's answer: no need to wake the loop through its self-pipe (a syscall).
+            self._loop.call_soon(self._start_writer)
+            return
         try:
             self._loop.call_soon_threadsafe(self._start_writer)
         except RuntimeError:
@@ -169,11 +173,13 @@ class Invoker:
             error: ErrorBody = {"code": ErrorCode.FUNCTION_NOT_FOUND, "message": f"Function {function_id} not found"}
             self._answer(session, ctx, None, error)
         elif fn.is_async:
-            handler, data = fn.handler, frame.get("data")
-            task = spawn(self._run_async(session, lambda: handler(data), ctx))
-            if invocation_id is not None:
-                self._tasks[invocation_id] = task
-                task.add_done_callback(lambda _: self._tasks.pop(invocation_id, None))
+            run = self._run_handler(session, fn.handler, frame.get("data"), ctx)
+            if invocation_id is None:
+                spawn(run)
+            else:
+                # The table holds the task (asyncio keeps only a weak reference); the task removes
+                # itself when done, and cancel() removes it, so no done-callback per call.
+                self._tasks[invocation_id] = self._loop.create_task(run)
         else:
             call = _SyncCall(fn, frame.get("data"), ctx, session)
             if invocation_id is not None:
@@ -182,7 +188,7 @@ class Invoker:
 
     def cancel(self, invocation_id: str) -> None:
         """The engine no longer wants this result. A sync handler already running runs on; its result is dropped."""
-        task = self._tasks.get(invocation_id)
+        task = self._tasks.pop(invocation_id, None)
         if task is not None:
             task.cancel()
         call = self._sync.pop(invocation_id, None)
@@ -201,6 +207,7 @@ class Invoker:
     def close(self) -> None:
         for task in list(self._tasks.values()):
             task.cancel()
+        self._tasks.clear()
         for call in self._sync.values():
             call.cancelled = True
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -243,6 +250,21 @@ class Invoker:
             error = error_body(exc)
         if ctx.invocation_id is not None:
             self._sync.pop(ctx.invocation_id, None)
+        self._answer(session, ctx, result, error)
+
+    async def _run_handler(self, session: Session, handler: Handler, data: Any, ctx: InvocationContext) -> None:
+        """An `async def` handler's call, in a task of its own (so with a context of its own)."""
+        invocation_var.set(ctx)
+        result: Any = None
+        error: ErrorBody | None = None
+        try:
+            result = await handler(data)
+        except asyncio.CancelledError:
+            return  # cancelled by the engine or by shutdown (both removed it from the table)
+        except Exception as exc:
+            error = error_body(exc)
+        if ctx.invocation_id is not None and self._tasks.pop(ctx.invocation_id, None) is None:
+            return  # cancelled after it finished its work: nobody waits for the answer
         self._answer(session, ctx, result, error)
 
     def _answer(self, session: Session, ctx: InvocationContext, result: Any, error: ErrorBody | None) -> None:
