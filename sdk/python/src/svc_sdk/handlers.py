@@ -6,6 +6,8 @@ in a nested `trigger()`, without stalling the connection. `async def` handlers r
 The sync path is the hot one (the quickstart's `math::add`), so it avoids per-call asyncio
 machinery: the frame goes straight to a pool thread, which runs the handler and encodes the answer
 there, and answers reach the loop through an outbox that wakes it once per batch, not per call.
+The outbox writes a batch's answers to the socket in one write. An `async def` call is one task and
+nothing else per call (no done-callback, no wrapper): the invocation table holds it.
 """
 
 from __future__ import annotations
