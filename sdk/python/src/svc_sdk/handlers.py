@@ -262,12 +262,14 @@ class Invoker:
         try:
             result = await handler(data)
         except asyncio.CancelledError:
-            return  # cancelled by the engine or by shutdown (both removed it from the table)
+            return  # cancelled by the engine or by shutdown: nobody waits for an answer
         except Exception as exc:
             error = error_body(exc)
-        if ctx.invocation_id is not None and self._tasks.pop(ctx.invocation_id, None) is None:
-            return  # cancelled after it finished its work: nobody waits for the answer
-        self._answer(session, ctx, result, error)
+        finally:
+            # Out of the table however it ended; still in it unless cancel() or close() came first.
+            wanted = ctx.invocation_id is None or self._tasks.pop(ctx.invocation_id, None) is not None
+        if wanted:
+            self._answer(session, ctx, result, error)
 
     def _answer(self, session: Session, ctx: InvocationContext, result: Any, error: ErrorBody | None) -> None:
         """From any thread: queue the invocationresult (fire-and-forget calls only log failures)."""
