@@ -273,6 +273,52 @@ def test_hundred_calls_in_flight_to_one_worker(make_worker: WorkerFactory) -> No
     assert state["peak"] >= 50, f"at most {state['peak']} handlers ran at once"
 
 
+def test_answers_finished_together_go_out_in_one_socket_write(make_worker: WorkerFactory) -> None:
+    """Answers ready in the same loop iteration share one write (issue 21: one syscall, not one each)."""
+    server = make_worker("batch-server")
+    n = 20
+    arrived = 0
+    release: asyncio.Event | None = None
+
+    async def gather_then_answer(data: Any) -> Any:
+        # The 20 calls wait for each other, then all finish in one loop iteration.
+        nonlocal arrived, release
+        if release is None:
+            release = asyncio.Event()
+        arrived += 1
+        if arrived == n:
+            release.set()
+        await release.wait()
+        return {"n": data["n"]}
+
+    server.register_function("py::batch", gather_then_answer)
+    caller = make_worker("batch-caller")
+    wait_for(lambda: _registered(caller, "py::batch"), what="py::batch")
+    # Count the server's writes on its real socket (every write still goes through).
+    session = server._connection.session
+    assert session is not None
+    transport = session.ws.transport
+    real_write = transport.write
+    writes: list[int] = []
+
+    def counting_write(data: Any) -> None:
+        writes.append(len(data))
+        real_write(data)
+
+    transport.write = counting_write  # type: ignore[method-assign]
+
+    async def flood() -> list[Any]:
+        calls = [caller.trigger_async({"function_id": "py::batch", "payload": {"n": i}}) for i in range(n)]
+        return await asyncio.gather(*calls)
+
+    try:
+        results = asyncio.run(flood())
+    finally:
+        transport.write = real_write  # type: ignore[method-assign]
+    assert results == [{"n": i} for i in range(n)]
+    assert 1 <= len(writes) <= 2, f"{n} answers took {len(writes)} socket writes"
+
+
 def _registered(worker: Any, function_id: str) -> bool:
     listing = worker.trigger({"function_id": "engine::functions::list", "payload": {}})
     return function_id in str(listing)

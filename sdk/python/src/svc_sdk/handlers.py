@@ -6,6 +6,8 @@ in a nested `trigger()`, without stalling the connection. `async def` handlers r
 The sync path is the hot one (the quickstart's `math::add`), so it avoids per-call asyncio
 machinery: the frame goes straight to a pool thread, which runs the handler and encodes the answer
 there, and answers reach the loop through an outbox that wakes it once per batch, not per call.
+The outbox writes a batch's answers to the socket in one write. An `async def` call is one task and
+nothing else per call (no done-callback, no wrapper): the invocation table holds it.
 """
 
 from __future__ import annotations
@@ -107,6 +109,10 @@ class Outbox:
             if self._scheduled:
                 return
             self._scheduled = True
+        if asyncio._get_running_loop() is self._loop:
+            # An async handler's answer: no need to wake the loop through its self-pipe (a syscall).
+            self._loop.call_soon(self._start_writer)
+            return
         try:
             self._loop.call_soon_threadsafe(self._start_writer)
         except RuntimeError:
@@ -123,11 +129,18 @@ class Outbox:
                     return
                 batch = list(self._items)
                 self._items.clear()
-            for session, text in batch:
+            # Answers of one session go out in one write (one syscall here, one read in the engine).
+            start = 0
+            while start < len(batch):
+                session = batch[start][0]
+                end = start + 1
+                while end < len(batch) and batch[end][0] is session:
+                    end += 1
                 try:
-                    await session.send_text(text)
+                    await session.send_texts([text for _, text in batch[start:end]])
                 except SvcError:
-                    pass  # the socket it came on is gone; the engine has already failed this call
+                    pass  # the socket it came on is gone; the engine has already failed these calls
+                start = end
 
 
 class Invoker:
@@ -170,11 +183,13 @@ class Invoker:
             error: ErrorBody = {"code": ErrorCode.FUNCTION_NOT_FOUND, "message": f"Function {function_id} not found"}
             self._answer(session, ctx, None, error)
         elif fn.is_async:
-            handler, data = fn.handler, frame.get("data")
-            task = spawn(self._run_async(session, lambda: handler(data), ctx))
-            if invocation_id is not None:
-                self._tasks[invocation_id] = task
-                task.add_done_callback(lambda _: self._tasks.pop(invocation_id, None))
+            run = self._run_handler(session, fn.handler, frame.get("data"), ctx)
+            if invocation_id is None:
+                spawn(run)
+            else:
+                # The table holds the task (asyncio keeps only a weak reference); the task removes
+                # itself when done, and cancel() removes it, so no done-callback per call.
+                self._tasks[invocation_id] = self._loop.create_task(run)
         else:
             call = _SyncCall(fn, frame.get("data"), ctx, session)
             if invocation_id is not None:
@@ -183,7 +198,7 @@ class Invoker:
 
     def cancel(self, invocation_id: str) -> None:
         """The engine no longer wants this result. A sync handler already running runs on; its result is dropped."""
-        task = self._tasks.get(invocation_id)
+        task = self._tasks.pop(invocation_id, None)
         if task is not None:
             task.cancel()
         call = self._sync.pop(invocation_id, None)
@@ -202,6 +217,7 @@ class Invoker:
     def close(self) -> None:
         for task in list(self._tasks.values()):
             task.cancel()
+        self._tasks.clear()
         for call in self._sync.values():
             call.cancelled = True
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -247,6 +263,23 @@ class Invoker:
         if ctx.invocation_id is not None:
             self._sync.pop(ctx.invocation_id, None)
         self._answer(session, ctx, result, error)
+
+    async def _run_handler(self, session: Session, handler: Handler, data: Any, ctx: InvocationContext) -> None:
+        """An `async def` handler's call, in a task of its own (so with a context of its own)."""
+        invocation_var.set(ctx)
+        result: Any = None
+        error: ErrorBody | None = None
+        try:
+            result = await handler(data)
+        except asyncio.CancelledError:
+            return  # cancelled by the engine or by shutdown: nobody waits for an answer
+        except Exception as exc:
+            error = error_body(exc)
+        finally:
+            # Out of the table however it ended; still in it unless cancel() or close() came first.
+            wanted = ctx.invocation_id is None or self._tasks.pop(ctx.invocation_id, None) is not None
+        if wanted:
+            self._answer(session, ctx, result, error)
 
     def _answer(self, session: Session, ctx: InvocationContext, result: Any, error: ErrorBody | None) -> None:
         """From any thread: queue the invocationresult (fire-and-forget calls only log failures)."""
