@@ -31,6 +31,8 @@ export interface Call extends SpanSource, DeadlineEntry {
    * enqueue went to engine::queue::enqueue.
    */
   requestedIdJson: string;
+  /** Set only while an observer watches its function (observers.ts). */
+  observed: ObservedCall | undefined;
   /** Its deadline, counted from startedAt (performance.now() when it started). */
   timeoutMs: number;
   /** The trace it belongs to: '' when it started one (the trace id is then made from idNumber). */
@@ -42,6 +44,15 @@ export interface Call extends SpanSource, DeadlineEntry {
 }
 
 /** How a call ended, as its caller is told. */
+/** What the engine keeps of a call an observer watches (observers.ts), until it settles. */
+export interface ObservedCall {
+  input: unknown;
+  startedAtMs: number;
+  /** Observer activations that led to it (the caller's `observe_depth`). */
+  depth: number;
+  namespace: string;
+}
+
 export interface CallOutcome {
   result?: unknown;
   error?: ErrorBody;

@@ -16,6 +16,7 @@ import type { EngineOptions } from './options.js';
 import type { Peer } from './peer.js';
 import type { BuiltinHandler, Registry } from './registry.js';
 import { parseTraceparent, type SpanStatus } from './traces.js';
+import { Observers } from './observers.js';
 
 /**
  * Every call in flight, from the frame that asks for it to the answer that ends it. Each has a
@@ -70,7 +71,15 @@ export class Invocations {
     private readonly metrics: CallMetrics | null = null,
   ) {
     this.ids = spans ? spans.ids : new IdGenerator();
+    this.observers = new Observers(registry);
+    // An activation is a call the engine makes, with the activation's fields on the target's frame.
+    this.observers.start((target, data, extra, done) =>
+      this.dispatch(null, undefined, { type: 'invokefunction', function_id: target.function_id, namespace: target.namespace, data }, done, undefined, extra),
+    );
   }
+
+  /** iii 0.25 observers of the calls routed here. */
+  readonly observers: Observers;
 
   get size(): number {
     return this.calls.size;
@@ -163,7 +172,7 @@ export class Invocations {
    * refuses it instead of answering, so that the hot path makes no answer closure per call.
    * `internal`: the answer path of a call the engine makes itself (no caller).
    */
-  private dispatch(caller: Peer | null, callerId: string | undefined, msg: InvokeFunctionMsg, internal: Reply | undefined, text?: string): ErrorBody | null {
+  private dispatch(caller: Peer | null, callerId: string | undefined, msg: InvokeFunctionMsg, internal: Reply | undefined, text?: string, extraFields?: string): ErrorBody | null {
     let fid = msg.function_id;
     let data = msg.data === undefined ? {} : msg.data;
     if (msg.action?.type === 'enqueue') {
@@ -223,7 +232,7 @@ export class Invocations {
     const dataTail = text !== undefined && callerId !== undefined && msg.action === undefined ? callDataTail(text, entry.idJson, callerId, msg.timeout_ms, msg.binding_id) : null;
     let frame: string;
     try {
-      frame = invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.spans !== null);
+      frame = invokeText(id, entry.idJson, msg, data, dataTail, traceparent ?? undefined, this.spans !== null, extraFields);
     } catch (err) {
       return engineErrors.unwritable(fid, 'the call', err);
     }
@@ -242,6 +251,7 @@ export class Invocations {
       traceId,
       parentSpanId,
       declaredParentSpanId,
+      observed: this.observers.watched.size === 0 ? undefined : this.observers.observed(entry.namespace, entry.id, data, msg.observe_depth),
       bytes: 0,
       deadlineAt: 0,
       lane: null,
@@ -322,7 +332,7 @@ export class Invocations {
       else this.deliver(call, error ? { error } : { result: msg.result ?? null, traceparent: msg.traceparent ?? null, baggage: msg.baggage ?? null });
     } finally {
       // Even if answering failed: the call is over either way.
-      this.finish(call, error ? 'error' : 'ok', error);
+      this.finish(call, error ? 'error' : 'ok', error, msg.result);
     }
     if (error && typeof error.stacktrace === 'string' && this.onCalleeException) {
       this.onCalleeException(call, error, this.spans ? call.traceId || this.ids.traceId(call.idNumber) : undefined);
@@ -352,6 +362,7 @@ export class Invocations {
 
   /** A peer is gone: its callers learn at once, its callees are told to stop. */
   halt(peer: Peer, why: string): void {
+    this.observers.dropOwner(peer);
     for (const call of [...peer.incoming.values()]) this.end(call, 'stopped', engineErrors.invocationStopped(call.functionId, why));
     for (const call of [...peer.outgoing.values()]) {
       this.finish(call, 'cancelled');
@@ -392,7 +403,8 @@ export class Invocations {
   }
 
   /** The call's books closed: deadline, tables, bytes in flight; its span recorded. */
-  private finish(call: Call, status: SpanStatus, error?: ErrorBody): void {
+  private finish(call: Call, status: SpanStatus, error?: ErrorBody, result?: unknown): void {
+    if (call.observed !== undefined) this.observers.settled(call, call.observed, result, status === 'ok' ? undefined : (error ?? { code: status, message: `The call was ${status}` }));
     this.deadlines.remove(call);
     if (this.spans) this.spans.record(call, status, error);
     if (this.metrics) this.metrics.ended(call.functionId, status, performance.now() - call.startedAt, error?.code);

@@ -121,6 +121,12 @@ export class Router {
         invocations.invoke(s, m, text);
         return;
       }
+      case 'observe':
+        invocations.observers.observe(s, m);
+        return;
+      case 'unobserve':
+        invocations.observers.unobserve(s, m.id);
+        return;
       case 'invocationresult':
         invocations.complete(s, m, text);
         return;

@@ -355,7 +355,8 @@ export class Engine {
       /* 'close' follows; cleanup happens there */
     });
     ws.on('close', (code) => this.cleanup(s, code === 1000 || code === 1001 ? 'worker disconnected' : `worker connection lost (code ${code})`, false));
-    s.send({ type: 'workerregistered', worker_id: s.id, reattach_token: s.reattachToken });
+    // `observe.v1`: iii-sdk 0.25's observe() (observers.ts); no `local-dispatch.v1`, so every call passes here.
+    s.send({ type: 'workerregistered', worker_id: s.id, reattach_token: s.reattachToken, features: ['observe.v1'] });
   }
 
   /** Runs once per session, whichever comes first: socket close, liveness failure, or reattach. */

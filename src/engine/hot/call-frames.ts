@@ -60,6 +60,8 @@ export function invokeText(
   traceparent: string | undefined,
   /** Tracing is on: `traceparent` is the engine's own (hex and dashes, nothing to escape). */
   engineTraceparent: boolean,
+  /** JSON members (`,"k":v…`) the engine adds to a frame of its own (an observer's activation). */
+  extraFields?: string,
 ): string {
   let t: string;
   if (dataTail !== null) {
@@ -73,6 +75,7 @@ export function invokeText(
   if (traceparent) t += ',"traceparent":' + (engineTraceparent ? '"' + traceparent + '"' : JSON.stringify(traceparent));
   if (msg.baggage) t += ',"baggage":' + JSON.stringify(msg.baggage);
   if (msg.metadata !== undefined) t += ',"metadata":' + JSON.stringify(msg.metadata);
+  if (extraFields !== undefined) t += extraFields;
   return t + '}';
 }
 

@@ -13,7 +13,7 @@ type FieldKind = 'string' | 'nullable-string' | 'number' | 'object' | 'array' | 
 const STRING: FieldKind = 'string';
 /** Per type: required fields, then optional ones. Unknown extra fields are ignored, as in iii. */
 const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<string, FieldKind> }> = {
-  workerregistered: { req: { worker_id: 'string' }, opt: { reattach_token: 'string' } },
+  workerregistered: { req: { worker_id: 'string' }, opt: { reattach_token: 'string', features: 'strings' } },
   reattach: { req: { previous_worker_id: 'string' }, opt: { reattach_token: 'string' } },
   registerfunction: {
     req: { id: 'string' },
@@ -69,6 +69,11 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
   error: { req: { error: 'error' }, opt: { ref: 'object' } },
   hello: { req: { protocol: 'number', features: 'array' }, opt: { role: 'string', engine: 'object' } },
   cancel: { req: { invocation_id: 'string' }, opt: { reason: 'string' } },
+  observe: {
+    req: { id: 'string', source: 'object', target: 'object' },
+    opt: { metadata: 'any', max_fires: 'number', expires_in_ms: 'number', max_in_flight: 'number' },
+  },
+  unobserve: { req: { id: 'string' }, opt: {} },
 };
 
 export const MESSAGE_TYPES = Object.keys(SCHEMA) as MessageType[];

@@ -22,6 +22,8 @@ export interface WorkerRegisteredMsg {
   type: 'workerregistered';
   worker_id: string;
   reattach_token?: string;
+  /** iii 0.25: what the engine supports; `observe.v1` turns on iii-sdk's `observe()`. */
+  features?: string[];
 }
 export interface ReattachMsg {
   type: 'reattach';
@@ -65,6 +67,8 @@ export interface InvokeFunctionMsg {
    * after `data`, and only when it is not `default`.)
    */
   namespace?: string | null;
+  /** iii 0.25: how many observer activations led to this call (absent: 0); bounds observer loops. */
+  observe_depth?: number;
 }
 export interface InvocationResultMsg {
   type: 'invocationresult';
@@ -198,6 +202,34 @@ export type Message =
   | PongMsg
   | ErrorMsg
   | HelloMsg
-  | CancelMsg;
+  | CancelMsg
+  | ObserveMsg
+  | UnobserveMsg;
 
 export type MessageType = Message['type'];
+
+// ---- iii 0.25 observe.v1 (docs/iii-compatibility.md) -------------------------------------------
+
+/** iii 0.25: another function's invocations, filtered, invoke `target`. Sent only to an engine advertising `observe.v1`. */
+export interface ObserveMsg {
+  type: 'observe';
+  id: string;
+  source: {
+    function_id: string;
+    namespace?: string | null;
+    args?: unknown;
+    filters?: unknown;
+    capture?: unknown;
+    on?: unknown;
+    deliver?: unknown;
+  };
+  target: { function_id: string; namespace?: string | null };
+  metadata?: unknown;
+  max_fires?: number;
+  expires_in_ms?: number;
+  max_in_flight?: number;
+}
+export interface UnobserveMsg {
+  type: 'unobserve';
+  id: string;
+}
