@@ -43,6 +43,8 @@ MESSAGE_TYPES: Final = (
     "error",
     "hello",
     "cancel",
+    "observe",
+    "unobserve",
 )
 
 #: WebSocket close code of the engine's `unauthorized` refusal (no token, or an unknown one).
