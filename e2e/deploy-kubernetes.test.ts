@@ -238,6 +238,12 @@ describe('svc deploy kubernetes', { timeout: 600_000 }, () => {
     r = await runSvc(['deploy', 'kubernetes', '--config', join(bad, 'config.yaml')]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /workers\[0\]\.replcas/);
+    // A mistyped section was skipped without a word (the generator read config.yaml on its own); now as everywhere else.
+    writeFileSync(join(bad, 'config.yaml'), 'worker:\n  - name: w\n    builtin: svc-state\n');
+    r = await runSvc(['deploy', 'kubernetes', '--config', join(bad, 'config.yaml')]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /worker: .*did you mean "workers"/);
+    writeFileSync(join(bad, 'config.yaml'), 'workers:\n  - name: w\n    builtin: svc-state\n    replcas: 2\n');
     r = await runSvc(['deploy', 'kubernetes', '--config', join(bad, 'config.yaml'), '--redis-url', 'http://x']);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--redis-url: must start with redis:\/\//);

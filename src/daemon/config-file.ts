@@ -56,6 +56,17 @@ export function loadConfig(file: string, opts: { create?: boolean } = {}): Loade
 }
 
 export function parseConfig(file: string, text: string, env: NodeJS.ProcessEnv = process.env): Omit<LoadedConfig, 'created'> {
+  const sections = readConfigSections(file, text);
+  const engine = parseEngineConfig(file, sections.engine, env);
+  return { file, engine, workers: sections.workers ?? [], deploy: parseDeployConfig(file, sections.deploy) };
+}
+
+/**
+ * config.yaml's text as its top-level sections, checked as far as the file's shape goes: valid YAML,
+ * a mapping, only known keys, `workers` a list. For readers that need a section as written
+ * (`svc deploy kubernetes` copies the engine block into a ConfigMap); parseConfig checks the rest.
+ */
+export function readConfigSections(file: string, text: string): { engine?: unknown; workers?: unknown[]; deploy?: unknown } {
   const doc = parseDocument(text);
   if (doc.errors.length > 0) {
     const e = doc.errors[0]!;
@@ -68,10 +79,8 @@ export function parseConfig(file: string, text: string, env: NodeJS.ProcessEnv =
   for (const key of Object.keys(sections)) {
     if (!TOP_LEVEL_KEYS.includes(key)) throw new ConfigFileError(file, `${key}: ${unknownKeyMessage(key, TOP_LEVEL_KEYS, 'top-level key')}`);
   }
-  const engine = parseEngineConfig(file, sections.engine, env);
-  const workers = sections.workers ?? [];
-  if (!Array.isArray(workers)) throw new ConfigFileError(file, '"workers" must be a list');
-  return { file, engine, workers, deploy: parseDeployConfig(file, sections.deploy) };
+  if (sections.workers !== undefined && sections.workers !== null && !Array.isArray(sections.workers)) throw new ConfigFileError(file, '"workers" must be a list');
+  return { engine: sections.engine, workers: (sections.workers ?? undefined) as unknown[] | undefined, deploy: sections.deploy };
 }
 
 /** The workers of a loaded config.yaml, validated, each token it names one of engine.auth.tokens. */

@@ -6,13 +6,15 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
-import { parseAllDocuments, parseDocument, stringify } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { SvcError } from 'svc-sdk';
 import { isLoopbackHost } from '../../engine/auth.js';
 import { ConfigFileError, isMapping } from '../../engine/config/config-error.js';
 import { parseEngineConfig } from '../../engine/config/engine-config.js';
 import { parseWorkerEntries } from '../../supervisor/worker-entries.js';
 import { imagePrefix, parseDeployConfig } from '../../daemon/deploy-config.js';
+import { readConfigSections } from '../../daemon/config-file.js';
+import { loadManifest } from '../../supervisor/manifest.js';
 import {
   ENGINE_NAME,
   REDIS_NAME,
@@ -72,11 +74,12 @@ export function writeKubernetesManifests(opts: KubernetesOptions): KubernetesRes
   const projectDir = dirname(file);
   const dir = resolve(opts.out ?? join(projectDir, 'deploy', 'kubernetes'));
   const notes: string[] = [];
-  const root = readRoot(file);
+  if (!existsSync(file)) throw new ConfigFileError(file, 'file not found');
+  const root = readConfigSections(file, readFileSync(file, 'utf8'));
   const rawEngine = isMapping(root.engine) ? root.engine : {};
   // Validated as the engine would; ${VAR}s the pods set are not needed here.
   const engine = parseEngineConfig(file, root.engine, placeholderEnv(JSON.stringify(root.engine ?? null)));
-  const entries = parseWorkerEntries(file, Array.isArray(root.workers) ? root.workers : []);
+  const entries = parseWorkerEntries(file, root.workers ?? []);
   const { host: _h, port: _p, auth: _a, cluster: rawCluster, ...engineConfig } = rawEngine;
   if (isMapping(rawEngine.auth)) notes.push('engine.auth of config.yaml is not used: the pods use the tokens of the Secret (admin, workers, queue, cron; docs/deploy.md)');
 
@@ -103,7 +106,7 @@ export function writeKubernetesManifests(opts: KubernetesOptions): KubernetesRes
       if (images && !e.builtin) notes.push(`worker ${e.name} is not in images.json (added after svc build?): named ${computed(e.name)}; run svc build again`);
       image = e.builtin ? (images?.engine ?? computed('svc-engine')) : computed(e.name);
     }
-    return { name: e.name, k8sName, ...(e.builtin ? { builtin: e.builtin } : {}), ...(e.path ? { kind: workerKind(e.path) } : {}), image, replicas: e.replicas, env: e.env, config: e.config };
+    return { name: e.name, k8sName, ...(e.builtin ? { builtin: e.builtin } : {}), ...(e.path ? { kind: loadManifest(e.path).runtime.kind } : {}), image, replicas: e.replicas, env: e.env, config: e.config };
   });
 
   const clusterRedis = isMapping(rawCluster) && typeof rawCluster.redis_url === 'string' && !rawCluster.redis_url.includes('${') ? rawCluster.redis_url : undefined;
@@ -148,15 +151,6 @@ export function writeKubernetesManifests(opts: KubernetesOptions): KubernetesRes
   return { dir, files: [...written, 'kustomization.yaml'], notes };
 }
 
-function readRoot(file: string): Record<string, unknown> {
-  if (!existsSync(file)) throw new ConfigFileError(file, 'file not found');
-  const doc = parseDocument(readFileSync(file, 'utf8'));
-  if (doc.errors.length > 0) throw new ConfigFileError(file, `invalid YAML: ${doc.errors[0]!.message.split('\n')[0]}`);
-  const root: unknown = doc.toJS() ?? {};
-  if (!isMapping(root)) throw new ConfigFileError(file, 'the top level must be a mapping (engine:, workers:)');
-  return root;
-}
-
 /**
  * The environment with a stand-in for every `${VAR}` the text names and the environment lacks: the
  * pods set them (tokens, node id), this machine need not. The stand-in passes the checks of the
@@ -180,17 +174,6 @@ function readImages(file: string): { file: string; engine: string; workers: Reco
     throw new DeployError('invalid_images_file', `${file}: must be {"engine": "<image>", "workers": {"<name>": "<image>"}}; run svc build again`);
   }
   return { file, engine: raw.engine, workers: raw.workers as Record<string, string> };
-}
-
-/** svc.worker.yaml's runtime.kind, when it can be read (the readiness probe runs in that runtime). */
-function workerKind(dir: string): string | undefined {
-  try {
-    const m: unknown = parseDocument(readFileSync(join(dir, 'svc.worker.yaml'), 'utf8')).toJS();
-    const kind = isMapping(m) && isMapping(m.runtime) ? m.runtime.kind : undefined;
-    return typeof kind === 'string' ? kind : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The Secret's values of a previous run, so that running again keeps the tokens. */
