@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { Args, Command } from '@oclif/core';
 import { SvcError } from 'svc-sdk';
 import { loadConfig } from '../../../daemon/config-file.js';
@@ -36,6 +36,9 @@ Exit 2 when a directory has no valid svc.worker.yaml or a package cannot be buil
         }
         this.log(`${shown}: ${v.package}${v.removed.length ? ` (removed ${v.removed.join(', ')})` : ''}`);
         if (v.before !== v.after) this.log(`  ${v.dependencyFile}: ${v.before ?? '(none)'} → ${v.after}`);
+        // pip and npm keep a version they have installed: a package replaced under the same name is not picked up.
+        const installed = ['.venv', 'node_modules'].find((d) => existsSync(join(v.dir, d)));
+        if (v.before === v.after && installed) this.log(`  ${join(shown, installed)} still holds the SDK installed before (same version): remove it, then svc worker restart <name>`);
       }
     } catch (e) {
       if (e instanceof SvcError) fail(`${e.code}: ${e.message}`, 2);
