@@ -8,11 +8,20 @@ export interface TriggerType {
   description?: string;
   trigger_request_format?: unknown;
   call_request_format?: unknown;
-  /** In registration order; the first live one is active and holds the bindings, the rest stand by. */
+  /**
+   * `one` (the default): the first live provider holds every binding, the rest stand by (a source
+   * that must fire once, like a schedule). `all`: every live provider holds every binding (replicas
+   * of a source each serve their share, like svc-http behind a load balancer). Set by the first
+   * provider; a later one declaring the other mode is warned about and follows the type's.
+   */
+  mode: BindingMode;
+  /** In registration order; in `one` mode the first live one is active, the rest stand by. */
   providers: Peer[];
   /** Per provider, what it declared a binder must be allowed to call (`binding_requires_call`). */
   requires: Map<Peer, readonly string[]>;
 }
+
+export type BindingMode = 'one' | 'all';
 
 /** A `registertrigger` one engine of a cluster hands another: with the binder's rights, which only the first engine knows. */
 export type ForwardedBindingMsg = RegisterTriggerMsg & { binder?: Rights | null };
@@ -33,8 +42,8 @@ export interface Binding {
    * rights that engine sent with it. The provider's calls for the binding run with these.
    */
   access: Access;
-  /** The provider it was handed to; undefined while parked. */
-  provider: Peer | undefined;
+  /** The providers it was handed to (at most one in `one` mode); none while parked. */
+  holders: Peer[];
   status: 'pending' | 'active' | 'parked';
 }
 
@@ -52,9 +61,14 @@ export class Triggers {
 
   registerType(peer: Peer, msg: RegisterTriggerTypeMsg): void {
     let type = this.types.get(msg.id);
+    const mode: BindingMode = msg.binding_mode ?? 'one';
     if (!type) {
-      type = { id: msg.id, providers: [], requires: new Map() };
+      type = { id: msg.id, mode, providers: [], requires: new Map() };
       this.types.set(msg.id, type);
+    } else if (type.providers.length === 0) {
+      type.mode = mode;
+    } else if (mode !== type.mode) {
+      this.warn(`trigger type ${msg.id}: ${peer.name} declares binding_mode "${mode}", its other providers "${type.mode}"; it follows "${type.mode}"`);
     }
     if (msg.description != null) type.description = msg.description;
     if (msg.trigger_request_format !== undefined) type.trigger_request_format = msg.trigger_request_format;
@@ -68,9 +82,10 @@ export class Triggers {
     // Other rights asked for now: bindings made before must hold them too.
     if (this.requiredCalls(type).join('\n') !== before) this.recheck(type);
     if (known) return;
-    if (this.activeProvider(type) === peer) {
-      for (const b of this.bindings.values()) {
-        if (b.trigger_type === type.id && !b.provider && this.activeProvider(type, b.owner) === peer) this.handTo(b, peer);
+    for (const b of [...this.bindings.values()]) {
+      if (b.trigger_type !== type.id || b.holders.includes(peer)) continue;
+      if ((type.mode === 'all' || b.holders.length === 0) && this.holdersFor(type, b.owner).includes(peer)) {
+        this.handTo(b, peer);
       }
     }
   }
@@ -83,12 +98,14 @@ export class Triggers {
     if (i < 0) return;
     type.providers.splice(i, 1);
     type.requires.delete(peer);
-    for (const b of this.bindings.values()) {
-      if (b.provider !== peer) continue;
-      b.provider = undefined;
-      const next = this.activeProvider(type, b.owner);
-      if (next) this.handTo(b, next);
-      else b.status = 'parked';
+    for (const b of [...this.bindings.values()]) {
+      const at = b.holders.indexOf(peer);
+      if (at < 0) continue;
+      b.holders.splice(at, 1);
+      if (b.holders.length > 0) continue;
+      const next = this.holdersFor(type, b.owner);
+      if (next.length === 0) b.status = 'parked';
+      for (const p of next) if (this.bindings.get(b.id) === b) this.handTo(b, p);
     }
     if (type.providers.length === 0) {
       // Keep the type listed only while something still refers to it.
@@ -115,7 +132,7 @@ export class Triggers {
       ...(msg.metadata !== undefined ? { metadata: msg.metadata } : {}),
       owner,
       access,
-      provider: undefined,
+      holders: [],
       status: 'parked',
     };
     const type = this.types.get(msg.trigger_type);
@@ -123,10 +140,9 @@ export class Triggers {
     if (refusal) return this.reply(binding, refusal);
     this.bindings.set(msg.id, binding);
     owner.triggers.add(msg.id);
-    const provider = type ? this.activeProvider(type, owner) : undefined;
-    if (provider) {
-      this.handTo(binding, provider);
-    } else if (owner.features.has('ack')) {
+    const holders = type ? this.holdersFor(type, owner) : [];
+    for (const p of holders) if (this.bindings.get(msg.id) === binding) this.handTo(binding, p);
+    if (holders.length === 0 && owner.features.has('ack')) {
       owner.send({ type: 'triggerregistrationresult', id: msg.id, trigger_type: msg.trigger_type, function_id: msg.function_id, status: 'parked' });
     }
   }
@@ -144,7 +160,7 @@ export class Triggers {
   callAccess(provider: Peer, id: string): Access | ErrorBody {
     const b = this.bindings.get(id);
     if (!b) return engineErrors.bindingNotFound(id);
-    if (b.provider !== provider) return engineErrors.notBindingProvider(id, provider.name);
+    if (!b.holders.includes(provider)) return engineErrors.notBindingProvider(id, provider.name);
     return new BindingAccess(b.access, provider.access, b.function_id);
   }
 
@@ -153,16 +169,23 @@ export class Triggers {
     return this.bindings.get(id)?.namespace;
   }
 
-  /** A provider answered a forwarded binding. Errors always go back to the owner (as in iii); success only to svc SDKs. */
+  /**
+   * A provider answered a forwarded binding. Errors always go back to the owner (as in iii); success
+   * only to svc SDKs, at the first holder's (a holder may never answer: iii's success is silent).
+   * In `all` mode one holder's refusal ends the binding at every holder, even after another
+   * accepted: the replicas of a source judge a config alike, and a binding served by some of them
+   * only would answer some requests and not others.
+   */
   result(provider: Peer, msg: TriggerRegistrationResultMsg): void {
     const b = this.bindings.get(msg.id);
-    if (!b || b.provider !== provider) return;
+    if (!b || !b.holders.includes(provider)) return;
     if (msg.error) {
-      this.bindings.delete(b.id);
-      b.owner.triggers.delete(b.id);
+      b.holders = b.holders.filter((p) => p !== provider);
+      this.remove(b);
       this.reply(b, msg.error);
       return;
     }
+    if (b.status === 'active') return;
     b.status = 'active';
     if (b.owner.features.has('ack')) this.reply(b);
   }
@@ -186,8 +209,10 @@ export class Triggers {
         trigger_request_format: t.trigger_request_format ?? null,
         call_request_format: t.call_request_format ?? null,
         binding_requires_call: this.requiredCalls(t),
+        binding_mode: t.mode,
         provider: active ? { worker_id: active.id, worker_name: active.name } : null,
-        standby_providers: t.providers.filter((p) => p !== active).map((p) => ({ worker_id: p.id, worker_name: p.name })),
+        // In `all` mode no live provider stands by: each holds every binding.
+        standby_providers: t.providers.filter((p) => p !== active && (t.mode === 'one' || !p.open)).map((p) => ({ worker_id: p.id, worker_name: p.name })),
         bindings: [...this.bindings.values()].filter((b) => b.trigger_type === t.id).length,
       };
     });
@@ -205,7 +230,8 @@ export class Triggers {
       worker_id: b.owner.id,
       worker_name: b.owner.name,
       status: b.status,
-      provider: b.provider ? { worker_id: b.provider.id, worker_name: b.provider.name } : null,
+      provider: b.holders[0] ? { worker_id: b.holders[0].id, worker_name: b.holders[0].name } : null,
+      providers: b.holders.map((p) => ({ worker_id: p.id, worker_name: p.name })),
     }));
   }
 
@@ -218,6 +244,20 @@ export class Triggers {
     const local = type.providers.find((p) => p.open && p.node === undefined);
     if (local || owner?.node !== undefined) return local;
     return type.providers.find((p) => p.open);
+  }
+
+  /**
+   * Who should hold a binding of `owner`'s: in `one` mode the active provider; in `all` mode every
+   * live provider on this engine and every other engine that provides the type (each hands it to
+   * its own providers), but for a binding another engine handed us only ours: that engine hands it
+   * to the others itself.
+   */
+  private holdersFor(type: TriggerType, owner: Peer): Peer[] {
+    if (type.mode === 'one') {
+      const active = this.activeProvider(type, owner);
+      return active ? [active] : [];
+    }
+    return type.providers.filter((p) => p.open && (p.node === undefined || owner.node === undefined));
   }
 
   /** What a binder of `type` must be allowed to call: the union of its providers' declarations. */
@@ -252,8 +292,9 @@ export class Triggers {
     const type = this.types.get(b.trigger_type);
     const refusal = type ? this.bindRefusal(type, b.access) : null;
     if (refusal) return this.drop(b, refusal);
-    b.provider = provider;
-    b.status = 'pending';
+    // A binding handed anew waits for its provider's answer; one more holder in `all` mode keeps its status.
+    if (b.holders.length === 0) b.status = 'pending';
+    b.holders.push(provider);
     const msg: ForwardedBindingMsg = {
       type: 'registertrigger',
       id: b.id,
@@ -270,8 +311,8 @@ export class Triggers {
       provider.send(msg);
     } catch (err) {
       // Only a value from outside any frame can fail to encode; the owner learns, the table moves on.
-      this.bindings.delete(b.id);
-      b.owner.triggers.delete(b.id);
+      b.holders = b.holders.filter((p) => p !== provider);
+      this.remove(b);
       this.reply(b, { code: 'internal_error', message: `The engine could not hand trigger ${b.id} to ${provider.name}: ${(err as Error).message}` });
     }
   }
@@ -285,7 +326,8 @@ export class Triggers {
   private remove(b: Binding): void {
     this.bindings.delete(b.id);
     b.owner.triggers.delete(b.id);
-    if (b.provider?.open) b.provider.send({ type: 'unregistertrigger', id: b.id, trigger_type: b.trigger_type });
+    for (const p of b.holders) if (p.open) p.send({ type: 'unregistertrigger', id: b.id, trigger_type: b.trigger_type });
+    b.holders = [];
     const type = this.types.get(b.trigger_type);
     if (type && type.providers.length === 0 && ![...this.bindings.values()].some((x) => x.trigger_type === type.id)) {
       this.types.delete(type.id);

@@ -165,24 +165,32 @@ describe('cluster: three engines, one redis', () => {
     await eventually(() => assert.deepEqual(seen.at(-1), { op: 'unregister', id: binding.id, config: { topic: 'a' } }));
   });
 
-  it('serves an http route registered on engine 1 from svc-http on engine 2', async () => {
+  it('serves an http route registered on engine 1 from svc-http on every engine (http is binding_mode all)', async () => {
     const { startHttpWorker } = await import('../../src/workers/http/worker.js');
-    const http = await startHttpWorker({ url: e2.url, port: 0, host: '127.0.0.1', requestLog: false });
+    const https = [await startHttpWorker({ url: e2.url, port: 0, host: '127.0.0.1', requestLog: false }), await startHttpWorker({ url: e3.url, port: 0, host: '127.0.0.1', requestLog: false })];
     try {
       const owner = make(e1.url, 'http-owner-1');
       owner.registerFunction('web::hello', (req: { body: { name: string } }) => ({ status_code: 200, body: { hello: req.body.name } }));
       await eventually(async () => {
-        const r = await owner.trigger<{ trigger_types: Array<{ id: string }> }>({ function_id: 'engine::triggers::list' });
-        assert.ok(r.trigger_types.some((t) => t.id === 'http'));
+        const r = await owner.trigger<{ trigger_types: Array<{ id: string; binding_mode: string }> }>({ function_id: 'engine::triggers::list' });
+        assert.equal(r.trigger_types.find((t) => t.id === 'http')?.binding_mode, 'all');
       }, 5000);
-      await owner.registerTrigger({ type: 'http', function_id: 'web::hello', config: { api_path: '/hello', http_method: 'POST' } });
-      await eventually(async () => {
-        const res = await fetch(`http://127.0.0.1:${http.port}/hello`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'cluster' }) });
-        assert.equal(res.status, 200, await res.clone().text());
-        assert.deepEqual(await res.json(), { hello: 'cluster' });
-      }, 5000);
+      // Engine 3's svc-http may become known on engine 1 after the binding is made: it is handed the binding then.
+      const binding = await owner.registerTrigger({ type: 'http', function_id: 'web::hello', config: { api_path: '/hello', http_method: 'POST' } });
+      // A third svc-http, on engine 1 itself, after the binding: it is handed the route too.
+      https.push(await startHttpWorker({ url: e1.url, port: 0, host: '127.0.0.1', requestLog: false }));
+      const hello = (port: number) => fetch(`http://127.0.0.1:${port}/hello`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'cluster' }) });
+      for (const h of https) {
+        await eventually(async () => {
+          const res = await hello(h.port);
+          assert.equal(res.status, 200, await res.clone().text());
+          assert.deepEqual(await res.json(), { hello: 'cluster' });
+        }, 5000);
+      }
+      binding.unregister();
+      for (const h of https) await eventually(async () => assert.equal((await hello(h.port)).status, 404), 5000);
     } finally {
-      await http.shutdown();
+      for (const h of https) await h.shutdown();
     }
   });
 

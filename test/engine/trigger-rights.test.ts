@@ -155,7 +155,7 @@ describe('trigger bindings run with the binder’s rights', { timeout: 60_000 },
     await math.ready();
     const provider = await RawClient.connect(`${eng.url}/?token=${HTTP}`);
     provider.send({ type: 'hello', protocol: 1, features: ['cancel', 'ack'] });
-    provider.send({ type: 'registertriggertype', id: 'http' }); // standby behind svc-http
+    provider.send({ type: 'registertriggertype', id: 'http' }); // a second provider of http: it holds the binding too (binding_mode all)
     const stranger = await RawClient.connect(`${eng.url}/?token=${ADMIN}`);
     const t = await math.registerTrigger({ type: 'http', function_id: 'math::double', config: { api_path: '/double', http_method: 'POST' } });
     // Another peer (even an admin) may not use the binding; an unknown binding is refused too.

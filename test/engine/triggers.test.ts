@@ -7,14 +7,15 @@ import { eventually, sleep, WorkerPool } from '../helpers/util.js';
 
 type Eng = Awaited<ReturnType<typeof startEngine>>;
 
-/** A provider of trigger type `type` that records what the engine hands it and refuses config {refuse: true}. */
-async function provider(w: Worker, type: string): Promise<Map<string, TriggerBinding>> {
+/** A provider of trigger type `type` that records what the engine hands it and refuses config {refuse: true} (or {refuse: <its name>}). */
+async function provider(w: Worker, type: string, mode?: 'one' | 'all', name?: string): Promise<Map<string, TriggerBinding>> {
   const held = new Map<string, TriggerBinding>();
   await w.registerTriggerType(
-    { id: type, description: `test type ${type}` },
+    { id: type, description: `test type ${type}`, ...(mode ? { binding_mode: mode } : {}) },
     {
       registerTrigger: (b) => {
-        if ((b.config as { refuse?: boolean }).refuse) throw Object.assign(new Error(`refused ${b.function_id}`), { code: 'route_conflict' });
+        const refuse = (b.config as { refuse?: boolean | string }).refuse;
+        if (refuse === true || (name !== undefined && refuse === name)) throw Object.assign(new Error(`refused ${b.function_id}`), { code: 'route_conflict' });
         held.set(b.id, b);
       },
       unregisterTrigger: (b) => {
@@ -136,5 +137,64 @@ describe('trigger types and bindings', () => {
     assert.equal(await raw.receives((f) => f.type === 'triggerregistrationresult', 200), false);
     assert.equal(await raw.receives((f) => f.type === 'hello', 50), false);
     raw.close();
+  });
+
+  describe('binding_mode "all": every provider holds every binding', () => {
+    const listed = async (w: Worker, id: string) =>
+      ((await w.trigger({ function_id: 'engine::registered-triggers::list' })) as { triggers: Array<{ id: string; status: string; providers: unknown[] }> }).triggers.find((b) => b.id === id);
+
+    test('each provider gets it, a later one too; one leaving keeps it active at the others; none parks it', async () => {
+      const p1 = pool.make('all-1');
+      const p2 = pool.make('all-2');
+      const held1 = await provider(p1, 'fanout', 'all');
+      const held2 = await provider(p2, 'fanout', 'all');
+      const user = pool.make('all-user');
+      const t = await user.registerTrigger({ type: 'fanout', function_id: 'f::fn', config: {} });
+      await eventually(() => assert.ok(held1.has(t.id) && held2.has(t.id)));
+      const p3 = pool.make('all-3');
+      const held3 = await provider(p3, 'fanout', 'all');
+      await eventually(() => assert.ok(held3.has(t.id)));
+      assert.equal((await listed(user, t.id))?.providers.length, 3);
+      await p1.shutdown();
+      await eventually(async () => assert.equal((await listed(user, t.id))?.providers.length, 2));
+      assert.equal((await listed(user, t.id))?.status, 'active');
+      await p2.shutdown();
+      await p3.shutdown();
+      await eventually(async () => assert.equal((await listed(user, t.id))?.status, 'parked'));
+    });
+
+    test("one provider's refusal ends the binding at the others and reaches the owner", async () => {
+      const p1 = pool.make('allr-1');
+      const p2 = pool.make('allr-2');
+      const held1 = await provider(p1, 'fanout-strict', 'all');
+      const held2 = await provider(p2, 'fanout-strict', 'all', 'allr-2');
+      const user = pool.make('allr-user');
+      // The owner's promise settles at the first answer (allr-1 may accept before allr-2 refuses); the
+      // refusal ends the binding either way, at both holders and in the engine's table.
+      const t = user.registerTrigger({ type: 'fanout-strict', function_id: 'g::fn', config: { refuse: 'allr-2' } });
+      const id = await t.then((x) => x.id).catch((e: { code: string }) => e.code);
+      await eventually(async () => {
+        assert.equal(held1.size + held2.size, 0);
+        const list = (await user.trigger({ function_id: 'engine::registered-triggers::list' })) as { triggers: Array<{ function_id: string }> };
+        assert.equal(list.triggers.some((b) => b.function_id === 'g::fn'), false);
+      });
+      if (id !== 'route_conflict') assert.equal(held1.has(id), false);
+    });
+
+    test('a provider declaring the other mode follows the type; a mode that is neither is refused where the frame enters', async () => {
+      const p1 = pool.make('mix-1');
+      const p2 = pool.make('mix-2');
+      const held1 = await provider(p1, 'mixed', 'one');
+      const held2 = await provider(p2, 'mixed', 'all');
+      const user = pool.make('mix-user');
+      const t = await user.registerTrigger({ type: 'mixed', function_id: 'm::fn', config: {} });
+      assert.ok(held1.has(t.id));
+      assert.equal(held2.has(t.id), false);
+      const raw = await RawClient.connect(eng.url);
+      raw.send({ type: 'registertriggertype', id: 'odd', binding_mode: 'some' });
+      const err = await raw.next((f) => f.type === 'error');
+      assert.match((err.error as { message: string }).message, /binding_mode.*"one" or "all"/);
+      raw.close();
+    });
   });
 });

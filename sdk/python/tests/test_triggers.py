@@ -109,6 +109,27 @@ def test_binding_without_provider_is_parked(make_worker: WorkerFactory) -> None:
     wait_for(lambda: binding.id in provider.active, what="the parked binding to reach the new provider")
 
 
+def test_binding_mode_all_hands_every_binding_to_every_provider(make_worker: WorkerFactory) -> None:
+    first, second = TickProvider(), TickProvider()
+    make_worker("fan-provider-1").register_trigger_type({"id": "test::fan", "binding_mode": "all"}, first)
+    make_worker("fan-provider-2").register_trigger_type({"id": "test::fan", "binding_mode": "all"}, second)
+    user = make_worker("fan-user")
+    user.register_function("py::fan", lambda data: None)
+
+    def fan_type() -> dict[str, Any]:
+        types = user.trigger({"function_id": "engine::triggers::list"})["trigger_types"]
+        return next((t for t in types if t["id"] == "test::fan"), {})
+
+    wait_for(lambda: fan_type().get("binding_mode") == "all", what="test::fan to be provided")
+    binding = user.register_trigger({"type": "test::fan", "function_id": "py::fan", "config": {}})
+    assert binding.wait(5) == "active"
+    wait_for(
+        lambda: binding.id in first.active and binding.id in second.active,
+        what="both providers to get the binding",
+    )
+    assert fan_type()["standby_providers"] == []
+
+
 def test_register_trigger_rejects_bad_input(make_worker: WorkerFactory) -> None:
     w = make_worker("careless")
     with pytest.raises(ValueError, match="function_id"):

@@ -106,6 +106,12 @@ export interface TriggerTypeDefinition {
    * that reads it (`state::get`). The engine refuses other bindings with `forbidden`.
    */
   binding_requires_call?: string[];
+  /**
+   * `one` (default): the engine hands each binding to one provider of this type, the others stand
+   * by and take over when it leaves (a source that must fire once). `all`: every provider gets
+   * every binding (replicas that each serve their share, as svc-http's behind a load balancer).
+   */
+  binding_mode?: 'one' | 'all';
 }
 
 export interface CallRequest {

@@ -97,9 +97,6 @@ export function writeKubernetesManifests(opts: KubernetesOptions): KubernetesRes
     const other = taken.get(k8sName);
     if (other) throw new DeployError('k8s_name_conflict', `worker ${e.name}: its Kubernetes name ${k8sName} is also ${other}'s; rename the worker in config.yaml`);
     taken.set(k8sName, `worker ${e.name}`);
-    if (e.builtin === 'svc-http' && e.replicas > 1) {
-      notes.push(`worker ${e.name}: ${e.replicas} replicas of svc-http, but the engine hands each route to one of them (docs/cluster.md, Limits): the Service would send requests to replicas that answer 404; keep 1`);
-    }
     if (e.token) notes.push(`worker ${e.name}: token ${e.token} of config.yaml is not used; it connects with the Secret's SVC_WORKER_TOKEN`);
     let image = e.builtin ? images?.engine : images?.workers[e.name];
     if (!image) {

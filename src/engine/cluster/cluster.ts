@@ -327,8 +327,8 @@ export class Cluster {
   /** That engine no longer provides a trigger type: take our bindings back from it, hand them on. */
   private withdrawType(peer: RemotePeer, id: string): void {
     for (const b of this.deps.triggers.listBindings()) {
-      const provider = b.provider as { worker_id: string } | null;
-      if (b.trigger_type === id && provider?.worker_id === peer.id) peer.send({ type: 'unregistertrigger', id: b.id as string, trigger_type: id });
+      const holders = b.providers as Array<{ worker_id: string }>;
+      if (b.trigger_type === id && holders.some((h) => h.worker_id === peer.id)) peer.send({ type: 'unregistertrigger', id: b.id as string, trigger_type: id });
     }
     this.deps.triggers.unregisterType(peer, id);
   }

@@ -25,7 +25,7 @@ export interface NodeSnapshot {
     metadata?: Record<string, unknown>;
     workers: Array<{ worker_id: string; worker_name: string }>;
   }>;
-  trigger_types: Array<{ id: string; description?: string; trigger_request_format?: unknown; call_request_format?: unknown; binding_requires_call?: string[] }>;
+  trigger_types: Array<{ id: string; description?: string; trigger_request_format?: unknown; call_request_format?: unknown; binding_requires_call?: string[]; binding_mode?: 'one' | 'all' }>;
   workers: Array<Record<string, unknown>>;
 }
 
@@ -70,6 +70,7 @@ export function buildSnapshot(
       ...(t.trigger_request_format != null ? { trigger_request_format: t.trigger_request_format } : {}),
       ...(t.call_request_format != null ? { call_request_format: t.call_request_format } : {}),
       ...(requires.length > 0 ? { binding_requires_call: requires } : {}),
+      ...(t.binding_mode === 'all' ? { binding_mode: 'all' as const } : {}),
     });
   }
   return snap;

@@ -78,6 +78,8 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
   await worker.registerTriggerType(
     {
       id: HTTP_TRIGGER_TYPE,
+      // Every replica serves every route: a load balancer in front of several may send a request to any.
+      binding_mode: 'all',
       description: `HTTP endpoints on http://${config.host}:${port}; config {api_path: "/users/:id", http_method: "GET", stream?: true}`,
       trigger_request_format: {
         type: 'object',

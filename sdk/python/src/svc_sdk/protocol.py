@@ -122,6 +122,9 @@ class TriggerTypeInfo(TypedDict, total=False):
     #: Functions a worker must be allowed to call to bind this type (a binding that lets its owner
     #: observe data needs the rights of the function that reads it); the engine refuses others.
     binding_requires_call: list[str]
+    #: "one" (default): each binding goes to one provider of the type, the others stand by;
+    #: "all": every provider gets every binding (replicas that each serve a share).
+    binding_mode: Literal["one", "all"]
 
 
 TriggerStatus = Literal["pending", "active", "parked", "error", "unregistered"]

@@ -9,7 +9,7 @@ import { deeperThan, jsonDepthOver, openingsAtLeast } from './nesting.js';
 
 // ---- validation -------------------------------------------------------------------------------
 
-type FieldKind = 'string' | 'nullable-string' | 'number' | 'object' | 'array' | 'strings' | 'error' | 'action' | 'any';
+type FieldKind = 'string' | 'nullable-string' | 'number' | 'object' | 'array' | 'strings' | 'error' | 'action' | 'binding-mode' | 'any';
 const STRING: FieldKind = 'string';
 /** Per type: required fields, then optional ones. Unknown extra fields are ignored, as in iii. */
 const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<string, FieldKind> }> = {
@@ -45,6 +45,7 @@ const SCHEMA: Record<MessageType, { req: Record<string, FieldKind>; opt: Record<
       trigger_request_format: 'any',
       call_request_format: 'any',
       binding_requires_call: 'strings',
+      binding_mode: 'binding-mode',
       namespace: 'nullable-string',
     },
   },
@@ -113,6 +114,8 @@ function kindOk(kind: FieldKind, v: unknown): boolean {
       const t = (v as { type?: unknown }).type;
       return t === 'void' || (t === 'enqueue' && typeof (v as { queue?: unknown }).queue === 'string');
     }
+    case 'binding-mode':
+      return v === 'one' || v === 'all';
     case 'any':
       return true;
   }
@@ -127,6 +130,7 @@ const KIND_TEXT: Record<FieldKind, string> = {
   strings: 'an array of strings',
   error: 'an object {code: string, message: string}',
   action: '{"type":"void"} or {"type":"enqueue","queue":string}',
+  'binding-mode': '"one" or "all"',
   any: 'any JSON value',
 };
 

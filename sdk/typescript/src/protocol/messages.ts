@@ -90,6 +90,12 @@ export interface RegisterTriggerTypeMsg {
    * lets it observe what they would show it (svc-state's `state` type: `state::get`).
    */
   binding_requires_call?: string[];
+  /**
+   * svc extension: `one` (default) — the engine hands each binding to one provider of the type, the
+   * others stand by; `all` — to every provider (replicas of a source that each serve a share, such
+   * as svc-http behind a load balancer).
+   */
+  binding_mode?: 'one' | 'all';
   /** iii 0.23+: accepted and listed; trigger types are engine-wide in svc (docs/iii-compatibility.md). */
   namespace?: string | null;
 }
