@@ -108,6 +108,35 @@ describe('OTLP span export to a real OpenTelemetry Collector', () => {
     });
   }
 
+  test('a failed call carries an exception event with the callee\'s code, message and stack', async () => {
+    const eng = await startEngine({ telemetry: telemetry(collector.httpEndpoint, 'http/protobuf') });
+    const pool = new WorkerPool(() => eng.url);
+    try {
+      const callee = pool.make('o-failing');
+      callee.registerFunction('o::fail', () => {
+        throw Object.assign(new Error('out of widgets'), { code: 'out_of_stock' });
+      });
+      callee.registerFunction('o::ok', () => 1);
+      const client = pool.make('o-fail-client');
+      await Promise.all([callee.ready(), client.ready()]);
+      await assert.rejects(client.trigger({ function_id: 'o::fail' }), { code: 'out_of_stock' });
+      await client.trigger({ function_id: 'o::ok' });
+      const mine = (name: string) => collector.spans().find((s) => s.name === name && s.service === 'svc-engine-test' && s.attributes['svc.caller.worker'] === 'o-fail-client');
+      await eventually(() => assert.ok(mine('o::fail') && mine('o::ok')), 10_000);
+      const failed = mine('o::fail')!;
+      assert.equal(failed.events.length, 1);
+      assert.equal(failed.events[0]!.name, 'exception');
+      assert.equal(failed.events[0]!.attributes['exception.type'], 'out_of_stock');
+      assert.equal(failed.events[0]!.attributes['exception.message'], 'out of widgets');
+      assert.match(failed.events[0]!.attributes['exception.stacktrace'] ?? '', /out of widgets/);
+      assert.equal(failed.attributes['exception.type'], undefined, 'event attributes are not the span\'s');
+      assert.deepEqual(mine('o::ok')!.events, []);
+    } finally {
+      await pool.closeAll();
+      await eng.stop();
+    }
+  });
+
   test("workers' process reports and svc-state's counters arrive as svc.worker.* and svc.state.* metrics", async () => {
     const eng = await startEngine({ telemetry: telemetry(collector.httpEndpoint, 'http/protobuf') });
     const pool = new WorkerPool(() => eng.url);

@@ -12,6 +12,8 @@ export interface CollectedSpan {
   name: string;
   service: string;
   attributes: Record<string, string>;
+  /** Span events: name and attributes (the exception event of a failed call). */
+  events: Array<{ name: string; attributes: Record<string, string> }>;
 }
 
 /** A log record as the debug exporter printed it. */
@@ -85,9 +87,16 @@ export class Collector {
       for (const block of spans) {
         const m = /Trace ID\s*: (\w*)\s+Parent ID\s*: (\w*)\s+ID\s*: (\w*)\s+Name\s*: (.*)/.exec(block);
         if (!m) continue;
+        const [own = '', ...eventBlocks] = block.split(/\nSpanEvent #\d+\n/);
         const attributes: Record<string, string> = {};
-        for (const a of (block.split('Attributes:')[1] ?? '').matchAll(/-> ([\w.]+): \w+\((.*)\)/g)) attributes[a[1]!] = a[2]!;
-        out.push({ traceId: m[1]!, parentId: m[2]!, spanId: m[3]!, name: m[4]!.trim(), service, attributes });
+        for (const a of (own.split('Attributes:')[1] ?? '').matchAll(/-> ([\w.]+): \w+\((.*)\)/g)) attributes[a[1]!] = a[2]!;
+        const events = eventBlocks.map((e) => {
+          const attrs: Record<string, string> = {};
+          // A value may span lines (a stack trace): it ends at the ")" before the next attribute or the block's end.
+          for (const a of (e.split('Attributes::')[1] ?? '').matchAll(/-> ([\w.]+): \w+\(([\s\S]*?)\)(?=\n\s*-> |\s*$|\n\t)/g)) attrs[a[1]!] = a[2]!;
+          return { name: /-> Name: (.*)/.exec(e)?.[1]?.trim() ?? '', attributes: attrs };
+        });
+        out.push({ traceId: m[1]!, parentId: m[2]!, spanId: m[3]!, name: m[4]!.trim(), service, attributes, events });
       }
     }
     return out;

@@ -4,7 +4,7 @@ import { OTLPTraceExporter as GrpcTraceExporter } from '@opentelemetry/exporter-
 import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
-import { ATTR_ERROR_TYPE, ATTR_RPC_METHOD, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { ATTR_ERROR_TYPE, ATTR_EXCEPTION_MESSAGE, ATTR_EXCEPTION_STACKTRACE, ATTR_EXCEPTION_TYPE, ATTR_RPC_METHOD, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { ENGINE_VERSION } from '../options.js';
 import type { Span } from '../traces.js';
 import { grpcExporterOptions, httpExporterOptions } from './otlp-endpoint.js';
@@ -37,6 +37,7 @@ export function toReadableSpan(s: Span, resource: Resource): ReadableSpan {
   if (s.error) attributes[ATTR_ERROR_TYPE] = s.error.code;
   else if (s.status !== 'ok') attributes[ATTR_ERROR_TYPE] = s.status;
   const context = { traceId: s.trace_id, spanId: s.span_id, traceFlags: TraceFlags.SAMPLED };
+  const endTime = millisToHrTime(s.start_ms + s.duration_ms);
   return {
     name: s.function_id,
     // The engine serves the call on behalf of its callee: the server side of the caller's request.
@@ -44,18 +45,29 @@ export function toReadableSpan(s: Span, resource: Resource): ReadableSpan {
     spanContext: () => context,
     ...(s.parent_span_id ? { parentSpanContext: { traceId: s.trace_id, spanId: s.parent_span_id, traceFlags: TraceFlags.SAMPLED, isRemote: true } } : {}),
     startTime: millisToHrTime(s.start_ms),
-    endTime: millisToHrTime(s.start_ms + s.duration_ms),
+    endTime,
     duration: millisToHrTime(s.duration_ms),
     status: s.status === 'ok' ? { code: SpanStatusCode.UNSET } : { code: SpanStatusCode.ERROR, message: s.error ? `${s.error.code}: ${s.error.message}` : s.status },
     attributes,
     links: [],
-    events: [],
+    // A failed call as OpenTelemetry's exception event, so trace UIs show the code, message and the
+    // callee's stack (Jaeger's and Tempo's error views read these, not the status message).
+    events: s.status === 'ok' ? [] : [{ name: 'exception', time: endTime, attributes: exceptionAttributes(s) }],
     ended: true,
     resource,
     instrumentationScope: SCOPE,
     droppedAttributesCount: 0,
     droppedEventsCount: 0,
     droppedLinksCount: 0,
+  };
+}
+
+function exceptionAttributes(s: Span): Attributes {
+  if (!s.error) return { [ATTR_EXCEPTION_TYPE]: s.status, [ATTR_EXCEPTION_MESSAGE]: `The call of ${s.function_id} ended: ${s.status}` };
+  return {
+    [ATTR_EXCEPTION_TYPE]: s.error.code,
+    [ATTR_EXCEPTION_MESSAGE]: s.error.message,
+    ...(s.error.stacktrace ? { [ATTR_EXCEPTION_STACKTRACE]: s.error.stacktrace } : {}),
   };
 }
 
