@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { otelEnabled } from 'svc-sdk/internal';
+import { otelEnabled, samplerFromEnv } from 'svc-sdk/internal';
+import * as sdkTrace from '@opentelemetry/sdk-trace';
 import { startEngine } from '../helpers/engine.js';
 import { Collector, type CollectedSpan } from '../helpers/otelcol.js';
 import { Logger } from 'svc-sdk';
@@ -133,6 +134,46 @@ describe("svc-sdk's own spans over OTLP", () => {
       rmSync(dir, { recursive: true, force: true });
       await eng.stop();
     }
+  });
+
+  test('OTEL_TRACES_SAMPLER=always_off: the worker exports no span of its own, and its calls work', async () => {
+    const telemetry = { endpoint: collector.httpEndpoint, protocol: 'http/protobuf' as const, serviceName: 'svc-engine-sampler', samplingRatio: 1, maxBatchSpans: 512, exportIntervalMs: 100, logs: false, metrics: false, metricsIntervalMs: 60_000 };
+    const eng = await startEngine({ telemetry });
+    const pool = new WorkerPool(() => eng.url);
+    try {
+      process.env.OTEL_TRACES_SAMPLER = 'always_off';
+      const quiet = pool.make('otel-sampled-off', { otel: true });
+      await quiet.ready();
+      delete process.env.OTEL_TRACES_SAMPLER;
+      const loud = pool.make('otel-sampled-on', { otel: true });
+      quiet.registerFunction('smp::quiet', () => 1);
+      await loud.ready();
+      await eventually(() => assert.ok(eng.engine.registry.get('smp::quiet')));
+      // loud's CLIENT span is sampled (a root under parentbased_always_on); quiet's SERVER span under always_off is not.
+      assert.equal(await loud.trigger({ function_id: 'smp::quiet' }), 1);
+      await eventually(() => assert.ok(collector.spans().some((s) => s.service === 'otel-sampled-on' && s.name === 'smp::quiet')), 10_000);
+      await eventually(() => assert.equal(collector.spans().filter((s) => s.service === 'svc-engine-sampler').length, 1), 10_000);
+      await quiet.shutdown();
+      assert.deepEqual(collector.spans().filter((s) => s.service === 'otel-sampled-off'), []);
+    } finally {
+      delete process.env.OTEL_TRACES_SAMPLER;
+      await pool.closeAll();
+      await eng.stop();
+    }
+  });
+
+  test('samplerFromEnv: the spec\'s names and argument; unknown ones warn and fall back to parentbased_always_on', () => {
+    const warnings: string[] = [];
+    const named = (env: NodeJS.ProcessEnv) => samplerFromEnv(sdkTrace, env, (m) => warnings.push(m)).toString();
+    assert.match(named({}), /^ParentBased\{root=AlwaysOnSampler/);
+    assert.equal(named({ OTEL_TRACES_SAMPLER: 'always_off' }), 'AlwaysOffSampler');
+    assert.equal(named({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' }), 'TraceIdRatioBased{0.25}');
+    assert.match(named({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }), /^ParentBased\{root=TraceIdRatioBased\{0\}/);
+    assert.equal(warnings.length, 0);
+    assert.match(named({ OTEL_TRACES_SAMPLER: 'sometimes' }), /^ParentBased\{root=AlwaysOnSampler/);
+    assert.match(warnings[0] ?? '', /OTEL_TRACES_SAMPLER="sometimes" is not one of/);
+    assert.equal(named({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '2' }), 'TraceIdRatioBased{1}');
+    assert.match(warnings[1] ?? '', /OTEL_TRACES_SAMPLER_ARG="2" is not a ratio/);
   });
 
   test('otelEnabled: the option wins, else OTEL_TRACES_EXPORTER lists otlp, unless OTEL_SDK_DISABLED=true', () => {

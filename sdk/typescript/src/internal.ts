@@ -12,7 +12,7 @@
  * - parseEngineUrls, backoffDelay (connection.ts): engine addresses; reconnect delays.
  * - the supervisor's environment contract (supervised.ts): SVC_RUN_SECRET, SVC_LIVENESS_FD.
  * - unknownKeyMessage, closestKey, firstUnknownKey (known-keys.ts): one "did you mean" for every config.
- * - otelEnabled (otel-export.ts): whether a worker exports its own spans (WorkerOptions.otel, OTEL_*).
+ * - otelEnabled, samplerFromEnv (otel-export.ts): whether a worker exports its own spans (WorkerOptions.otel, OTEL_*), and with which sampler.
  */
 export { ChurnMap } from './churn-map.js';
 export { sendCoalesced, exceedsBytes } from './transport.js';
@@ -24,4 +24,4 @@ export { parseEngineUrls, backoffDelay } from './connection.js';
 export { RUN_SECRET_ENV, LIVENESS_FD_ENV, ENGINE_GONE_EXIT_MS, startedByEngine } from './supervised.js';
 export { SAFETY_MARGIN_MS } from './caller.js';
 export { unknownKeyMessage, closestKey, firstUnknownKey } from './known-keys.js';
-export { otelEnabled } from './otel-export.js';
+export { otelEnabled, samplerFromEnv } from './otel-export.js';

@@ -1,5 +1,6 @@
 import type { Context, Span, Tracer } from '@opentelemetry/api';
 import type { LoggerProvider } from '@opentelemetry/sdk-logs';
+import type { Sampler } from '@opentelemetry/sdk-trace';
 import { SvcError } from './errors.js';
 import type { LogLevel } from './protocol/log-rows.js';
 import type { ErrorBody } from './protocol/messages.js';
@@ -57,6 +58,34 @@ function batchDelay(variable: 'OTEL_BSP_SCHEDULE_DELAY' | 'OTEL_BLRP_SCHEDULE_DE
   return ms > 0 && Number.isFinite(ms) ? { scheduledDelayMillis: ms } : {};
 }
 
+type SdkTrace = typeof import('@opentelemetry/sdk-trace');
+
+/**
+ * The sampler OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG name, as the OpenTelemetry spec defines
+ * them (the TracerProvider no longer reads them itself): `always_on`, `always_off`, `traceidratio`,
+ * and their `parentbased_` forms; unset means `parentbased_always_on`. An unknown name or a ratio
+ * outside 0..1 is reported through `warn` and the default used, as the spec says.
+ */
+export function samplerFromEnv(sdk: SdkTrace, env: NodeJS.ProcessEnv = process.env, warn: (message: string) => void = () => {}): Sampler {
+  const name = (env.OTEL_TRACES_SAMPLER ?? '').trim().toLowerCase() || 'parentbased_always_on';
+  const ratio = (): number => {
+    const raw = env.OTEL_TRACES_SAMPLER_ARG;
+    const r = raw === undefined || raw.trim() === '' ? 1 : Number(raw);
+    if (Number.isFinite(r) && r >= 0 && r <= 1) return r;
+    warn(`OTEL_TRACES_SAMPLER_ARG=${JSON.stringify(raw)} is not a ratio between 0 and 1; using 1`);
+    return 1;
+  };
+  const root = (base: string): Sampler | undefined =>
+    base === 'always_on' ? new sdk.AlwaysOnSampler() : base === 'always_off' ? new sdk.AlwaysOffSampler() : base === 'traceidratio' ? new sdk.TraceIdRatioBasedSampler(ratio()) : undefined;
+  const parentBased = name.startsWith('parentbased_');
+  const chosen = root(parentBased ? name.slice('parentbased_'.length) : name);
+  if (!chosen) {
+    warn(`OTEL_TRACES_SAMPLER=${JSON.stringify(env.OTEL_TRACES_SAMPLER)} is not one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio; using parentbased_always_on`);
+    return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
+  }
+  return parentBased ? new sdk.ParentBasedSampler({ root: chosen }) : chosen;
+}
+
 /** OpenTelemetry's SeverityNumber of each Logger level (DEBUG, INFO, WARN, ERROR). */
 const SEVERITY: Record<LogLevel, number> = { debug: 5, info: 9, warn: 13, error: 17 };
 
@@ -71,7 +100,8 @@ function jsonOrString(data: unknown): string {
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /**
- * Load the packages and start a tracer provider with a batching OTLP (http/protobuf) exporter, and
+ * Load the packages and start a tracer provider with a batching OTLP (http/protobuf) exporter and
+ * the sampler of OTEL_TRACES_SAMPLER (samplerFromEnv), and
  * a logger provider beside it (unless OTEL_LOGS_EXPORTER=none). The exporters read their endpoint,
  * headers and timeout from OTEL_EXPORTER_OTLP_[TRACES_|LOGS_]* themselves;
  * service.name is OTEL_SERVICE_NAME, else the worker's name. Rejects with `otel_unavailable`,
@@ -95,6 +125,7 @@ export async function loadSpanTracer(workerName: string): Promise<SpanTracer> {
   const resource = resources.resourceFromAttributes({ 'service.name': process.env.OTEL_SERVICE_NAME ?? workerName });
   const provider = new sdk.TracerProvider({
     resource,
+    sampler: samplerFromEnv(sdk, process.env, (m) => process.emitWarning(m, { code: 'SVC_OTEL_SAMPLER' })),
     spanProcessors: [new sdk.BatchSpanProcessor({ exporter: new exporter.OTLPTraceExporter(), ...batchDelay('OTEL_BSP_SCHEDULE_DELAY') })],
   });
   const tracer: Tracer = provider.getTracer('svc-sdk');
