@@ -273,9 +273,10 @@ def test_hundred_calls_in_flight_to_one_worker(make_worker: WorkerFactory) -> No
     assert state["peak"] >= 50, f"at most {state['peak']} handlers ran at once"
 
 
-def test_answers_finished_together_go_out_in_one_socket_write(make_worker: WorkerFactory) -> None:
-    """Answers ready in the same loop iteration share one write (issue 21: one syscall, not one each)."""
-    server = make_worker("batch-server")
+def _answers_of_20_async_calls_finishing_together(make_worker: WorkerFactory, name: str, backlog: bool) -> list[int]:
+    """The sizes of the server's socket writes while 20 `async def` calls all finish in one loop
+    iteration; `backlog`: the socket reports bytes still waiting to be written, as under load."""
+    server = make_worker(name)
     n = 20
     arrived = 0
     release: asyncio.Event | None = None
@@ -292,13 +293,13 @@ def test_answers_finished_together_go_out_in_one_socket_write(make_worker: Worke
         return {"n": data["n"]}
 
     server.register_function("py::batch", gather_then_answer)
-    caller = make_worker("batch-caller")
+    caller = make_worker(f"{name}-caller")
     wait_for(lambda: _registered(caller, "py::batch"), what="py::batch")
     # Count the server's writes on its real socket (every write still goes through).
     session = server._connection.session
     assert session is not None
     transport = session.ws.transport
-    real_write = transport.write
+    real_write, real_size = transport.write, transport.get_write_buffer_size
     writes: list[int] = []
 
     def counting_write(data: Any) -> None:
@@ -306,6 +307,8 @@ def test_answers_finished_together_go_out_in_one_socket_write(make_worker: Worke
         real_write(data)
 
     transport.write = counting_write  # type: ignore[method-assign]
+    if backlog:
+        transport.get_write_buffer_size = lambda: 1  # type: ignore[method-assign]
 
     async def flood() -> list[Any]:
         calls = [caller.trigger_async({"function_id": "py::batch", "payload": {"n": i}}) for i in range(n)]
@@ -314,9 +317,22 @@ def test_answers_finished_together_go_out_in_one_socket_write(make_worker: Worke
     try:
         results = asyncio.run(flood())
     finally:
-        transport.write = real_write  # type: ignore[method-assign]
+        transport.write, transport.get_write_buffer_size = real_write, real_size  # type: ignore[method-assign]
     assert results == [{"n": i} for i in range(n)]
-    assert 1 <= len(writes) <= 2, f"{n} answers took {len(writes)} socket writes"
+    return writes
+
+
+def test_async_answers_leave_at_once_while_the_socket_has_nothing_waiting(make_worker: WorkerFactory) -> None:
+    """Each answer is written as its handler returns, so the engine routes it while the loop runs the
+    next handlers (issue 21: collected, they left together after all of them)."""
+    writes = _answers_of_20_async_calls_finishing_together(make_worker, "at-once-server", backlog=False)
+    assert len(writes) == 20, f"20 answers took {len(writes)} socket writes"
+
+
+def test_answers_wait_and_share_one_write_while_the_socket_has_bytes_waiting(make_worker: WorkerFactory) -> None:
+    """With bytes waiting for the socket, answers are queued and leave together, with flow control."""
+    writes = _answers_of_20_async_calls_finishing_together(make_worker, "backlog-server", backlog=True)
+    assert 1 <= len(writes) <= 2, f"20 answers took {len(writes)} socket writes"
 
 
 def _registered(worker: Any, function_id: str) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 from ._background import spawn
 from ._version import __version__
@@ -97,6 +98,19 @@ class Session:
                             ws.transport.write(chunk)
         except ConnectionClosed as exc:
             raise SvcError(ErrorCode.CONNECTION_LOST, f"The connection to the engine closed ({exc})") from None
+
+    def write_now(self, text: str) -> bool:
+        """Write one frame at once, from the loop thread, if the socket takes it now.
+
+        False (nothing written) when the connection is not open or bytes are already waiting for the
+        socket: then the caller sends it with `send_texts`, which waits for the socket (flow control).
+        """
+        ws = self.ws
+        if self.closed or ws.protocol.state is not State.OPEN or ws.transport.get_write_buffer_size() > 0:
+            return False
+        ws.protocol.send_text(text.encode())
+        ws.send_data()
+        return True
 
     async def send_text(self, text: str) -> None:
         if self.closed:

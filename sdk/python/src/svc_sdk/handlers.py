@@ -7,7 +7,9 @@ The sync path is the hot one (the quickstart's `math::add`), so it avoids per-ca
 machinery: the frame goes straight to a pool thread, which runs the handler and encodes the answer
 there, and answers reach the loop through an outbox that wakes it once per batch, not per call.
 The outbox writes a batch's answers to the socket in one write. An `async def` call is one task and
-nothing else per call (no done-callback, no wrapper): the invocation table holds it.
+nothing else per call (no done-callback, no wrapper): the invocation table holds it; its answer is
+written at once when the socket has nothing waiting (Session.write_now), so the engine routes it
+while the loop runs the next handlers.
 """
 
 from __future__ import annotations
@@ -104,6 +106,11 @@ class Outbox:
         self._scheduled = False
 
     def put(self, session: Session, text: str) -> None:
+        if asyncio._get_running_loop() is self._loop and not self._scheduled and session.write_now(text):
+            # An async handler's answer goes out at once when the socket takes it: the engine can
+            # route it while this loop runs the next handlers (collected, they would leave together
+            # only after all of them, and the engine and this worker would take turns).
+            return
         with self._lock:
             self._items.append((session, text))
             if self._scheduled:
