@@ -8,19 +8,51 @@
  *
  *   node dist/bench/relay.js plain|coalescing   → prints `READY ws://127.0.0.1:<port>`
  *
- * `plain` writes every frame with its own `ws.send` (one syscall each); `coalescing` uses the SDK's
- * `sendCoalesced`, the mechanism the engine itself uses, so frames of one event-loop turn share a write.
+ * `plain` writes every frame with its own `ws.send` (one syscall each); `coalescing` writes the first
+ * frame of an event-loop turn at once and corks the socket for the rest of the turn (uncorked in
+ * `setImmediate`), so they share a write: what a user would add to a relay to save syscalls. It is
+ * its own code, not the SDK's `sendCoalesced` (which also flushes long turns part-way since
+ * 2026-11-24), so that the baseline stays what it was.
  */
 import { randomUUID } from 'node:crypto';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { sendCoalesced } from 'svc-sdk/internal';
 
 const mode = process.argv[2];
 if (mode !== 'plain' && mode !== 'coalescing') {
   process.stderr.write('usage: relay.js plain|coalescing\n');
   process.exit(2);
 }
-const send: (ws: WebSocket, text: string) => void = mode === 'plain' ? (ws, text) => ws.send(text) : sendCoalesced;
+type Corkable = { cork(): void; uncork(): void; destroyed?: boolean };
+const touched = new Set<Corkable>();
+const corked = new Set<Corkable>();
+let scheduled = false;
+function endTurn(): void {
+  scheduled = false;
+  touched.clear();
+  const sockets = [...corked];
+  corked.clear();
+  for (const s of sockets) if (!s.destroyed) s.uncork();
+}
+function sendPerTurn(ws: WebSocket, text: string): void {
+  const sock = (ws as unknown as { _socket?: Corkable })._socket;
+  if (sock && touched.has(sock)) {
+    if (!corked.has(sock)) {
+      sock.cork();
+      corked.add(sock);
+    }
+    ws.send(text);
+    return;
+  }
+  ws.send(text);
+  if (sock) {
+    touched.add(sock);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(endTurn);
+    }
+  }
+}
+const send: (ws: WebSocket, text: string) => void = mode === 'plain' ? (ws, text) => ws.send(text) : sendPerTurn;
 
 /** Who serves each function id; several registrants (replicas) take turns. */
 const functions = new Map<string, { sockets: WebSocket[]; next: number }>();

@@ -1,0 +1,72 @@
+/**
+ * sendCoalesced (sdk/typescript/src/transport.ts), between real sockets: the first frame of a turn
+ * leaves at once, the rest of the turn shares writes, and a long turn is flushed part-way (every
+ * FLUSH_FRAMES frames), so the peer gets the start of a large batch while the sender still works.
+ * The sender is a child process that blocks its own event loop after sending, as a busy engine does.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { FLUSH_FRAMES } from 'svc-sdk/internal';
+
+const ROOT = join(import.meta.dirname, '../../..');
+
+/** The child sends `frames` frames in one turn, blocks its loop for `blockMs`, then sends "end". */
+function sender(url: string, frames: number, blockMs: number, size = 10): ReturnType<typeof spawn> {
+  const program = `
+    import WebSocket from 'ws';
+    import { sendCoalesced } from 'svc-sdk/internal';
+    const ws = new WebSocket(${JSON.stringify(url)});
+    ws.on('open', () => {
+      for (let i = 0; i < ${frames}; i++) sendCoalesced(ws, String(i).padEnd(${size}, '.'));
+      const until = Date.now() + ${blockMs};
+      while (Date.now() < until) {}
+      sendCoalesced(ws, 'end');
+      setTimeout(() => ws.close(), 50);
+    });`;
+  return spawn(process.execPath, ['--input-type=module', '-e', program], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+/** Arrival time (ms, from the first frame) of every frame the child sent, and of "end". */
+async function arrivals(frames: number, blockMs: number, size?: number): Promise<{ before: number; total: number }> {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
+  const port = (wss.address() as { port: number }).port;
+  const got: Array<{ text: string; at: number }> = [];
+  const done = new Promise<void>((resolve) =>
+    wss.on('connection', (ws: WebSocket) => {
+      ws.on('message', (d) => {
+        got.push({ text: d.toString(), at: performance.now() });
+        if (d.toString() === 'end') resolve();
+      });
+    }),
+  );
+  const child = sender(`ws://127.0.0.1:${port}`, frames, blockMs, size);
+  await done;
+  await new Promise((r) => child.once('exit', r));
+  wss.close();
+  const end = got.find((g) => g.text === 'end')!.at;
+  // Frames that arrived well before the child's loop was free again.
+  return { before: got.filter((g) => g.text !== 'end' && g.at < end - blockMs / 2).length, total: got.length - 1 };
+}
+
+test('a long turn is flushed every FLUSH_FRAMES frames: the peer gets them while the sender still works', async () => {
+  const { before, total } = await arrivals(4 * FLUSH_FRAMES + 5, 600);
+  assert.equal(total, 4 * FLUSH_FRAMES + 5);
+  // The first frame at once, then four flushes of FLUSH_FRAMES; the last 4 wait for the turn's end.
+  assert.equal(before, 1 + 4 * FLUSH_FRAMES);
+});
+
+test('a short turn shares one write after its first frame: the rest arrive when the turn ends', async () => {
+  const { before, total } = await arrivals(FLUSH_FRAMES - 2, 600);
+  assert.equal(total, FLUSH_FRAMES - 2);
+  assert.equal(before, 1);
+});
+
+test('large frames are flushed by bytes, before FLUSH_FRAMES of them', async () => {
+  const { before, total } = await arrivals(6, 600, 20 * 1024);
+  assert.equal(total, 6);
+  assert.equal(before, 6);
+});
