@@ -211,6 +211,8 @@ export class Triggers {
         binding_requires_call: this.requiredCalls(t),
         binding_mode: t.mode,
         provider: active ? { worker_id: active.id, worker_name: active.name } : null,
+        // Who holds the bindings: the active one in `one` mode, every live provider in `all` mode.
+        providers: t.providers.filter((p) => p === active || (t.mode === 'all' && p.open)).map((p) => ({ worker_id: p.id, worker_name: p.name })),
         // In `all` mode no live provider stands by: each holds every binding.
         standby_providers: t.providers.filter((p) => p !== active && (t.mode === 'one' || !p.open)).map((p) => ({ worker_id: p.id, worker_name: p.name })),
         bindings: [...this.bindings.values()].filter((b) => b.trigger_type === t.id).length,

@@ -155,6 +155,9 @@ describe('trigger types and bindings', () => {
       const held3 = await provider(p3, 'fanout', 'all');
       await eventually(() => assert.ok(held3.has(t.id)));
       assert.equal((await listed(user, t.id))?.providers.length, 3);
+      // The type's listing names every replica that holds its bindings, not only the first.
+      const types = (await user.trigger({ function_id: 'engine::triggers::list' })) as { trigger_types: Array<{ id: string; providers: Array<{ worker_name: string }> }> };
+      assert.deepEqual(types.trigger_types.find((x) => x.id === 'fanout')?.providers.map((p) => p.worker_name), ['all-1', 'all-2', 'all-3']);
       await p1.shutdown();
       await eventually(async () => assert.equal((await listed(user, t.id))?.providers.length, 2));
       assert.equal((await listed(user, t.id))?.status, 'active');

@@ -17,10 +17,17 @@ interface TriggerType {
   id: string;
   description: string | null;
   provider: { worker_id: string; worker_name: string } | string | null;
+  /** Who holds the bindings; with binding_mode "all" every live replica (an older engine omits it). */
+  providers?: Array<{ worker_id: string; worker_name: string }>;
+  binding_mode?: 'one' | 'all';
 }
 
-function providerName(p: TriggerType['provider']): string {
+function providerName(t: TriggerType | undefined): string {
+  const p = t?.provider ?? null;
   if (!p) return 'no provider (bindings are parked)';
+  if (t?.binding_mode === 'all' && t.providers && t.providers.length > 1) {
+    return `${t.providers.map((x) => x.worker_name).join(', ')} (each holds every binding)`;
+  }
   return typeof p === 'string' ? p : p.worker_name;
 }
 
@@ -58,7 +65,7 @@ export function TriggersPage() {
           return (
             <div className="card" key={id} data-testid="trigger-type" data-type={id}>
               <h2>
-                {id} <span className="sub">provided by {providerName(type?.provider ?? null)}</span>
+                {id} <span className="sub">provided by {providerName(type)}</span>
               </h2>
               {type?.description && <p className="sub">{type.description}</p>}
               {id === 'cron' && data.cron.error && <ErrorNote error={data.cron.error} />}
