@@ -67,7 +67,8 @@ export class Triggers {
       this.types.set(msg.id, type);
     } else if (type.providers.length === 0) {
       type.mode = mode;
-    } else if (mode !== type.mode) {
+    } else if (mode !== type.mode && !type.providers.includes(peer)) {
+      // Once per provider (another engine's type is registered again with every snapshot).
       this.warn(`trigger type ${msg.id}: ${peer.name} declares binding_mode "${mode}", its other providers "${type.mode}"; it follows "${type.mode}"`);
     }
     if (msg.description != null) type.description = msg.description;
@@ -172,13 +173,18 @@ export class Triggers {
   /**
    * A provider answered a forwarded binding. Errors always go back to the owner (as in iii); success
    * only to svc SDKs, at the first holder's (a holder may never answer: iii's success is silent).
-   * In `all` mode one holder's refusal ends the binding at every holder, even after another
-   * accepted: the replicas of a source judge a config alike, and a binding served by some of them
-   * only would answer some requests and not others.
+   * In `all` mode a refusal before any holder accepted ends the binding at every holder (replicas
+   * judge a config alike); one after another holder accepted drops only the refusing holder, with
+   * a warning: a provider must not be able to take away what the others serve.
    */
   result(provider: Peer, msg: TriggerRegistrationResultMsg): void {
     const b = this.bindings.get(msg.id);
     if (!b || !b.holders.includes(provider)) return;
+    if (msg.error && b.status === 'active' && b.holders.length > 1) {
+      b.holders = b.holders.filter((p) => p !== provider);
+      this.warn(`trigger ${b.trigger_type} → ${b.function_id}: ${provider.name} refused it (${msg.error.message}); the other providers keep serving it`);
+      return;
+    }
     if (msg.error) {
       b.holders = b.holders.filter((p) => p !== provider);
       this.remove(b);

@@ -166,22 +166,48 @@ describe('trigger types and bindings', () => {
       await eventually(async () => assert.equal((await listed(user, t.id))?.status, 'parked'));
     });
 
-    test("one provider's refusal ends the binding at the others and reaches the owner", async () => {
-      const p1 = pool.make('allr-1');
-      const p2 = pool.make('allr-2');
-      const held1 = await provider(p1, 'fanout-strict', 'all');
-      const held2 = await provider(p2, 'fanout-strict', 'all', 'allr-2');
+    /** A provider of `type` (binding_mode all) that answers after `delayMs`, refusing when `refuse`. */
+    async function slowProvider(w: Worker, type: string, delayMs: number, refuse: boolean): Promise<Set<string>> {
+      const held = new Set<string>();
+      await w.registerTriggerType(
+        { id: type, binding_mode: 'all' },
+        {
+          registerTrigger: async (b) => {
+            await sleep(delayMs);
+            if (refuse) throw Object.assign(new Error(`refused ${b.function_id}`), { code: 'route_conflict' });
+            held.add(b.id);
+          },
+          unregisterTrigger: (b) => void held.delete(b.id),
+        },
+      );
+      await w.ready();
+      return held;
+    }
+
+    test("a refusal before any provider accepted ends the binding at every provider and reaches the owner", async () => {
+      const held1 = await slowProvider(pool.make('allr-1'), 'fanout-strict', 300, false);
+      await slowProvider(pool.make('allr-2'), 'fanout-strict', 0, true);
       const user = pool.make('allr-user');
-      // The owner's promise settles at the first answer (allr-1 may accept before allr-2 refuses); the
-      // refusal ends the binding either way, at both holders and in the engine's table.
-      const t = user.registerTrigger({ type: 'fanout-strict', function_id: 'g::fn', config: { refuse: 'allr-2' } });
-      const id = await t.then((x) => x.id).catch((e: { code: string }) => e.code);
+      await assert.rejects(user.registerTrigger({ type: 'fanout-strict', function_id: 'g::fn', config: {} }), { code: 'route_conflict' });
+      await sleep(400); // allr-1 accepts late: the engine has ended the binding and takes it back
       await eventually(async () => {
-        assert.equal(held1.size + held2.size, 0);
+        assert.equal(held1.size, 0);
         const list = (await user.trigger({ function_id: 'engine::registered-triggers::list' })) as { triggers: Array<{ function_id: string }> };
         assert.equal(list.triggers.some((b) => b.function_id === 'g::fn'), false);
       });
-      if (id !== 'route_conflict') assert.equal(held1.has(id), false);
+    });
+
+    test('a refusal after another provider accepted drops only the refusing provider', async () => {
+      const held1 = await slowProvider(pool.make('allk-1'), 'fanout-keep', 0, false);
+      await slowProvider(pool.make('allk-2'), 'fanout-keep', 300, true);
+      const user = pool.make('allk-user');
+      const t = await user.registerTrigger({ type: 'fanout-keep', function_id: 'k::fn', config: {} });
+      assert.ok(held1.has(t.id));
+      await sleep(400);
+      const b = await listed(user, t.id);
+      assert.equal(b?.status, 'active');
+      assert.equal(b?.providers.length, 1);
+      assert.ok(held1.has(t.id));
     });
 
     test('a provider declaring the other mode follows the type; a mode that is neither is refused where the frame enters', async () => {

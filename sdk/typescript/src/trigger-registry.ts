@@ -34,6 +34,8 @@ export class TriggerRegistry {
   private readonly acks = new Map<string, PendingAck>();
   /** Bindings the engine delivered to us as a trigger type's provider, by binding id. */
   private readonly provided = new Map<string, TriggerBinding>();
+  /** Bindings whose registerTrigger handler is still running; `dropped` when the engine took them away meanwhile. */
+  private readonly registering = new Map<string, { dropped: boolean }>();
 
   constructor(
     private readonly conn: Connection,
@@ -157,13 +159,19 @@ export class TriggerRegistry {
     } else {
       // A re-delivered id replaces what we hold: finish dropping the old one before accepting.
       if (this.provided.has(m.id)) await this.dropProvided(m.id);
+      const mark = { dropped: false };
+      this.registering.set(m.id, mark);
       try {
         await type.handler.registerTrigger(binding);
-        this.provided.set(m.id, binding);
+        // Taken away while the handler ran: undo it now, as an unregister arriving after it would.
+        if (mark.dropped) await this.undo(type, binding);
+        else this.provided.set(m.id, binding);
       } catch (e) {
         error = toErrorBody(e);
         if (error.code === 'invocation_failed') error.code = 'trigger_registration_failed';
         delete error.stacktrace;
+      } finally {
+        if (this.registering.get(m.id) === mark) this.registering.delete(m.id);
       }
     }
     this.conn.send({
@@ -177,11 +185,17 @@ export class TriggerRegistry {
 
   /** The engine takes a binding of a type we provide away (its owner left or unregistered it). */
   dropProvided(id: string): Promise<void> {
+    const pending = this.registering.get(id);
+    if (pending) pending.dropped = true;
     const binding = this.provided.get(id);
     if (!binding) return Promise.resolve();
     this.provided.delete(id);
     const type = this.types.get(binding.trigger_type);
     if (!type) return Promise.resolve();
+    return this.undo(type, binding);
+  }
+
+  private undo(type: { handler: TriggerTypeHandler }, binding: TriggerBinding): Promise<void> {
     return Promise.resolve()
       .then(() => type.handler.unregisterTrigger(binding))
       .then(
@@ -192,6 +206,7 @@ export class TriggerRegistry {
 
   /** The socket is gone: the engine parks the bindings we provided and hands them over again on reconnect. */
   dropAllProvided(): void {
+    for (const mark of this.registering.values()) mark.dropped = true;
     for (const id of [...this.provided.keys()]) void this.dropProvided(id);
   }
 
