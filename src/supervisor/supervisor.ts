@@ -113,6 +113,7 @@ export class Supervisor {
 
   /** Start one worker (all its replicas). A worker already supervised is left as it is. */
   async start(entry: WorkerEntry, opts: { force?: boolean } = {}): Promise<Managed> {
+    entry = oneHttpPerPort(entry, (m) => this.options.log('warn', m));
     const existing = this.workers.get(entry.name);
     if (existing && existing.status !== 'stopped' && existing.status !== 'crash-loop' && existing.status !== 'failed') return existing;
     const m: Managed = existing ?? { entry, status: 'starting', restarts: 0, exits: [], replicas: [], stopping: false };
@@ -301,4 +302,17 @@ export class Supervisor {
     const m = this.workers.get(name);
     return m ? this.describe(m) : null;
   }
+}
+
+/**
+ * svc-http replicas on one machine would all bind the one port of its config, and all but one
+ * would crash-loop on it: start one, and say why (replicas are for containers and pods, each with
+ * its own address: svc deploy kubernetes). With `port: 0` each binds a port of its own.
+ */
+function oneHttpPerPort(entry: WorkerEntry, warn: (message: string) => void): WorkerEntry {
+  if (entry.builtin !== 'svc-http' || entry.replicas <= 1) return entry;
+  const port = entry.config.port ?? 3111;
+  if (port === 0) return entry;
+  warn(`${entry.name}: ${entry.replicas} replicas of svc-http on this machine would all bind port ${String(port)}; starting 1 (replicas are for containers and pods: svc deploy kubernetes)`);
+  return { ...entry, replicas: 1 };
 }

@@ -13,7 +13,7 @@ import { Worker } from 'svc-sdk';
 import { DaemonStartError, startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { readEngineState } from '../../src/daemon/engine-state.js';
 import { ConfigFileError } from '../../src/engine/config/config-error.js';
-import { eventually } from '../helpers/util.js';
+import { eventually, freePort } from '../helpers/util.js';
 
 const QUIET = 'engine:\n  port: 0\n  print_events: false\n  shutdown_grace_ms: 500\n';
 
@@ -73,6 +73,32 @@ describe('startDaemon', { timeout: 60_000 }, () => {
     const pid = readEngineState(file)!.instances![0]!.pid!;
     await daemon.stop('test');
     assert.throws(() => process.kill(pid, 0), 'the worker stopped with the daemon');
+  });
+
+  test('svc-http replicas on one port: one starts, with a warning, instead of the rest crash-looping; with port 0 all start', async () => {
+    const httpPort = await freePort();
+    const file = project('http-replicas', `${QUIET}workers:\n  - name: web\n    builtin: svc-http\n    replicas: 2\n    config:\n      port: ${httpPort}\n  - name: web0\n    builtin: svc-http\n    replicas: 2\n    config:\n      port: 0\n`);
+    const daemon = await startDaemon({ configFile: file });
+    running.push(daemon);
+    const client = new Worker(daemon.address.url, { role: 'client', echoLogs: false, workerName: 'probe' });
+    client.start();
+    try {
+      await eventually(async () => {
+        const { workers } = (await client.trigger({ function_id: 'engine::supervisor::list' })) as { workers: Array<{ name: string; status: string; replicas: number; restarts: number }> };
+        const web = workers.find((w) => w.name === 'web');
+        const web0 = workers.find((w) => w.name === 'web0');
+        assert.deepEqual([web?.status, web?.replicas, web0?.status, web0?.replicas], ['running', 1, 'running', 2]);
+      }, 15_000);
+      await new Promise((r) => setTimeout(r, 1500)); // a second replica on the port would have exited by now
+      const { workers } = (await client.trigger({ function_id: 'engine::supervisor::list' })) as { workers: Array<{ name: string; restarts: number }> };
+      assert.equal(workers.find((w) => w.name === 'web')?.restarts, 0);
+      const { logs } = (await client.trigger({ function_id: 'engine::logs::list', payload: { source: 'engine' } })) as { logs: Array<{ level: string; message: string }> };
+      const warning = logs.find((l) => l.message.includes('replicas of svc-http'));
+      assert.equal(warning?.level, 'warn');
+      assert.match(warning?.message ?? '', new RegExp(`^web: 2 replicas of svc-http on this machine would all bind port ${httpPort}; starting 1`));
+    } finally {
+      await client.shutdown();
+    }
   });
 
   test('a second engine of a running project is refused; a taken port is said plainly', async () => {

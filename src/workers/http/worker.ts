@@ -153,7 +153,7 @@ function listen(app: ReturnType<typeof createHttpApp>, port: number, host: strin
       resolve(server);
     });
     server.once('error', (e: NodeJS.ErrnoException) => {
-      reject(e.code === 'EADDRINUSE' ? Object.assign(new Error(`svc-http: port ${port} on ${host} is already in use; set port in its config`), { code: 'port_in_use' }) : e);
+      reject(e.code === 'EADDRINUSE' ? Object.assign(new Error(`port ${port} on ${host} is already in use; set port in its config`), { code: 'port_in_use' }) : e);
     });
   });
 }
