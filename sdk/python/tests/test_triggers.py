@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -128,6 +130,30 @@ def test_binding_mode_all_hands_every_binding_to_every_provider(make_worker: Wor
         what="both providers to get the binding",
     )
     assert fan_type()["standby_providers"] == []
+
+
+def test_binding_taken_away_while_its_registration_runs_is_undone(make_worker: WorkerFactory) -> None:
+    """An unregister that arrives while the provider's register_trigger still runs undoes it when it ends."""
+    active: set[str] = set()
+    removed: list[str] = []
+
+    class SlowProvider:
+        async def register_trigger(self, trigger: TriggerInstance) -> None:
+            await asyncio.sleep(0.3)
+            active.add(trigger["id"])
+
+        def unregister_trigger(self, trigger: TriggerInstance) -> None:
+            active.discard(trigger["id"])
+            removed.append(trigger["id"])
+
+    make_worker("slow-provider").register_trigger_type({"id": "test::slow"}, SlowProvider())
+    user = make_worker("slow-user")
+    user.register_function("py::slow", lambda data: None)
+    binding = user.register_trigger({"type": "test::slow", "function_id": "py::slow", "config": {}})
+    time.sleep(0.1)  # the provider's register_trigger is running now
+    binding.unregister()
+    wait_for(lambda: removed == [binding.id], what="the late registration to be undone")
+    assert active == set()
 
 
 def test_register_trigger_rejects_bad_input(make_worker: WorkerFactory) -> None:

@@ -115,6 +115,8 @@ class TriggerRegistry:
         self.triggers: dict[str, Trigger] = {}
         self.types: dict[str, ProvidedType] = {}
         self._provided: dict[str, TriggerInstance] = {}
+        #: bindings whose register_trigger is still running; True once the engine took them away meanwhile
+        self._registering: dict[str, bool] = {}
 
     def sent(self, trigger: Trigger, session: Session) -> None:
         """A registertrigger went out. Without `ack` only errors come back: assume it is active."""
@@ -169,11 +171,18 @@ class TriggerRegistry:
                 "message": f"Trigger type {trigger_type} is not provided by this worker",
             }
         else:
+            self._registering[instance["id"]] = False
             try:
                 await self._run(provided.handler.register_trigger, instance)
-                self._provided[instance["id"]] = instance
+                if self._registering.get(instance["id"]):
+                    # Taken away while the handler ran: undo it now, as a later unregister would.
+                    await self._undo(provided, instance)
+                else:
+                    self._provided[instance["id"]] = instance
             except Exception as exc:
                 answer["error"] = error_body(exc, with_stack=False)
+            finally:
+                self._registering.pop(instance["id"], None)
         try:
             await session.send(answer)
         except Exception as exc:
@@ -181,12 +190,18 @@ class TriggerRegistry:
 
     async def withdraw(self, frame: Frame) -> None:
         """The engine removes a binding of a type we provide (its owner left or unregistered it)."""
-        instance = self._provided.pop(str(frame.get("id")), None)
+        trigger_id = str(frame.get("id"))
+        if trigger_id in self._registering:
+            self._registering[trigger_id] = True
+        instance = self._provided.pop(trigger_id, None)
         if instance is None:
             return
         provided = self.types.get(instance["trigger_type"])
         if provided is None:
             return
+        await self._undo(provided, instance)
+
+    async def _undo(self, provided: ProvidedType, instance: TriggerInstance) -> None:
         try:
             await self._run(provided.handler.unregister_trigger, instance)
         except Exception:
@@ -194,5 +209,7 @@ class TriggerRegistry:
 
     async def withdraw_all(self) -> None:
         """The socket closed: the engine parks our bindings and hands them over again on reconnect."""
+        for trigger_id in self._registering:
+            self._registering[trigger_id] = True
         for trigger_id in list(self._provided):
             await self.withdraw({"id": trigger_id})
