@@ -13,8 +13,8 @@ import type WebSocket from 'ws';
  * A long turn does not hold everything back to its end: every FLUSH_FRAMES frames (or FLUSH_BYTES
  * buffered) the socket is uncorked and corked again, so the peer starts on the first frames of a
  * large batch while this process works through the rest. Without it the processes of a call take
- * turns at high load instead of overlapping on the cores (bench/RESULTS.md, 2026-11-24, fourth
- * session: 256 in flight 78k → 104k calls/s for the same CPU per call).
+ * turns at high load instead of overlapping on the cores (measured: bench/RESULTS.md, "write
+ * coalescing flushes long turns part-way").
  */
 type Corkable = { cork(): void; uncork(): void; destroyed?: boolean; writableLength?: number };
 
