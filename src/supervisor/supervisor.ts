@@ -1,4 +1,5 @@
 import { RUN_SECRET_ENV } from 'svc-sdk/internal';
+import { DEFAULT_HTTP_CONFIG } from '../workers/http/config.js';
 import { ensureInstalled } from './install.js';
 import { launchSpecOf, logFileOf } from './launch.js';
 import { lastOutputLines } from './output-tail.js';
@@ -311,7 +312,7 @@ export class Supervisor {
  */
 function oneHttpPerPort(entry: WorkerEntry, warn: (message: string) => void): WorkerEntry {
   if (entry.builtin !== 'svc-http' || entry.replicas <= 1) return entry;
-  const port = entry.config.port ?? 3111;
+  const port = entry.config.port ?? DEFAULT_HTTP_CONFIG.port;
   if (port === 0) return entry;
   warn(`${entry.name}: ${entry.replicas} replicas of svc-http on this machine would all bind port ${String(port)}; starting 1 (replicas are for containers and pods: svc deploy kubernetes)`);
   return { ...entry, replicas: 1 };

@@ -42,16 +42,18 @@ function endTurn(): void {
 export function sendCoalesced(ws: WebSocket, text: string): void {
   const sock = (ws as unknown as { _socket?: Corkable })._socket;
   if (sock && touched.has(sock)) {
-    const frames = corked.get(sock);
-    if (frames === undefined) sock.cork();
+    let frames = corked.get(sock);
+    if (frames === undefined) {
+      sock.cork();
+      frames = 0;
+    }
     ws.send(text);
-    if ((frames ?? 0) + 1 >= FLUSH_FRAMES || (sock.writableLength ?? 0) >= FLUSH_BYTES) {
+    if (++frames >= FLUSH_FRAMES || (sock.writableLength ?? 0) >= FLUSH_BYTES) {
       sock.uncork();
       sock.cork();
-      corked.set(sock, 0);
-    } else {
-      corked.set(sock, (frames ?? 0) + 1);
+      frames = 0;
     }
+    corked.set(sock, frames);
     return;
   }
   // The turn's first frame to this socket is written before the bookkeeping: at one call in

@@ -3,9 +3,10 @@
  * one file's worth per component; kubernetes-project.ts reads the project and writes the files.
  */
 import type { BuiltinWorker } from '../../supervisor/worker-entries.js';
+import { DEFAULT_HTTP_CONFIG } from '../../workers/http/config.js';
 
 export const ENGINE_PORT = 49134;
-export const HTTP_PORT = 3111;
+export const HTTP_PORT = DEFAULT_HTTP_CONFIG.port;
 /** How long a terminating engine pod keeps serving before its SIGTERM: the Service stops routing to it meanwhile. */
 export const PRE_STOP_SECONDS = 5;
 /** After the drain: closing connections (1 s), leaving the cluster (2 s), exiting; with room to spare. */
