@@ -42,7 +42,10 @@ export interface Binding {
    * rights that engine sent with it. The provider's calls for the binding run with these.
    */
   access: Access;
-  /** The providers it was handed to (at most one in `one` mode); none while parked. */
+  /**
+   * The providers it was handed to (at most one in `one` mode). None while parked here; a binding
+   * handed to another engine that has no provider yet is parked with that engine as its holder.
+   */
   holders: Peer[];
   status: 'pending' | 'active' | 'parked';
 }
@@ -85,6 +88,10 @@ export class Triggers {
     if (known) return;
     for (const b of [...this.bindings.values()]) {
       if (b.trigger_type !== type.id || b.holders.includes(peer)) continue;
+      if (type.mode === 'one' && b.status === 'parked' && peer.node === undefined && b.holders.length > 0) {
+        // Parked at another engine that has no provider: a provider here serves it now instead.
+        this.withdraw(b);
+      }
       if ((type.mode === 'all' || b.holders.length === 0) && this.holdersFor(type, b.owner).includes(peer)) {
         this.handTo(b, peer);
       }
@@ -192,6 +199,15 @@ export class Triggers {
       return;
     }
     if (b.status === 'active') return;
+    if (msg.status === 'parked') {
+      // Another engine took it but has no provider yet (its snapshot had not said so when this
+      // engine handed it over): it waits there, and "active" follows once that engine's provider
+      // accepts. Until then it is not served, so it is not listed or acknowledged as active.
+      if (b.status === 'parked') return;
+      b.status = 'parked';
+      if (b.owner.features.has('ack')) this.reply(b, undefined, 'parked');
+      return;
+    }
     b.status = 'active';
     if (b.owner.features.has('ack')) this.reply(b);
   }
@@ -334,22 +350,27 @@ export class Triggers {
   private remove(b: Binding): void {
     this.bindings.delete(b.id);
     b.owner.triggers.delete(b.id);
-    for (const p of b.holders) if (p.open) p.send({ type: 'unregistertrigger', id: b.id, trigger_type: b.trigger_type });
-    b.holders = [];
+    this.withdraw(b);
     const type = this.types.get(b.trigger_type);
     if (type && type.providers.length === 0 && ![...this.bindings.values()].some((x) => x.trigger_type === type.id)) {
       this.types.delete(type.id);
     }
   }
 
-  private reply(b: Binding, error?: ErrorBody): void {
+  /** Take `b` back from every holder. */
+  private withdraw(b: Binding): void {
+    for (const p of b.holders) if (p.open) p.send({ type: 'unregistertrigger', id: b.id, trigger_type: b.trigger_type });
+    b.holders = [];
+  }
+
+  private reply(b: Binding, error?: ErrorBody, status: 'active' | 'parked' = 'active'): void {
     if (error) this.warn(`trigger ${b.trigger_type} → ${b.function_id} from ${b.owner.name} refused: ${error.message}`);
     b.owner.send({
       type: 'triggerregistrationresult',
       id: b.id,
       trigger_type: b.trigger_type,
       function_id: b.function_id,
-      ...(error ? { error } : { status: 'active' as const }),
+      ...(error ? { error } : { status }),
     });
   }
 }
