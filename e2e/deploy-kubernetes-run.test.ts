@@ -7,7 +7,7 @@
  * their roles' tokens, and a call made on one engine reaches svc-state on the other.
  */
 import { strict as assert } from 'node:assert';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -64,6 +64,18 @@ describe('svc deploy kubernetes: the pods run', { timeout: 120_000 }, () => {
     tmp.remove();
   });
 
+  const ports: number[] = [];
+  const engines: ChildProcess[] = [];
+  /** Each pod's /tmp/svc-ready, here a file of its own. */
+  const readyFile = (name: string): string => join(tmp.dir, `${name}.ready`);
+
+  /** A Deployment's readiness probe run as the kubelet would, in the pod: its exit code. */
+  function runProbe(name: string, enginePort: number): Promise<number> {
+    const [bin, ...args] = (find('Deployment', name).spec.template.spec.containers[0] as Obj).readinessProbe.exec.command as string[];
+    const script = args.map((a) => a.replaceAll('/tmp/svc-ready', readyFile(name)).replaceAll('http://svc-engine:49134', `http://127.0.0.1:${enginePort}`));
+    return new Promise((resolve) => execFile(bin === 'node' ? process.execPath : bin!, script, { timeout: 10_000 }, (err) => resolve(err ? Number(err.code ?? 99) : 0)));
+  }
+
   function spawnPod(command: string[], env: Record<string, string>, cwd: string): ChildProcess {
     const [bin, ...args] = command.map((a) => a.replace(/^\/opt\/svc\//, `${ROOT}`));
     const { SVC_URL: _drop, ...inherited } = process.env;
@@ -78,7 +90,6 @@ describe('svc deploy kubernetes: the pods run', { timeout: 120_000 }, () => {
   it('two engines from the ConfigMap join one cluster, the built-ins connect with their tokens, a call crosses engines', async () => {
     const secret = find('Secret', 'svc-tokens').stringData as Record<string, string>;
     const engine = find('Deployment', 'svc-engine').spec.template.spec.containers[0] as Obj;
-    const ports: number[] = [];
     for (const pod of ['svc-engine-7c9d-abcde', 'svc-engine-7c9d-fghij']) {
       // Each pod has its own /project.
       const project = join(tmp.dir, pod);
@@ -87,7 +98,7 @@ describe('svc deploy kubernetes: the pods run', { timeout: 120_000 }, () => {
       const port = await freePort();
       ports.push(port);
       const args = (engine.args as string[]).map((a) => (a === '/project/config.yaml' ? join(project, 'config.yaml') : a));
-      spawnPod(['node', join(ROOT, 'bin', 'svc.js'), ...args, '--port', String(port)], podEnv(engine, secret, pod, { SVC_REDIS_URL: redis.url }), project);
+      engines.push(spawnPod(['node', join(ROOT, 'bin', 'svc.js'), ...args, '--port', String(port)], podEnv(engine, secret, pod, { SVC_REDIS_URL: redis.url }), project));
     }
     for (const port of ports) {
       await until(`engine on ${port} ready`, async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.status === 200 || null, 20_000).catch((e: Error) => assert.fail(`${e.message}\n${output}`));
@@ -95,7 +106,7 @@ describe('svc deploy kubernetes: the pods run', { timeout: 120_000 }, () => {
     const builtins: Array<[string, number]> = [['svc-state', ports[1]!], ['svc-queue', ports[0]!], ['svc-cron', ports[1]!]];
     for (const [name, port] of builtins) {
       const c = find('Deployment', name).spec.template.spec.containers[0] as Obj;
-      spawnPod(c.command as string[], podEnv(c, secret, `${name}-1`, { SVC_URL: `ws://127.0.0.1:${port}`, SVC_REDIS_URL: redis.url }), tmp.dir);
+      spawnPod(c.command as string[], podEnv(c, secret, `${name}-1`, { SVC_URL: `ws://127.0.0.1:${port}`, SVC_REDIS_URL: redis.url, SVC_READY_FILE: readyFile(name) }), tmp.dir);
     }
     const admin = registerWorker(`ws://127.0.0.1:${ports[0]}`, { workerName: 'operator', token: secret.SVC_ADMIN_TOKEN, echoLogs: false });
     workers.push(admin);
@@ -112,5 +123,16 @@ describe('svc deploy kubernetes: the pods run', { timeout: 120_000 }, () => {
     const listed = (await admin.trigger<{ workers: Array<{ name: string; engine?: string }> }>({ function_id: 'engine::workers::list' })).workers;
     for (const name of ['svc-state', 'svc-queue', 'svc-cron']) assert.ok(listed.some((w) => w.name === name), `${name} connected: ${JSON.stringify(listed.map((w) => w.name))}`);
     assert.ok(new Set(listed.map((w) => w.engine)).size >= 2, 'workers on both engines');
+  });
+
+  it("the workers' readiness probes pass while connected and fail once their engine is gone", async () => {
+    for (const name of ['svc-state', 'svc-queue', 'svc-cron']) {
+      assert.equal(readFileSync(readyFile(name), 'utf8'), `ready ${name}\n`);
+      assert.equal(await runProbe(name, ports[0]!), 0, `${name} ready`);
+    }
+    // The engine of svc-state and svc-cron goes; svc-queue's stays.
+    engines[1]!.kill('SIGKILL');
+    await until('svc-state and svc-cron not ready', async () => ((await runProbe('svc-state', ports[0]!)) !== 0 && (await runProbe('svc-cron', ports[0]!)) !== 0) || null, 20_000);
+    assert.equal(await runProbe('svc-queue', ports[0]!), 0, 'svc-queue still ready');
   });
 });

@@ -33,6 +33,12 @@ export interface WorkerOptions {
    * SVC_PROCESS_REPORT_MS, else 5000; 0 turns the reports off. Workers only (not `role: 'client'`).
    */
   processReportIntervalMs?: number;
+  /**
+   * A file that says whether this worker is ready (connected, its functions registered), for an
+   * orchestrator's exec probe: `ready <name>` or `not ready: <state>`, touched every 5 s while
+   * ready, removed when the worker closes (docs/deploy.md). Default: env SVC_READY_FILE; unset: none.
+   */
+  readyFile?: string;
   /** Print Logger lines locally too (default true). */
   echoLogs?: boolean;
   /** Sent as `Authorization: Bearer …` when the engine requires tokens. Default: env SVC_TOKEN. */

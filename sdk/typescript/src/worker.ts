@@ -9,6 +9,7 @@ import { reportIntervalFromEnv, workerNamespace } from './worker-env.js';
 import { Invoker } from './invoker.js';
 import { LogBatcher } from './log-batcher.js';
 import { ProcessReporter } from './process-reporter.js';
+import { ReadyFile, readyFilePath } from './ready-file.js';
 import { Logger, setDefaultLogSink, type LogSink } from './logger.js';
 import { loadSpanTracer, otelEnabled, type SpanTracer } from './otel-export.js';
 import { DEFAULT_ENGINE_URL, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES, DEFAULT_PROCESS_REPORT_MS, FEATURES, PROTOCOL_VERSION, REGISTER_WORKER_FUNCTION, RUN_SECRET_HEADER } from './protocol/constants.js';
@@ -162,6 +163,9 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
     if (this.opts.role === 'worker') {
       watchEngineLiveness();
       setDefaultLogSink(this);
+      const path = readyFilePath(options.readyFile);
+      const file = path === undefined ? undefined : new ReadyFile(path, this.workerName, (e) => this.report(e));
+      if (file) this.on('state', (state: WorkerState) => (state === 'closed' ? file.remove() : file.update(state)));
     }
   }
 

@@ -208,21 +208,38 @@ export function redisObjects(plan: StackPlan, image: string): Obj[] {
   ];
 }
 
+/** Where svc SDK workers keep their ready file in the pod (SVC_READY_FILE; sdk ready-file). */
+export const READY_FILE = '/tmp/svc-ready';
+/** A ready file older than this fails the probe: the worker's event loop stopped touching it (every 5 s). */
+const READY_FILE_MAX_AGE_S = 30;
+
 /**
- * A worker's readiness: the engine's /readyz answers from inside the worker's pod, in the worker's
- * own runtime (the image has nothing else we can count on). Not a liveness probe: a worker whose
- * engine is away reconnects by itself, and restarting every worker when the engine restarts helps
- * nothing; a worker that exits is restarted by Kubernetes anyway.
+ * A worker's readiness, run in the worker's own runtime (the image has nothing else we can count
+ * on): its ready file says `ready` and is fresh, i.e. the engine accepted it and its functions are
+ * registered, and its event loop runs. A program that writes no ready file (one written against
+ * iii-sdk) is ready when the engine is: then the engine's /readyz answers. Not a liveness probe: a
+ * worker whose engine is away reconnects by itself, and restarting every worker when the engine
+ * restarts helps nothing; a worker that exits is restarted by Kubernetes anyway.
  */
+export function workerReadinessCommand(kind: 'python' | 'node', engineReadyz: string, readyFile = READY_FILE): string[] {
+  const [url, file] = [JSON.stringify(engineReadyz), JSON.stringify(readyFile)];
+  return kind === 'python'
+    ? [
+        'python',
+        '-c',
+        `import os, sys, time, urllib.request\ntry:\n    st = os.stat(${file})\nexcept FileNotFoundError:\n    urllib.request.urlopen(${url}, timeout=3)\n    sys.exit(0)\nwith open(${file}) as f:\n    ready = f.read(6) == "ready "\nsys.exit(0 if ready and time.time() - st.st_mtime < ${READY_FILE_MAX_AGE_S} else 1)\n`,
+      ]
+    : [
+        'node',
+        '-e',
+        `const fs = require('fs'); const st = fs.statSync(${file}, { throwIfNoEntry: false });\nif (!st) fetch(${url}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1));\nelse process.exit(fs.readFileSync(${file}, 'utf8').startsWith('ready ') && Date.now() - st.mtimeMs < ${READY_FILE_MAX_AGE_S * 1000} ? 0 : 1);\n`,
+      ];
+}
+
 function workerReadiness(w: WorkerPlan): Obj | null {
   const url = `http://${ENGINE_NAME}:${ENGINE_PORT}/readyz`;
-  const command =
-    w.kind === 'python'
-      ? ['python', '-c', `import urllib.request; urllib.request.urlopen(${JSON.stringify(url)}, timeout=3)`]
-      : w.kind === 'typescript' || w.builtin
-        ? ['node', '-e', `fetch(${JSON.stringify(url)}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`]
-        : null;
-  return command ? { exec: { command }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3 } : null;
+  const kind = w.kind === 'python' ? 'python' : w.kind === 'typescript' || w.builtin ? 'node' : null;
+  return kind ? { exec: { command: workerReadinessCommand(kind, url) }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3 } : null;
 }
 
 /** A worker's Deployment (and svc-http's Service). */
@@ -237,6 +254,7 @@ export function workerObjects(plan: StackPlan, w: WorkerPlan): Obj[] {
   }
   if (w.builtin === 'svc-http') Object.assign(config, { host: '0.0.0.0', port: HTTP_PORT });
   env.push({ name: 'SVC_URL', value: `ws://${ENGINE_NAME}:${ENGINE_PORT}` }, secretEnv(plan, 'SVC_TOKEN', token), { name: 'SVC_WORKER_NAME', value: w.name });
+  if (w.builtin !== 'svc-http') env.push({ name: 'SVC_READY_FILE', value: READY_FILE });
   if (Object.keys(config).length > 0) env.push({ name: 'SVC_WORKER_CONFIG', value: JSON.stringify(config) });
   // A variable set above wins: config.yaml's env is written for this machine (an SVC_URL on localhost).
   for (const [name, value] of Object.entries(w.env)) if (!env.some((e) => e.name === name)) env.push({ name, value });

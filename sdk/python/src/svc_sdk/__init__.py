@@ -22,8 +22,9 @@ from .options import InitOptions, ReconnectOptions, default_url
 from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES, TriggerConfig, TriggerRequest, TriggerTypeInfo
 from .queue import EnqueueResult, PublishResult, TriggerAction, publish, publish_async
 from .redact import redact_address
+from .refs import FunctionRef, TriggerTypeRef
 from .triggers import Trigger, TriggerInstance, TriggerTypeHandler
-from .worker import FunctionRef, TriggerTypeRef, Worker, register_worker
+from .worker import Worker, register_worker
 
 __all__ = [
     "DEFAULT_ENGINE_URL",

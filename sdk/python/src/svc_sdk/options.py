@@ -7,6 +7,7 @@ import socket
 from dataclasses import dataclass, field
 
 from .protocol import DEFAULT_ENGINE_URL, DEFAULT_MAX_FRAME_BYTES, DEFAULT_PROCESS_REPORT_MS
+from .ready_file import ready_file_from_env
 
 
 def default_url() -> str:
@@ -98,6 +99,10 @@ class InitOptions:
     #: extra; docs/observability.md). None: on when OTEL_TRACES_EXPORTER lists `otlp` (and
     #: OTEL_SDK_DISABLED is not `true`), else off, when nothing of OpenTelemetry is imported.
     otel: bool | None = None
+    #: A file that says whether this worker is ready (connected, its functions registered), for an
+    #: orchestrator's exec probe: `ready <name>` or `not ready: <state>`, touched every 5 s while
+    #: ready, removed when the worker stops (ready_file.py, docs/deploy.md). Default: $SVC_READY_FILE.
+    ready_file: str | None = field(default_factory=ready_file_from_env)
 
     def __post_init__(self) -> None:
         if not self.worker_name:

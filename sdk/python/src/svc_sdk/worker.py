@@ -35,6 +35,8 @@ from .protocol import (
     TriggerTypeInfo,
     function_id_problem,
 )
+from .ready_file import ReadyFile
+from .refs import FunctionRef, TriggerTypeRef
 from .runtime import LoopThread, forget, on_process_exit
 from .supervised import RUN_SECRET_ENV, engine_gone, watch_engine_liveness
 from .triggers import ProvidedType, Trigger, TriggerRegistry, TriggerTypeHandler
@@ -47,27 +49,6 @@ _workers: list[Worker] = []
 def current_worker() -> Worker | None:
     """The most recently registered worker that is still running (what `Logger()` sends through)."""
     return _workers[-1] if _workers else None
-
-
-class FunctionRef:
-    def __init__(self, function_id: str, worker: Worker) -> None:
-        self.id = function_id
-        self._worker = worker
-
-    def unregister(self) -> None:
-        self._worker.unregister_function(self.id)
-
-    def __repr__(self) -> str:
-        return f"FunctionRef({self.id!r})"
-
-
-class TriggerTypeRef:
-    def __init__(self, trigger_type_id: str, worker: Worker) -> None:
-        self.id = trigger_type_id
-        self._worker = worker
-
-    def unregister(self) -> None:
-        self._worker._on_loop(self._worker._drop_trigger_type, self.id)
 
 
 class Worker:
@@ -94,6 +75,7 @@ class Worker:
         self._log_rows: list[list[Any]] = []
         self._log_flush_scheduled = False
         self._reporter = ProcessReporter(options.process_report_interval_ms, self._send_now)
+        self._ready_file = ReadyFile(options.ready_file, options.worker_name) if options.ready_file else None
 
     @property
     def worker_name(self) -> str:
@@ -292,10 +274,14 @@ class Worker:
 
     async def _main(self) -> None:
         reporting = spawn(self._reporter.run())
+        touching = spawn(self._ready_file.run()) if self._ready_file else None
         try:
             await self._connection.run()
         finally:
             reporting.cancel()
+            if touching is not None and self._ready_file is not None:
+                touching.cancel()
+                self._ready_file.remove()
             self._connected.clear()
             self._stopped.set()
             self._caller.fail_all(ErrorCode.SHUTTING_DOWN, "The worker is shutting down")
@@ -339,6 +325,8 @@ class Worker:
             self._triggers.sent(trigger, session)
         self._connected.set()
         self._reporter.report()
+        if self._ready_file is not None:
+            self._ready_file.update(True)
 
     def on_frame(self, session: Session, frame: Frame) -> None:
         kind = frame["type"]
@@ -363,6 +351,8 @@ class Worker:
 
     def on_close(self, session: Session, reason: str) -> None:
         self._connected.clear()
+        if self._ready_file is not None:
+            self._ready_file.update(False, "stopping" if self._connection.stopping else "reconnecting")
         if self._replayed is session:
             self._replayed = None
         self._caller.fail_session(session, reason)

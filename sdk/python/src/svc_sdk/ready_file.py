@@ -1,0 +1,75 @@
+"""A file that says whether this worker is ready, for orchestrators' exec probes.
+
+`svc deploy kubernetes` sets $SVC_READY_FILE and probes it (docs/deploy.md): `ready <name>` while
+the engine has accepted the connection and the worker's functions are registered, `not ready:
+<state>` otherwise. Written from the worker's loop and touched every REFRESH_S while ready, so a
+probe that also checks its age fails for a loop that no longer runs. A file and not a port: nothing
+listens, so nothing outside the pod can reach it. The TypeScript SDK writes the same (ready-file.ts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+
+log = logging.getLogger("svc_sdk")
+
+#: While ready the file is touched this often (seconds).
+REFRESH_S = 5.0
+
+
+def ready_file_from_env() -> str | None:
+    """$SVC_READY_FILE; blank reads as unset."""
+    path = os.environ.get("SVC_READY_FILE", "")
+    return path if path.strip() else None
+
+
+class ReadyFile:
+    def __init__(self, path: str, worker_name: str) -> None:
+        self.path = path
+        self._worker_name = worker_name
+        self._ready = False
+        self._failed = False
+        self.update(False, "disconnected")
+
+    def update(self, ready: bool, state: str = "connected") -> None:
+        """The worker is (not) ready now; `state` says what it is doing instead."""
+        self._ready = ready
+        self._write(f"ready {self._worker_name}\n" if ready else f"not ready: {state}\n")
+
+    def remove(self) -> None:
+        """The worker is closed: the file goes (a restarted process writes it anew)."""
+        self._ready = False
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            self._fail(exc)
+
+    async def run(self) -> None:
+        """On the worker's loop: touch the file while ready."""
+        while True:
+            await asyncio.sleep(REFRESH_S)
+            if self._ready:
+                try:
+                    os.utime(self.path)
+                except OSError as exc:
+                    self._fail(exc)
+
+    def _write(self, text: str) -> None:
+        # Whole or not at all: a probe never reads half a line (written aside, then renamed over).
+        aside = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            with open(aside, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(aside, self.path)
+        except OSError as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: OSError) -> None:
+        # Logged once: a path that cannot be written stays so; the worker works on without the file.
+        if not self._failed:
+            self._failed = True
+            log.warning("svc: cannot write the ready file %s (SVC_READY_FILE): %s", self.path, exc)

@@ -1,0 +1,80 @@
+import { renameSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import type { WorkerState } from './worker-events.js';
+
+/** While connected the file is rewritten this often, so a probe can tell a hung event loop by its age. */
+export const READY_FILE_REFRESH_MS = 5000;
+
+/**
+ * A file that says whether this worker is ready, for orchestrators' exec probes (Kubernetes:
+ * `svc deploy kubernetes` sets SVC_READY_FILE and probes it): `ready <name>` while the engine has
+ * accepted the connection and the worker's functions are registered, `not ready: <state>` otherwise.
+ * The file is written from the worker's event loop and touched every READY_FILE_REFRESH_MS while
+ * ready: a probe that also checks its age (docs/deploy.md) fails for a loop that no longer runs.
+ * A file and not a port: nothing listens, so nothing outside the pod can reach it.
+ */
+export class ReadyFile {
+  private timer: NodeJS.Timeout | undefined;
+  private failed = false;
+
+  constructor(
+    readonly path: string,
+    private readonly workerName: string,
+    private readonly report: (e: Error) => void,
+  ) {}
+
+  /** The worker's state changed (the first change is start()'s `connecting`: the file appears then). */
+  update(state: WorkerState): void {
+    const ready = state === 'connected';
+    this.write(ready ? `ready ${this.workerName}\n` : `not ready: ${state}\n`);
+    if (ready && this.timer === undefined) {
+      this.timer = setInterval(() => this.touch(), READY_FILE_REFRESH_MS);
+      this.timer.unref();
+    } else if (!ready && this.timer !== undefined) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  /** The worker is closed: the file goes (a restarted process writes it anew). */
+  remove(): void {
+    this.update('closed');
+    try {
+      unlinkSync(this.path);
+    } catch {
+      // already gone
+    }
+  }
+
+  /** Whole or not at all: a probe never reads half a line (write aside, then rename over). */
+  private write(text: string): void {
+    const aside = `${this.path}.${process.pid}.tmp`;
+    try {
+      writeFileSync(aside, text);
+      renameSync(aside, this.path);
+    } catch (e) {
+      this.fail(e as Error);
+    }
+  }
+
+  private touch(): void {
+    const now = new Date();
+    try {
+      utimesSync(this.path, now, now);
+    } catch (e) {
+      this.fail(e as Error);
+    }
+  }
+
+  /** Reported once: a path that cannot be written stays so, and the worker works on without the file. */
+  private fail(e: Error): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.report(new Error(`svc: cannot write the ready file ${this.path} (SVC_READY_FILE): ${e.message}`));
+  }
+}
+
+/** WorkerOptions.readyFile, else env SVC_READY_FILE (blank reads as unset); undefined: no file. */
+export function readyFilePath(option: string | undefined): string | undefined {
+  const path = option ?? process.env.SVC_READY_FILE;
+  return path !== undefined && path.trim() !== '' ? path : undefined;
+}
