@@ -195,6 +195,10 @@ export class Invocations {
       return null;
     }
     if (this.calls.size >= this.opts.maxInFlightTotal || this.bytesInFlight >= this.opts.maxInFlightBytes) return this.overloaded();
+    // Another engine's calls were held to this bound there, each by its own caller.
+    if (caller !== null && caller.outgoingBytes >= this.opts.maxInFlightBytesPerWorker && caller.node === undefined) {
+      return engineErrors.overloaded(`The calls ${caller.name} has in flight carry ${caller.outgoingBytes} bytes (engine.limits.max_in_flight_bytes_per_worker = ${this.opts.maxInFlightBytesPerWorker}); retry later`);
+    }
     // A call another engine forwarded (its caller is that engine's RemotePeer) is served here or not at all.
     const callee = this.registry.pick(entry, caller?.node !== undefined);
     if (!callee) return functionNotFound(this.registry, fid, msg.namespace);
@@ -271,6 +275,7 @@ export class Invocations {
     this.calls.set(idNumber, call);
     callee.incoming.set(idNumber, call);
     this.bytesInFlight += call.bytes;
+    if (caller) caller.outgoingBytes += call.bytes;
     return null;
   }
 
@@ -410,6 +415,7 @@ export class Invocations {
     if (this.metrics) this.metrics.ended(call.functionId, status, performance.now() - call.startedAt, error?.code);
     this.calls.delete(call.idNumber);
     this.bytesInFlight -= call.bytes;
+    if (call.caller) call.caller.outgoingBytes -= call.bytes;
     call.callee.incoming.delete(call.idNumber);
     if (call.caller && call.callerInvocationId !== undefined) call.caller.outgoing.delete(call.callerInvocationId);
     if (this.calls.size === 0 && this.idleWaiters.length > 0) {

@@ -68,6 +68,11 @@ export interface EngineOptions {
   slowConsumerMs: number;
   /** Frames of the calls in flight together; new calls are refused with `overloaded` while over. */
   maxInFlightBytes: number;
+  /**
+   * Frames of the calls one connection made that are in flight; its new calls are refused with
+   * `overloaded` while over, so one caller cannot take all of maxInFlightBytes from the others.
+   */
+  maxInFlightBytesPerWorker: number;
   /** Bytes the engine holds per channel before it stops reading the writer (backpressure). */
   channelWindowBytes: number;
   /** Largest frame on a channel socket; a larger one closes that socket (1009) unread. */
@@ -120,6 +125,8 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   maxSendBufferBytes: 32 * 1024 * 1024,
   slowConsumerMs: 5000,
   maxInFlightBytes: 256 * 1024 * 1024,
+  // A quarter of the engine's: it takes four connections to fill it, and four of the largest frames fit.
+  maxInFlightBytesPerWorker: 64 * 1024 * 1024,
   channelWindowBytes: 1024 * 1024,
   // iii's SDKs send 64 KiB frames; a Python reader (websockets) takes at most 1 MiB.
   maxChannelFrameBytes: 1024 * 1024,

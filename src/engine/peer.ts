@@ -54,6 +54,8 @@ export abstract class Peer {
   readonly incoming = new ChurnMap<number, Call>();
   /** Calls this peer made and awaits, by the peer's own invocation id. */
   readonly outgoing = new ChurnMap<string, Call>();
+  /** The bytes of the calls it made that are in flight, fire-and-forget ones too (engine.limits.max_in_flight_bytes_per_worker). */
+  outgoingBytes = 0;
   /** What this peer's registrations store, per key, in characters (budgets.ts StoredValues). */
   readonly stored = new Map<string, number>();
   storedBytes = 0;

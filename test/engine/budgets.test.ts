@@ -318,4 +318,36 @@ describe('bytes in flight', () => {
       await eng.stop();
     }
   });
+
+  test("one connection cannot take the engine's bytes in flight from the others (max_in_flight_bytes_per_worker)", async () => {
+    const eng = await startEngine({ maxInFlightBytesPerWorker: MiB });
+    const callee = await RawClient.connect(eng.url);
+    const greedy = await RawClient.connect(eng.url);
+    const other = await RawClient.connect(eng.url);
+    try {
+      callee.send({ type: 'registerfunction', id: 'held::fn' });
+      await sleep(50);
+      const payload = 'h'.repeat(300 * 1024);
+      for (let i = 0; i < 5; i++) greedy.send({ type: 'invokefunction', invocation_id: `g${i}`, function_id: 'held::fn', data: { payload }, timeout_ms: 30_000 });
+      const r = await greedy.next((f) => f.type === 'invocationresult', 5000);
+      assert.equal(r.invocation_id, 'g4');
+      assert.equal((r.error as { code: string }).code, 'overloaded');
+      assert.match((r.error as { message: string }).message, /^The calls \S+ has in flight carry \d+ bytes \(engine\.limits\.max_in_flight_bytes_per_worker = 1048576\); retry later$/);
+      // Another connection's call of the same size still starts.
+      other.send({ type: 'invokefunction', invocation_id: 'o1', function_id: 'held::fn', data: { payload }, timeout_ms: 30_000 });
+      assert.equal(await other.receives((f) => f.invocation_id === 'o1', 300), false, 'accepted: in flight, not refused');
+      assert.equal(eng.engine.invocations.size, 5);
+      // One of the greedy connection's calls ends: room for it again.
+      const inv = await callee.next((f) => f.type === 'invokefunction');
+      callee.send({ type: 'invocationresult', invocation_id: inv.invocation_id, result: null });
+      await greedy.next((f) => f.type === 'invocationresult' && f.error === undefined);
+      greedy.send({ type: 'invokefunction', invocation_id: 'g5', function_id: 'held::fn', data: {}, timeout_ms: 30_000 });
+      assert.equal(await greedy.receives((f) => f.invocation_id === 'g5', 300), false, 'accepted again');
+    } finally {
+      callee.close();
+      greedy.close();
+      other.close();
+      await eng.stop();
+    }
+  });
 });

@@ -46,6 +46,7 @@ export const LIMIT_KEYS: Readonly<Record<string, keyof EngineOptions>> = {
   max_send_buffer_bytes: 'maxSendBufferBytes',
   slow_consumer_ms: 'slowConsumerMs',
   max_in_flight_bytes: 'maxInFlightBytes',
+  max_in_flight_bytes_per_worker: 'maxInFlightBytesPerWorker',
   channel_window_bytes: 'channelWindowBytes',
   max_channel_frame_bytes: 'maxChannelFrameBytes',
   channel_open_timeout_ms: 'channelOpenTimeoutMs',
