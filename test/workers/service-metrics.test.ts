@@ -35,11 +35,13 @@ describe('svc-state and svc-queue counters on /metrics', () => {
     queue = await startQueueWorker({ url: eng.url, workerName: 'queue-1', config: { data_dir: join(dir, 'queue'), queues: { default: {}, flaky: { max_attempts: 2, backoff_ms: 20, backoff_jitter: 0 } } } });
     client = pool.make('client', { processReportIntervalMs: 0 });
     client.registerFunction('job::ok', async () => ({ ok: true }));
+    client.registerFunction('job::copy', async () => ({ ok: true }));
     client.registerFunction('job::fail', async () => {
       throw new InvocationError('boom', 'fails on purpose');
     });
     await client.ready();
     await eventually(() => assert.ok(eng.engine.registry.get('job::fail')));
+    await client.registerTrigger({ type: 'durable:subscriber', function_id: 'job::copy', config: { topic: 'orders', queue: 'default' } });
   });
 
   after(async () => {
@@ -60,6 +62,8 @@ describe('svc-state and svc-queue counters on /metrics', () => {
     await client.trigger({ function_id: 'state::list', payload: { scope: 's' } });
     for (let i = 0; i < 4; i++) await client.trigger({ function_id: 'job::ok', payload: { i }, action: TriggerAction.Enqueue({ queue: 'default' }) });
     await client.trigger({ function_id: 'job::fail', payload: {}, action: TriggerAction.Enqueue({ queue: 'flaky' }) });
+    // Each topic message is a copy enqueued on the subscriber's queue.
+    for (let i = 0; i < 2; i++) assert.equal((await client.trigger<{ copies: number }>({ function_id: 'queue::publish', payload: { topic: 'orders', data: { i } } })).copies, 1);
 
     const url = eng.engine.metricsAddress()!.url;
     const s = state.worker.workerId!.slice(0, 8);
@@ -75,8 +79,8 @@ describe('svc-state and svc-queue counters on /metrics', () => {
       assert.equal(st('list'), 1);
       assert.equal(sample(text, `svc_state_set_bytes_total{worker="state-1",replica="${s}"}`), 3 * '"abcd"'.length);
       const job = (queueName: string, event: string) => sample(text, `svc_queue_jobs_total{worker="queue-1",replica="${q}",queue="${queueName}",event="${event}"}`);
-      assert.equal(job('default', 'enqueued'), 4);
-      assert.equal(job('default', 'completed'), 4);
+      assert.equal(job('default', 'enqueued'), 6, '4 jobs and 2 topic copies');
+      assert.equal(job('default', 'completed'), 6);
       assert.equal(job('flaky', 'enqueued'), 1);
       assert.equal(job('flaky', 'retried'), 1, 'the first failure of two attempts');
       assert.equal(job('flaky', 'dead_lettered'), 1);

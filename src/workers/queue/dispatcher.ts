@@ -285,7 +285,11 @@ export class Dispatcher {
     });
     publications.forEach((op, i) => {
       const v = r.published[i];
-      if (v && 'copies' in v) op.resolve(v.copies);
+      if (v && 'copies' in v) {
+        // Each copy is a job enqueued on its subscriber's queue.
+        for (const [queue, n] of Object.entries(v.queues)) this.eventsOf(queue).enqueued += n;
+        op.resolve(v.copies);
+      }
       else op.reject(new QueueError(v?.code ?? 'store_unavailable', v?.message ?? 'no answer for this publication'));
     });
     for (const job of r.claimed) {

@@ -74,7 +74,7 @@ function enqueue(tx: Tx, e: NewJob, limits: QueueLimits | undefined, quota: Reco
   return null;
 }
 
-function publish(tx: Tx, p: Publication, limits: Record<string, QueueLimits>, now: number): { copies: number } | QueueErrorBody {
+function publish(tx: Tx, p: Publication, limits: Record<string, QueueLimits>, now: number): { copies: number; queues: Record<string, number> } | QueueErrorBody {
   const subs: Array<{ key: Key; fn: string; queue: string; binding: string }> = [];
   for (const { key, value } of tx.db.getRange({ start: ['t', p.topic], end: ['t', p.topic + '\u0000'] })) {
     const v = value as { binding: string; seen_at: number };
@@ -119,7 +119,7 @@ function publish(tx: Tx, p: Publication, limits: Record<string, QueueLimits>, no
       now,
     );
   });
-  return { copies: subs.length };
+  return { copies: subs.length, queues: Object.fromEntries([...adding].map(([q, a]) => [q, a.n])) };
 }
 
 /** The job, if it is running this attempt (a stale result or failure is ignored). */

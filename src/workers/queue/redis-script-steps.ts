@@ -197,7 +197,8 @@ local function publish(p, limits, now)
     if delay > 0 then runAt = now + delay end
     insert({p[2] .. '.' .. k, s.q, s.fn, p[3], bytes, val(groups[s.q]), runAt, val(p[5]), false, topic, s.bind}, now, nil)
   end
-  return #subs
+  -- Copies per queue; cjson writes it as an object ({} when there are none).
+  return adding
 end
 
 local function runningJob(id, att)

@@ -154,14 +154,14 @@ class RedisQueueStore implements QueueStore {
     };
     const r = await this.runJson<{ enqueued: unknown; published: unknown; claimed: unknown; expired: unknown; due: number | false }>('step', x);
     const enqueued = arr<false | [string, string, number?, number?]>(r.enqueued);
-    const published = arr<number | [string, string, number, number]>(r.published);
+    const published = Array.isArray(r.published) ? (r.published as Array<Record<string, number> | [string, string, number, number]>) : [];
     return {
       enqueued: input.enqueue.map((e, i) => refusal(enqueued[i] ?? false, input.limits, e.bytes)),
       published: input.publish.map((p, i) => {
         const v = published[i];
-        if (typeof v === 'number') return { copies: v };
+        if (v !== undefined && !Array.isArray(v)) return { copies: Object.values(v).reduce((a, n) => a + n, 0), queues: v };
         const body = refusal(v ?? false, input.limits, p.bytes);
-        return body ? { code: body.code, message: `topic "${p.topic}": ${body.message}` } : { copies: 0 };
+        return body ? { code: body.code, message: `topic "${p.topic}": ${body.message}` } : { copies: 0, queues: {} };
       }),
       claimed: arr<ClaimedRow>(r.claimed).map(claimedOf),
       expired: arr<ClaimedRow>(r.expired).map(claimedOf),

@@ -159,8 +159,8 @@ export interface ClaimedJob {
 export interface StepOutput {
   /** Per enqueue, in order: null when stored, else why not. */
   enqueued: Array<QueueErrorBody | null>;
-  /** Per publication, in order: how many copies were stored, or why none was. */
-  published: Array<{ copies: number } | QueueErrorBody>;
+  /** Per publication, in order: how many copies were stored, in all and per queue, or why none was. */
+  published: Array<{ copies: number; queues: Record<string, number> } | QueueErrorBody>;
   claimed: ClaimedJob[];
   /**
    * Running jobs whose lease had expired (their deliverer died, or lost the store): leased again

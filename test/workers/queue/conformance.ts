@@ -342,7 +342,7 @@ export function queueConformance(name: string, open: OpenQueueStore): void {
 
       const pub = { topic: 'orders', id: 'p1', data: '{"order":1}', bytes: 11, traceparent: null, groups: { q2: 'G' }, delays: { q2: 100 }, liveSince: T0 - 1 };
       const out = await q.step(T0 + 20, { publish: [pub, { ...pub, topic: 'nobody', id: 'p0' }] });
-      assert.deepEqual(out.published, [{ copies: 3 }, { copies: 0 }]);
+      assert.deepEqual(out.published, [{ copies: 3, queues: { q: 2, q2: 1 } }, { copies: 0, queues: {} }]);
       const waiting = await q.store.list('q', 'waiting', 0, 10);
       assert.deepEqual(waiting.jobs.map((j) => [j.id, j.function_id, j.topic, j.data]).sort(), [
         ['p1.1', 'fn::a', 'orders', { order: 1 }],
@@ -354,7 +354,7 @@ export function queueConformance(name: string, open: OpenQueueStore): void {
       assert.equal(claimed[0]!.binding, 'bind-a2', 'a copy carries the binding it was made for');
       // fn::b and fn::c were last seen at T0: with liveSince T0 + 5 they are gone, fn::a (seen at T0 + 10) gets a copy.
       const late = await q.step(T0 + 30, { publish: [{ ...pub, id: 'p2', liveSince: T0 + 5 }] });
-      assert.deepEqual(late.published, [{ copies: 1 }]);
+      assert.deepEqual(late.published, [{ copies: 1, queues: { q: 1 } }]);
       assert.deepEqual((await q.store.subscriptions()).map((s) => `${s.topic}/${s.function_id}`).sort(), ['orders/fn::a', 'other/fn::a']);
       await q.consistent();
       await q.consistent('q2');
