@@ -27,6 +27,7 @@ function podEnv(container: Obj, secret: Record<string, string>, podName: string,
     let value: string;
     if (e.valueFrom?.secretKeyRef) value = secret[e.valueFrom.secretKeyRef.key as string]!;
     else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') value = podName;
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'status.podIP') value = '127.0.0.1';
     else value = (e.value as string).replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name: string) => env[name] ?? m);
     assert.ok(value !== undefined, `env ${e.name} resolves`);
     env[e.name as string] = replace[e.name as string] ?? value;

@@ -182,9 +182,11 @@ describe('svc deploy kubernetes', { timeout: 600_000 }, () => {
     const c = container(engine);
     assert.equal(env(c, 'SVC_REDIS_URL')!.value, 'redis://svc-redis:6379');
     assert.deepEqual(env(c, 'SVC_NODE_ID')!.valueFrom, { fieldRef: { fieldPath: 'metadata.name' } });
-    const cfg = engineConfig(m, { SVC_REDIS_URL: 'redis://svc-redis:6379', SVC_NODE_ID: 'svc-engine-5d8f-x7k2p' });
+    assert.deepEqual(env(c, 'SVC_POD_IP')!.valueFrom, { fieldRef: { fieldPath: 'status.podIP' } });
+    const cfg = engineConfig(m, { SVC_REDIS_URL: 'redis://svc-redis:6379', SVC_NODE_ID: 'svc-engine-5d8f-x7k2p', SVC_POD_IP: '10.244.1.7' });
     assert.equal(cfg.engine.cluster?.redisUrl, 'redis://svc-redis:6379');
     assert.equal(cfg.engine.cluster?.nodeId, 'svc-engine-5d8f-x7k2p');
+    assert.equal(cfg.engine.cluster?.advertiseUrl, 'ws://10.244.1.7:49134', 'the other engines reach this pod at its IP');
     find(m, 'Deployment', 'svc-redis');
   });
 

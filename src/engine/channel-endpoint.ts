@@ -1,6 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { randomUUID } from 'node:crypto';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { CHANNEL_NODE_SEPARATOR, RELAY_HEADER, relayChannel, type ChannelRoute } from './channel-proxy.js';
 import { Channel, ChannelBudget, DEFAULT_CHANNEL_FRAMES, MAX_CHANNEL_FRAMES, type ChannelErrorCode, type ChannelLimits, type ChannelRef } from './channels.js';
 import { EngineError } from './errors.js';
 import type { Peer } from './peer.js';
@@ -21,6 +23,10 @@ export class Channels {
   private readonly liveness: NodeJS.Timeout;
   /** What all channels hold together (engine.limits.max_channel_bytes). */
   private readonly budget: ChannelBudget;
+  /** Cluster mode: channel ids name their engine, and sockets for another engine's are relayed there. */
+  cluster: ChannelRoute | null = null;
+  /** Client sockets relayed to another engine's channels (channel-proxy.ts). */
+  private readonly relayed = new Set<WebSocket>();
 
   constructor(
     private readonly limits: ChannelLimits & { pingIntervalMs: number; maxTotalBytes: number; ownerGraceMs: number },
@@ -50,6 +56,11 @@ export class Channels {
     return this.wss.clients.size;
   }
 
+  /** Of socketCount, those relayed to another engine's channels. */
+  get relayedCount(): number {
+    return this.relayed.size;
+  }
+
   /** `engine::channels::create {buffer_size?}` for `owner`: a new channel's two refs. */
   create(owner: Peer, data: unknown): { writer: ChannelRef; reader: ChannelRef } {
     const raw = typeof data === 'object' && data !== null ? (data as Record<string, unknown>).buffer_size : undefined;
@@ -60,7 +71,8 @@ export class Channels {
     if (mine.size >= this.limits.maxPerWorker) {
       throw new EngineError('too_many_channels', `${owner.name} has ${mine.size} open channels (engine.limits.max_channels_per_worker); end some first`);
     }
-    const c = new Channel(owner, (raw as number | undefined) ?? DEFAULT_CHANNEL_FRAMES, this.limits, this.budget, (ended) => this.forget(ended));
+    const id = this.cluster ? `${this.cluster.nodeId}${CHANNEL_NODE_SEPARATOR}${randomUUID()}` : randomUUID();
+    const c = new Channel(id, owner, (raw as number | undefined) ?? DEFAULT_CHANNEL_FRAMES, this.limits, this.budget, (ended) => this.forget(ended));
     this.byId.set(c.id, c);
     mine.add(c);
     this.byOwner.set(owner, mine);
@@ -97,7 +109,19 @@ export class Channels {
       return refuseUpgrade(socket, 400, 'invalid_channel_ref', `"dir" must be read or write, got ${JSON.stringify(dir)?.slice(0, 40)}`);
     }
     const c = this.byId.get(id);
-    if (!c) return refuseUpgrade(socket, 404, 'channel_not_found', `Channel ${JSON.stringify(id.slice(0, 80))} does not exist (it ended, expired, or was never created)`);
+    if (!c) {
+      // A socket another engine relays here is for a channel of this engine: never relayed on (a
+      // wrong advertise_url would otherwise send it round in a loop).
+      const engineUrl = req.headers[RELAY_HEADER] === undefined ? this.cluster?.channelEngineUrl(id) : null;
+      if (engineUrl) {
+        const relay = { maxFrameBytes: this.limits.maxFrameBytes, windowBytes: this.limits.windowBytes, pingIntervalMs: this.limits.pingIntervalMs };
+        return relayChannel(req, socket, head, engineUrl, this.wss, relay, (s, status, code, message) => refuseUpgrade(s, status, code as UpgradeRefusalCode, message), (ws) => {
+          this.relayed.add(ws);
+          ws.once('close', () => this.relayed.delete(ws));
+        });
+      }
+      return refuseUpgrade(socket, 404, 'channel_not_found', `Channel ${JSON.stringify(id.slice(0, 80))} does not exist (it ended, expired, or was never created)`);
+    }
     const why = c.refusal(dir, key);
     if (why) return refuseUpgrade(socket, why.status, why.code, why.message);
     this.wss.handleUpgrade(req, socket, head, (ws) => {
@@ -162,7 +186,7 @@ export class Channels {
 }
 
 /** Why the engine refuses a WebSocket upgrade (docs/errors.md). */
-export type UpgradeRefusalCode = ChannelErrorCode | 'origin_not_allowed' | 'unauthorized' | 'not_found' | 'overloaded';
+export type UpgradeRefusalCode = ChannelErrorCode | 'origin_not_allowed' | 'unauthorized' | 'not_found' | 'overloaded' | 'channel_engine_unreachable';
 
 /** Answer an upgrade with an HTTP error and a JSON body `{error:{code,message}}`, then close. */
 export function refuseUpgrade(socket: Duplex, status: number, code: UpgradeRefusalCode, message: string): void {

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import type { Peer } from './peer.js';
 
@@ -117,7 +117,6 @@ export class ChannelBudget {
 }
 
 export class Channel {
-  readonly id = randomUUID();
   private readonly keys: Record<Side, Buffer> = { read: randomBytes(32), write: randomBytes(32) };
   /** A ref is spent once opened: a second socket with it is refused. */
   private readonly used: Record<Side, boolean> = { read: false, write: false };
@@ -136,6 +135,8 @@ export class Channel {
   private openTimer: NodeJS.Timeout | null;
 
   constructor(
+    /** Unique; in cluster mode it starts with the engine's node id (channel-endpoint.ts). */
+    readonly id: string,
     readonly owner: Peer,
     private readonly maxFrames: number,
     private readonly limits: ChannelLimits,

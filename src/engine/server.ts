@@ -170,6 +170,7 @@ export class Engine {
         maxInvocationTimeoutMs: this.opts.maxInvocationTimeoutMs,
       });
       installClusterBuiltins(this.registry, this.cluster);
+      this.channels.cluster = this.cluster;
     }
   }
 

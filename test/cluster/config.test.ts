@@ -23,6 +23,8 @@ describe('engine.cluster in config.yaml', () => {
       leaseMs: 5000,
       prefix: 'prod',
     });
+    process.env.SVC_TEST_POD_IP = '10.1.2.3';
+    assert.equal(parse('engine:\n  cluster:\n    redis_url: redis://r:1\n    advertise_url: ws://${SVC_TEST_POD_IP}:49134\n').cluster?.advertiseUrl, 'ws://10.1.2.3:49134');
     process.env.SVC_TEST_NODE_ID = 'from-env';
     assert.equal(parse('engine:\n  cluster:\n    redis_url: redis://r:1\n    node_id: ${SVC_TEST_NODE_ID}\n').cluster?.nodeId, 'from-env');
   });
@@ -35,6 +37,8 @@ describe('engine.cluster in config.yaml', () => {
       ['engine:\n  cluster:\n    redis_url: redis://r:1\n    node_id: "has space"\n', /engine\.cluster\.node_id: must be 1-64/],
       ['engine:\n  cluster:\n    redis_url: redis://r:1\n    lease_ms: 10\n', /engine\.cluster\.lease_ms: must be an integer from 300/],
       ['engine:\n  cluster:\n    redis_url: redis://r:1\n    leese_ms: 1000\n', /engine\.cluster\.leese_ms: unknown key/],
+      ['engine:\n  cluster:\n    redis_url: redis://r:1\n    advertise_url: http://10.0.0.1:49134\n', /engine\.cluster\.advertise_url: must be ws:\/\/host:port/],
+      ['engine:\n  cluster:\n    redis_url: redis://r:1\n    advertise_url: ws://10.0.0.1:49134/path\n', /engine\.cluster\.advertise_url: must be ws:\/\/host:port/],
       ['engine:\n  cluster:\n    redis_url: redis://r:1\n    node_id: ${SVC_TEST_UNSET_VARIABLE}\n', /engine\.cluster\.node_id: environment variable SVC_TEST_UNSET_VARIABLE is not set/],
     ];
     for (const [yaml, re] of bad) assert.throws(() => parse(yaml), (e: Error) => e instanceof ConfigFileError && re.test(e.message), yaml);

@@ -108,7 +108,8 @@ export function engineConfigYaml(plan: StackPlan): Record<string, unknown> {
       ...plan.engineConfig,
       host: '0.0.0.0',
       port: ENGINE_PORT,
-      ...(plan.engines > 1 ? { cluster: { redis_url: `\${${REDIS_URL_KEY}}`, node_id: '${SVC_NODE_ID}' } } : {}),
+      // Each pod is reached at its own IP by the others (they relay sockets of its channels to it).
+      ...(plan.engines > 1 ? { cluster: { redis_url: `\${${REDIS_URL_KEY}}`, node_id: '${SVC_NODE_ID}', advertise_url: `ws://\${SVC_POD_IP}:${ENGINE_PORT}` } } : {}),
       // The roles of docker-compose.yml's tokens (docs/security.md).
       auth: {
         tokens: [
@@ -139,7 +140,7 @@ export function engineObjects(plan: StackPlan, configText: string): Obj[] {
   });
   const env: Obj[] = TOKEN_KEYS.map((k) => secretEnv(plan, k));
   if (plan.engines > 1) {
-    env.push(redisUrlEnv(plan), { name: 'SVC_NODE_ID', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } });
+    env.push(redisUrlEnv(plan), { name: 'SVC_NODE_ID', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }, { name: 'SVC_POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
   }
   const pod: Obj = {
     terminationGracePeriodSeconds: terminationGraceSeconds(plan.shutdownGraceMs),

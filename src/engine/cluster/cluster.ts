@@ -11,6 +11,7 @@ import type { Session } from '../session.js';
 import type { Triggers } from '../triggers.js';
 import { Backplane, type Lease } from './backplane.js';
 import { RemotePeer } from './remote-peer.js';
+import { CHANNEL_NODE_SEPARATOR, type ChannelRoute } from '../channel-proxy.js';
 import { buildSnapshot, type NodeSnapshot } from './snapshot.js';
 
 /** `engine.cluster` of config.yaml (docs/cluster.md). */
@@ -22,6 +23,11 @@ export interface ClusterOptions {
   leaseMs: number;
   /** Hash tag of every Redis key and channel, so several clusters can share one Redis. */
   prefix: string;
+  /**
+   * Where the other engines reach this one (ws://host:port): they relay sockets of this engine's
+   * channels to it (channel-proxy.ts). Default: the address it listens on (127.0.0.1 for 0.0.0.0).
+   */
+  advertiseUrl?: string;
 }
 
 export const DEFAULT_CLUSTER_LEASE_MS = 3000;
@@ -70,7 +76,7 @@ export class ClusterError extends SvcError {
  * registry and the triggers table (so routing, deadlines, halting and trigger hand-over work as
  * for local peers), carries the frames between engines, and removes an engine whose lease lapsed.
  */
-export class Cluster {
+export class Cluster implements ChannelRoute {
   readonly nodeId: string;
   /** This engine process: a restart under the same node id is a new incarnation. */
   readonly incarnation = randomUUID();
@@ -122,9 +128,18 @@ export class Cluster {
     return this.opts.leaseMs;
   }
 
+  /**
+   * The address of the live engine whose channel `channelId` is (channel ids name their engine:
+   * channels.ts), or null: it is this engine's, or its engine is not (or no longer) in the cluster.
+   */
+  channelEngineUrl(channelId: string): string | null {
+    const node = this.nodes.get(channelId.slice(0, Math.max(0, channelId.indexOf(CHANNEL_NODE_SEPARATOR))));
+    return node && node.url && node.url !== this.url && node.peer.open ? node.url : null;
+  }
+
   /** Join: connect, make sure the node id is free, publish, read the others. */
   async start(url: string): Promise<void> {
-    this.url = url;
+    this.url = this.opts.advertiseUrl ?? url;
     try {
       await this.backplane.connect();
     } catch (e) {

@@ -6,11 +6,11 @@ import { ConfigFileError, expandEnv, isMapping } from './config-error.js';
  * `engine.cluster` of config.yaml (docs/cluster.md): absent or null is a single engine. Values may
  * name environment variables (`node_id: ${SVC_NODE_ID}`), so one file can serve several engines.
  */
-const CLUSTER_KEYS = ['redis_url', 'node_id', 'lease_ms', 'prefix'];
+const CLUSTER_KEYS = ['redis_url', 'node_id', 'lease_ms', 'prefix', 'advertise_url'];
 
 export function parseCluster(file: string, raw: unknown, env: NodeJS.ProcessEnv = process.env): ClusterOptions | null {
   if (raw === undefined || raw === null || raw === false) return null;
-  if (!isMapping(raw)) throw new ConfigFileError(file, 'engine.cluster: must be a mapping (redis_url, node_id, lease_ms, prefix)');
+  if (!isMapping(raw)) throw new ConfigFileError(file, 'engine.cluster: must be a mapping (redis_url, node_id, lease_ms, prefix, advertise_url)');
   for (const k of Object.keys(raw)) {
     if (!CLUSTER_KEYS.includes(k)) throw new ConfigFileError(file, `engine.cluster.${k}: ${unknownKeyMessage(k, CLUSTER_KEYS)}`);
   }
@@ -33,5 +33,9 @@ export function parseCluster(file: string, raw: unknown, env: NodeJS.ProcessEnv 
   if (typeof lease !== 'number' || !Number.isInteger(lease) || lease < 300 || lease > 600_000) {
     throw new ConfigFileError(file, `engine.cluster.lease_ms: must be an integer from 300 to 600000, got ${JSON.stringify(lease)}`);
   }
-  return { redisUrl, ...(nodeId !== undefined ? { nodeId } : {}), leaseMs: lease, prefix };
+  const advertiseUrl = str('advertise_url');
+  if (advertiseUrl !== undefined && !/^wss?:\/\/[^/?#\s]+$/.test(advertiseUrl)) {
+    throw new ConfigFileError(file, `engine.cluster.advertise_url: must be ws://host:port (or wss://), no path, got ${JSON.stringify(advertiseUrl)}`);
+  }
+  return { redisUrl, ...(nodeId !== undefined ? { nodeId } : {}), leaseMs: lease, prefix, ...(advertiseUrl !== undefined ? { advertiseUrl } : {}) };
 }

@@ -1,0 +1,131 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocket, type RawData, type WebSocketServer } from 'ws';
+
+/** Between the node id and the rest of a channel id in cluster mode (not a node id character). */
+export const CHANNEL_NODE_SEPARATOR = '~';
+
+/** Marks a socket one engine relays to another (sent on the upgrade request). */
+export const RELAY_HEADER = 'x-svc-channel-relay';
+
+/** Which engine of the cluster holds a channel (Cluster.channelEngineUrl); this engine's node id. */
+export interface ChannelRoute {
+  readonly nodeId: string;
+  channelEngineUrl(channelId: string): string | null;
+}
+
+export interface RelayOptions {
+  maxFrameBytes: number;
+  /** Bytes waiting to be sent one way before the other side's socket stops being read. */
+  windowBytes: number;
+  pingIntervalMs: number;
+}
+
+/** channel-endpoint.ts refuseUpgrade (passed in: that module imports this one). */
+type Refuse = (socket: Duplex, status: number, code: string, message: string) => void;
+
+/** The upstream engine's refusal body is small (refuseUpgrade); more than this is not read. */
+const MAX_REFUSAL_BODY = 4096;
+
+/**
+ * A socket for a channel another engine of the cluster holds (its id names that engine): this
+ * engine opens the same side of the channel there, with the same key and credentials, and relays
+ * frames both ways. Workers open channels on their own engine (the SDKs build the URL from it), so
+ * without the relay a channel made on one engine could not be used by a worker on another. The
+ * upstream engine checks the key and token as for any socket; its refusal reaches this socket as the
+ * same HTTP answer. Each direction holds at most `windowBytes` before the sending side's socket is
+ * paused, so a relay costs this engine no more than a channel's window each way.
+ */
+export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer, engineUrl: string, wss: WebSocketServer, opts: RelayOptions, refuse: Refuse, opened: (client: WebSocket) => void): void {
+  const auth = req.headers.authorization;
+  const up = new WebSocket(engineUrl + (req.url ?? '/'), {
+    headers: { [RELAY_HEADER]: '1', ...(typeof auth === 'string' ? { authorization: auth } : {}) },
+    maxPayload: opts.maxFrameBytes,
+    perMessageDeflate: false,
+    handshakeTimeout: 10_000,
+  });
+  let settled = false;
+  const gone = (): void => {
+    if (!settled) up.terminate();
+    settled = true;
+  };
+  socket.once('close', gone);
+  up.on('unexpected-response', (_r, res) => {
+    settled = true;
+    let body = '';
+    res.setEncoding('utf8');
+    res.on('data', (d: string) => {
+      if (body.length < MAX_REFUSAL_BODY) body += d;
+    });
+    res.on('end', () => {
+      const error = refusalOf(body);
+      refuse(socket, res.statusCode ?? 502, error?.code ?? 'channel_not_found', error?.message ?? `The engine holding this channel answered ${res.statusCode}`);
+    });
+    res.on('error', () => refuse(socket, 502, 'channel_engine_unreachable', 'The engine holding this channel stopped answering'));
+  });
+  up.on('error', (e) => {
+    if (settled) return;
+    settled = true;
+    refuse(socket, 502, 'channel_engine_unreachable', `The engine holding this channel (${engineUrl}) cannot be reached: ${e.message}`);
+  });
+  up.once('open', () => {
+    if (settled) return up.terminate();
+    settled = true;
+    socket.off('close', gone);
+    wss.handleUpgrade(req, socket, head, (client) => {
+      opened(client);
+      pipe(client, up, opts.windowBytes);
+      pipe(up, client, opts.windowBytes);
+      keepAlive(client, opts.pingIntervalMs);
+    });
+  });
+}
+
+/** `{error: {code, message}}` as refuseUpgrade writes it, or null. */
+function refusalOf(body: string): { code: string; message: string } | null {
+  try {
+    const e = (JSON.parse(body) as { error?: { code?: unknown; message?: unknown } }).error;
+    return typeof e?.code === 'string' && typeof e.message === 'string' ? { code: e.code, message: e.message } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Frames of `from` go to `to` in order; `from` is not read while `to` holds over `window` bytes. */
+function pipe(from: WebSocket, to: WebSocket, window: number): void {
+  const raw = (from as unknown as { _socket?: { pause(): void; resume(): void } })._socket;
+  let paused = false;
+  from.on('message', (data: RawData, isBinary: boolean) => {
+    if (to.readyState !== WebSocket.OPEN) return;
+    to.send(data, { binary: isBinary }, () => {
+      if (paused && to.bufferedAmount <= window / 2) {
+        paused = false;
+        raw?.resume();
+      }
+    });
+    if (!paused && to.bufferedAmount > window) {
+      paused = true;
+      raw?.pause();
+    }
+  });
+  from.on('error', () => {});
+  from.on('close', (code: number) => {
+    if (to.readyState === WebSocket.CLOSED) return;
+    // A side lost without a close frame (1006) is lost on the other side too; a close is passed on.
+    if (code === 1006) to.terminate();
+    else to.close(code === 1005 ? 1000 : code);
+  });
+}
+
+/** The client side of a relay is pinged like any channel socket; one silent for a period is cut. */
+function keepAlive(client: WebSocket, intervalMs: number): void {
+  let alive = true;
+  client.on('pong', () => (alive = true));
+  const timer = setInterval(() => {
+    if (!alive) return client.terminate();
+    alive = false;
+    client.ping();
+  }, intervalMs);
+  timer.unref();
+  client.once('close', () => clearInterval(timer));
+}
