@@ -44,13 +44,14 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
     perMessageDeflate: false,
     handshakeTimeout: 10_000,
   });
+  // Until both sockets are piped, the client's socket going away ends the upstream one.
   let settled = false;
-  const gone = (): void => {
-    if (!settled) up.terminate();
+  let piped = false;
+  socket.once('close', () => {
     settled = true;
-  };
-  socket.once('close', gone);
-  up.on('unexpected-response', (_r, res) => {
+    if (!piped) up.terminate();
+  });
+  up.on('unexpected-response', (upReq, res) => {
     settled = true;
     let body = '';
     res.setEncoding('utf8');
@@ -58,6 +59,7 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
       if (body.length < MAX_REFUSAL_BODY) body += d;
     });
     res.on('end', () => {
+      upReq.destroy();
       const error = refusalOf(body);
       refuse(socket, res.statusCode ?? 502, error?.code ?? 'channel_not_found', error?.message ?? `The engine holding this channel answered ${res.statusCode}`);
     });
@@ -71,12 +73,16 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
   up.once('open', () => {
     if (settled) return up.terminate();
     settled = true;
-    socket.off('close', gone);
     wss.handleUpgrade(req, socket, head, (client) => {
+      piped = true;
+      if (up.readyState !== WebSocket.OPEN) return client.terminate();
       opened(client);
-      pipe(client, up, opts.windowBytes);
-      pipe(up, client, opts.windowBytes);
-      keepAlive(client, opts.pingIntervalMs);
+      const clientPaused = pipe(client, up, opts.windowBytes);
+      const upPaused = pipe(up, client, opts.windowBytes);
+      // Both ends are watched: a peer that stops answering pings is cut, and the cut passed on;
+      // not while this relay itself leaves its socket unread (backpressure: its pongs wait unread).
+      keepAlive(client, opts.pingIntervalMs, clientPaused);
+      keepAlive(up, opts.pingIntervalMs, upPaused);
     });
   });
 }
@@ -91,8 +97,11 @@ function refusalOf(body: string): { code: string; message: string } | null {
   }
 }
 
-/** Frames of `from` go to `to` in order; `from` is not read while `to` holds over `window` bytes. */
-function pipe(from: WebSocket, to: WebSocket, window: number): void {
+/**
+ * Frames of `from` go to `to` in order; `from` is not read while `to` holds over `window` bytes.
+ * Returns whether `from` is paused now.
+ */
+function pipe(from: WebSocket, to: WebSocket, window: number): () => boolean {
   const raw = (from as unknown as { _socket?: { pause(): void; resume(): void } })._socket;
   let paused = false;
   from.on('message', (data: RawData, isBinary: boolean) => {
@@ -109,23 +118,27 @@ function pipe(from: WebSocket, to: WebSocket, window: number): void {
     }
   });
   from.on('error', () => {});
-  from.on('close', (code: number) => {
-    if (to.readyState === WebSocket.CLOSED) return;
-    // A side lost without a close frame (1006) is lost on the other side too; a close is passed on.
+  from.on('close', (code: number, reason: Buffer) => {
+    if (to.readyState === WebSocket.CLOSED || to.readyState === WebSocket.CLOSING) return;
+    // A side lost without a close frame (1006) is lost on the other side too; a close is passed on
+    // with its reason, which names the channel's error code (channels.ts).
     if (code === 1006) to.terminate();
-    else to.close(code === 1005 ? 1000 : code);
+    else if (code === 1005) to.close(1000);
+    else to.close(code, reason.toString());
   });
+  return () => paused;
 }
 
-/** The client side of a relay is pinged like any channel socket; one silent for a period is cut. */
-function keepAlive(client: WebSocket, intervalMs: number): void {
+/** A relayed socket is pinged like any channel socket; one silent for a period is cut. */
+function keepAlive(ws: WebSocket, intervalMs: number, unread: () => boolean): void {
   let alive = true;
-  client.on('pong', () => (alive = true));
+  ws.on('pong', () => (alive = true));
   const timer = setInterval(() => {
-    if (!alive) return client.terminate();
+    if (unread()) return;
+    if (!alive) return ws.terminate();
     alive = false;
-    client.ping();
+    ws.ping();
   }, intervalMs);
   timer.unref();
-  client.once('close', () => clearInterval(timer));
+  ws.once('close', () => clearInterval(timer));
 }

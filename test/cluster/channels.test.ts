@@ -8,7 +8,8 @@ import { strict as assert } from 'node:assert';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
-import { registerWorker, SvcError, type ChannelRef, type Worker } from 'svc-sdk';
+import WebSocket from 'ws';
+import { channelUrl, registerWorker, SvcError, type ChannelRef, type Worker } from 'svc-sdk';
 import { startHttpWorker, type HttpWorkerHandle } from '../../src/workers/http/worker.js';
 import { startRedis, type RedisServer } from '../workers/state/redis-server.js';
 import { eventually, sleep } from '../helpers/util.js';
@@ -110,6 +111,28 @@ describe('cluster: channels across engines', () => {
     const nowhere = w2.openReader({ ...pair.reader, channel_id: `n9~${randomUUID()}` });
     const [e3] = (await once(nowhere, 'error')) as [SvcError];
     assert.equal(e3.code, 'channel_not_found', e3.message);
+  });
+
+  it('ends pass through the relay with their codes: a reader gone early, a writer lost', async () => {
+    // The sides that learn the end are the relayed ones (on engine 2): the reason crosses the relay.
+    const pair = await w1.createChannel();
+    const reader = w1.openReader(pair.reader);
+    const writer = w2.openWriter(pair.writer);
+    writer.write(Buffer.alloc(1000));
+    await once(reader, 'data');
+    reader.destroy();
+    const [early] = (await once(writer, 'error')) as [SvcError];
+    assert.equal(early.code, 'channel_reader_closed', early.message);
+    // A writer on engine 1 lost without a close (its socket cut): the reader on engine 2 learns it.
+    const next = await w1.createChannel();
+    const r2 = w2.openReader(next.reader);
+    const raw = new WebSocket(channelUrl(e1.url, next.writer));
+    await once(raw, 'open');
+    raw.send(Buffer.alloc(10));
+    await once(r2, 'data');
+    raw.terminate();
+    const [lost] = (await once(r2, 'error')) as [SvcError];
+    assert.equal(lost.code, 'channel_writer_lost', lost.message);
   });
 
   it('a streaming HTTP route served by svc-http on engine 1, its function on engine 2', async () => {
