@@ -109,6 +109,22 @@ export async function call<T = unknown>(function_id: string, payload: unknown = 
   return o.result as T;
 }
 
+/**
+ * Every entry of an engine listing (`engine::functions::list` and the like), page after page: a
+ * listing too large for one answer comes in pages, each naming the next (docs/protocol.md).
+ */
+export async function callAll<T>(function_id: string, key: string, payload: Record<string, unknown> = {}): Promise<T[]> {
+  const out: T[] = [];
+  let after: string | undefined;
+  for (let pages = 0; pages < 1000; pages++) {
+    const r = await call<Record<string, unknown>>(function_id, after === undefined ? payload : { ...payload, after });
+    out.push(...((r[key] as T[] | undefined) ?? []));
+    after = typeof r.next === 'string' ? r.next : undefined;
+    if (after === undefined) break;
+  }
+  return out;
+}
+
 export interface HttpOutcome {
   ok: boolean;
   url?: string;

@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import express, { type Request, type Response } from 'express';
 import { InvocationError, redactAddress, Worker } from 'svc-sdk';
 import { ConsoleGuard } from './guard.js';
+import { listAll } from '../engine/listing-pages.js';
 
 /** console/dist of this checkout (this file runs from dist/src/console-server/). */
 export const DEFAULT_CONSOLE_DIST = fileURLToPath(new URL('../../../console/dist/', import.meta.url));
@@ -205,9 +206,7 @@ function isStringMap(v: unknown): v is Record<string, string> {
  */
 async function httpBase(worker: Worker, fallback: string | undefined): Promise<string> {
   if (worker.state === 'connected') {
-    const { trigger_types } = (await worker.trigger({ function_id: 'engine::triggers::list', timeoutMs: 5000 })) as {
-      trigger_types: Array<{ id: string; description?: string | null }>;
-    };
+    const trigger_types = await listAll<{ id: string; description?: string | null }>((payload) => worker.trigger({ function_id: 'engine::triggers::list', payload, timeoutMs: 5000 }), 'trigger_types');
     const http = trigger_types.find((t) => t.id === 'http');
     const m = http?.description ? /https?:\/\/([^\s;,]+):(\d+)/.exec(http.description) : null;
     if (m) {

@@ -13,6 +13,7 @@ import { Cluster, ClusterError } from './cluster/cluster.js';
 import { EngineRun, type RunIdentity } from './engine-run.js';
 import { answerHealth, type NotReady } from './health.js';
 import { installClusterBuiltins } from './cluster/listing.js';
+import { installListingPages, listAll } from './listing-pages.js';
 import { Invocations } from './invocations.js';
 import { storeTelemetryFrame } from './otlp-logs.js';
 import { TelemetrySockets } from './telemetry-sockets.js';
@@ -144,7 +145,7 @@ export class Engine {
       triggers: this.triggers,
       logs: this.logs,
       deliver: (from, msg) => router.onFrame(from, msg),
-      functions: async () => ((await this.invocations.call('engine::functions::list', {})) as { functions: unknown[] }).functions,
+      functions: () => listAll((d) => this.invocations.call('engine::functions::list', d), 'functions'),
       functionIds: () => this.registry.list().map((e) => e.id).sort().join('\n'),
       pollMs: this.opts.functionsPollMs,
     });
@@ -172,6 +173,8 @@ export class Engine {
       installClusterBuiltins(this.registry, this.cluster);
       this.channels.cluster = this.cluster;
     }
+    // A character of JSON is at most 3 bytes of UTF-8: a page stays well under a frame.
+    installListingPages(this.registry, Math.floor(this.opts.maxFrameBytes / 4));
   }
 
   /** Listen; resolves with the bound address once ready. */

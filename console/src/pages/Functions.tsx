@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { call, CallError, invoke, type CallOutcome } from '../api';
+import { callAll, CallError, invoke, type CallOutcome } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader } from '../components';
 import { duration, json, parseJson } from '../format';
 import { usePoll } from '../hooks';
@@ -26,7 +26,7 @@ const servedBy = (w: { worker_name: string; engine?: string }): string => (w.eng
 export function FunctionsPage({ selected, select }: { selected: string | undefined; select: (id: string) => void }) {
   const [builtins, setBuiltins] = useState(false);
   const { data, error } = usePoll(
-    () => call<{ functions: FunctionInfo[] }>('engine::functions::list', { include_builtins: builtins }).then((r) => r.functions),
+    () => callAll<FunctionInfo>('engine::functions::list', 'functions', { include_builtins: builtins }),
     1000,
     [builtins],
   );

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { call, CallError, httpRequest, type HttpOutcome } from '../api';
+import { call, callAll, CallError, httpRequest, type HttpOutcome } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
 import { duration, json } from '../format';
 import { usePoll } from '../hooks';
@@ -34,18 +34,18 @@ function providerName(t: TriggerType | undefined): string {
 export function TriggersPage() {
   const { data, error, refresh } = usePoll(async () => {
     const [types, bindings] = await Promise.all([
-      call<{ trigger_types: TriggerType[] }>('engine::triggers::list'),
-      call<{ triggers: Binding[] }>('engine::registered-triggers::list'),
+      callAll<TriggerType>('engine::triggers::list', 'trigger_types'),
+      callAll<Binding>('engine::registered-triggers::list', 'triggers'),
     ]);
     // Next and last fires of cron bindings come from svc-cron, when it runs.
     let cron: { schedules: CronSchedule[] | null; error?: Error } = { schedules: null };
-    if (types.trigger_types.some((t) => t.id === 'cron' && t.provider)) {
+    if (types.some((t) => t.id === 'cron' && t.provider)) {
       cron = await call<{ schedules: CronSchedule[] }>('cron::list').then(
         (r) => ({ schedules: r.schedules }),
         (e: Error) => ({ schedules: null, error: e }),
       );
     }
-    return { types: types.trigger_types, bindings: bindings.triggers, cron };
+    return { types, bindings, cron };
   });
   const typeIds = data ? [...new Set([...data.types.map((t) => t.id), ...data.bindings.map((b) => b.trigger_type)])].sort() : [];
   return (

@@ -1,4 +1,4 @@
-import { call } from '../api';
+import { callAll } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
 import { bytes, duration, uptime } from '../format';
 import { usePoll } from '../hooks';
@@ -65,7 +65,7 @@ function ProcessCells({ p }: { p: ProcessReport | null | undefined }) {
 }
 
 export function WorkersPage() {
-  const { data, error } = usePoll(() => call<{ workers: WorkerInfo[] }>('engine::workers::list').then((r) => r.workers));
+  const { data, error } = usePoll(() => callAll<WorkerInfo>('engine::workers::list', 'workers'));
   const supervised = useSupervised();
   const supervisedNames = new Set((supervised.data ?? []).map((w) => w.name));
   const [actionError, setActionError] = useState<Error | undefined>();

@@ -2,6 +2,7 @@ import { Command, Flags } from '@oclif/core';
 import { InvocationError, type Worker } from 'svc-sdk';
 import { printable, printableJson } from '../../engine/printable.js';
 import { ADDRESS_DEFAULT, engineAddress, formatError, withClient } from '../client.js';
+import { listAll } from '../../engine/listing-pages.js';
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
@@ -136,7 +137,7 @@ until Ctrl-C; if the engine goes away, svc logs waits for it and goes on.`;
    * connect later: then a note.
    */
   private async checkWorker(w: Worker, worker: string, follow: boolean): Promise<void> {
-    const { workers } = await w.trigger<{ workers: Array<{ worker_id: string; name: string }> }>({ function_id: 'engine::workers::list' });
+    const workers = await listAll<{ worker_id: string; name: string }>((payload) => w.trigger({ function_id: 'engine::workers::list', payload }), 'workers');
     if (workers.some((x) => x.name === worker || x.worker_id === worker)) return;
     const names = [...new Set(workers.map((x) => x.name))].sort();
     const message = `no worker ${JSON.stringify(worker)} is connected and no line names it${names.length ? ` (connected: ${names.join(', ')})` : ''}`;

@@ -4,6 +4,7 @@ import { printableJson } from '../../engine/printable.js';
 import { readEngineState } from '../../daemon/engine-state.js';
 import { fail, formatError, withClient } from '../client.js';
 import { configFlag, table } from '../project.js';
+import { listAll } from '../../engine/listing-pages.js';
 
 interface SupRow {
   name: string;
@@ -33,7 +34,7 @@ export default class Status extends Command {
         engine.url,
         async (w) => ({
           workers: (await w.trigger<{ workers: SupRow[] }>({ function_id: 'engine::supervisor::list' })).workers,
-          functions: (await w.trigger<{ functions: Array<{ function_id: string }> }>({ function_id: 'engine::functions::list', payload: { include_builtins: false } })).functions.map((f) => f.function_id),
+          functions: (await listAll<{ function_id: string }>((payload) => w.trigger({ function_id: 'engine::functions::list', payload }), 'functions', { include_builtins: false })).map((f) => f.function_id),
         }),
         5000,
         process.env.SVC_TOKEN ?? engine.token,
