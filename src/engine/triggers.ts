@@ -203,6 +203,8 @@ export class Triggers {
       // Another engine took it but has no provider yet (its snapshot had not said so when this
       // engine handed it over): it waits there, and "active" follows once that engine's provider
       // accepts. Until then it is not served, so it is not listed or acknowledged as active.
+      // In `all` mode the other holders serve it meanwhile (an iii provider accepts silently).
+      if (b.holders.length > 1) return;
       if (b.status === 'parked') return;
       b.status = 'parked';
       if (b.owner.features.has('ack')) this.reply(b, undefined, 'parked');
