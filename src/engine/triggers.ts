@@ -205,6 +205,13 @@ export class Triggers {
       // accepts. Until then it is not served, so it is not listed or acknowledged as active.
       // In `all` mode the other holders serve it meanwhile (an iii provider accepts silently).
       if (b.holders.length > 1) return;
+      const type = this.types.get(b.trigger_type);
+      const best = type?.mode === 'one' ? this.holdersFor(type, b.owner)[0] : undefined;
+      if (best !== undefined && best !== provider) {
+        // A provider registered here while the answer was on its way: it serves the binding now.
+        this.withdraw(b);
+        return this.handTo(b, best);
+      }
       if (b.status === 'parked') return;
       b.status = 'parked';
       if (b.owner.features.has('ack')) this.reply(b, undefined, 'parked');

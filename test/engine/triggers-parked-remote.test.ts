@@ -81,6 +81,17 @@ describe('a binding another engine parks', () => {
 });
 
 describe('a parked answer that is not the whole story', () => {
+  test('a provider that registered here before engine B answered parked takes the binding (one mode)', () => {
+    const { toB, engineB, triggers, status } = setup();
+    const local = new RecordingPeer('local-provider');
+    triggers.registerType(local, { type: 'registertriggertype', id: 'tick' });
+    assert.equal(local.sent.length, 0, 'a pending binding stays with engine B');
+    triggers.result(engineB, { type: 'triggerregistrationresult', id: 't1', trigger_type: 'tick', function_id: 'job::run', status: 'parked' });
+    assert.deepEqual(toB.map((f) => f.type), ['registertrigger', 'unregistertrigger'], 'taken back from engine B');
+    assert.deepEqual(local.sent.map((f) => [f.type, f.id]), [['registertrigger', 't1']]);
+    assert.equal(status(), 'pending');
+  });
+
   test('in all mode one engine parking it does not park a binding its other holders serve', () => {
     const toB: Array<Record<string, unknown>> = [];
     const engineB = new RemotePeer('B', 'b-1', (_node, frame) => toB.push(JSON.parse(frame) as Record<string, unknown>));
