@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'svc-sdk';
@@ -81,6 +81,22 @@ describe('the ready file and the readiness probe that reads it', () => {
     assert.equal(await probe('python', readyz(), none), 0);
     assert.notEqual(await probe('node', ownReadyz, none), 0, 'engine gone');
     assert.notEqual(await probe('python', ownReadyz, none), 0, 'engine gone');
+  });
+
+  test('a link left where the worker writes aside (a shared /tmp) does not make it write through the link', async () => {
+    const shared = join(dir, 'shared');
+    mkdirSync(shared);
+    const victim = join(dir, 'victim');
+    writeFileSync(victim, 'precious\n');
+    const file = join(shared, 'ready');
+    // The name the worker wrote aside under before: guessable from its pid.
+    symlinkSync(victim, `${file}.${process.pid}.tmp`);
+    const w = new Worker(eng.url, { workerName: 'ready-link', echoLogs: false, readyFile: file });
+    w.start();
+    await w.ready(5000);
+    await w.shutdown();
+    assert.equal(readFileSync(victim, 'utf8'), 'precious\n', 'the file the link points at is untouched');
+    assert.deepEqual(readdirSync(shared), [`ready.${process.pid}.tmp`], 'only the link is left');
   });
 
   test('a path that cannot be written is reported once and the worker works on', async () => {

@@ -77,3 +77,21 @@ def test_no_file_unless_asked(engine: Engine, tmp_path: Path, monkeypatch: pytes
         assert list(cwd.iterdir()) == []
     finally:
         w.shutdown()
+
+
+def test_a_link_left_where_the_worker_writes_aside_is_not_written_through(engine: Engine, tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    path = shared / "ready"
+    # The name the worker wrote aside under before (a shared /tmp): guessable from its pid.
+    (shared / f"ready.{os.getpid()}.tmp").symlink_to(victim)
+    w = register_worker(engine.url, fast_options("ready-link", ready_file=str(path)))
+    try:
+        assert w.wait_until_connected(10)
+        wait_for(lambda: read(path) == "ready ready-link\n", what="the ready line")
+    finally:
+        w.shutdown()
+    assert victim.read_text() == "precious\n", "the file the link points at is untouched"
+    assert sorted(p.name for p in shared.iterdir()) == [f"ready.{os.getpid()}.tmp"], "only the link is left"

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { renameSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import type { WorkerState } from './worker-events.js';
 
@@ -38,20 +39,23 @@ export class ReadyFile {
   /** The worker is closed: the file goes (a restarted process writes it anew). */
   remove(): void {
     this.update('closed');
-    try {
-      unlinkSync(this.path);
-    } catch {
-      // already gone
-    }
+    unlinkQuietly(this.path);
   }
 
-  /** Whole or not at all: a probe never reads half a line (write aside, then rename over). */
+  /**
+   * Whole or not at all: a probe never reads half a line (write aside, then rename over). The file
+   * aside has a name nobody can guess and is created here (`wx`: O_EXCL, which follows no link), so
+   * a link someone left in a shared directory such as /tmp is never written through.
+   */
   private write(text: string): void {
-    const aside = `${this.path}.${process.pid}.tmp`;
+    const aside = `${this.path}.${randomBytes(8).toString('hex')}.tmp`;
+    let created = false;
     try {
-      writeFileSync(aside, text);
+      writeFileSync(aside, text, { flag: 'wx', mode: 0o644 });
+      created = true;
       renameSync(aside, this.path);
     } catch (e) {
+      if (created) unlinkQuietly(aside);
       this.fail(e as Error);
     }
   }
@@ -70,6 +74,14 @@ export class ReadyFile {
     if (this.failed) return;
     this.failed = true;
     this.report(new Error(`svc: cannot write the ready file ${this.path} (SVC_READY_FILE): ${e.message}`));
+  }
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
   }
 }
 
