@@ -41,7 +41,7 @@ describe('the ready file and the readiness probe that reads it', () => {
   test('ready while connected; a stale or not-ready file fails both probes; gone after shutdown', async () => {
     const file = join(dir, 'ready');
     const w = new Worker(eng.url, { workerName: 'ready-ts', echoLogs: false, readyFile: file, reconnect: { initialDelayMs: 20, maxDelayMs: 50 } });
-    assert.equal(read(file), '<none>', 'written from start() on');
+    assert.equal(read(file), 'not ready: disconnected\n', 'written from the start');
     w.registerFunction('ready::echo', (d: unknown) => d);
     w.start();
     await w.ready(5000);
@@ -61,6 +61,16 @@ describe('the ready file and the readiness probe that reads it', () => {
     await w.shutdown();
     assert.equal(read(file), '<none>');
     assert.deepEqual(readdirSync(dir), [], 'nothing written aside is left');
+  });
+
+  test('a worker made but never started (its program stuck before start()) is not ready', async () => {
+    const file = join(dir, 'never-started');
+    const w = new Worker(eng.url, { workerName: 'never-started', echoLogs: false, readyFile: file });
+    assert.equal(read(file), 'not ready: disconnected\n');
+    assert.notEqual(await probe('node', readyz(), file), 0);
+    assert.notEqual(await probe('python', readyz(), file), 0);
+    await w.shutdown();
+    assert.equal(read(file), '<none>');
   });
 
   test('a worker whose engine is gone is not ready; without a file the probes ask the engine', async () => {

@@ -23,7 +23,16 @@ export class ReadyFile {
     private readonly report: (e: Error) => void,
   ) {}
 
-  /** The worker's state changed (the first change is start()'s `connecting`: the file appears then). */
+  /**
+   * Keep the file in step with `worker` from now on. Written at once, not at start(): a program
+   * stuck before start() would have no file, and its probe would ask the engine instead.
+   */
+  follow(worker: { readonly state: WorkerState; on(event: 'state', listener: (state: WorkerState) => void): unknown }): void {
+    this.update(worker.state);
+    worker.on('state', (state) => (state === 'closed' ? this.remove() : this.update(state)));
+  }
+
+  /** The worker's state changed. */
   update(state: WorkerState): void {
     const ready = state === 'connected';
     this.write(ready ? `ready ${this.workerName}\n` : `not ready: ${state}\n`);
