@@ -325,8 +325,9 @@ export class Triggers {
     const type = this.types.get(b.trigger_type);
     const refusal = type ? this.bindRefusal(type, b.access) : null;
     if (refusal) return this.drop(b, refusal);
-    // A binding handed anew waits for its provider's answer; one more holder in `all` mode keeps its status.
-    if (b.holders.length === 0) b.status = 'pending';
+    // A binding handed anew waits for its provider's answer; one more holder in `all` mode keeps its
+    // status, but for `parked` (the holder it had, another engine, has no provider yet).
+    if (b.holders.length === 0 || b.status === 'parked') b.status = 'pending';
     b.holders.push(provider);
     const msg: ForwardedBindingMsg = {
       type: 'registertrigger',

@@ -110,4 +110,20 @@ describe('a parked answer that is not the whole story', () => {
     assert.equal(listed()?.status, 'active');
     assert.deepEqual(owner.sent.map((f) => f.status), ['active']);
   });
+
+  test('in all mode a provider that registers here while engine B has it parked makes it pending, not parked', () => {
+    const toB: Array<Record<string, unknown>> = [];
+    const engineB = new RemotePeer('B', 'b-1', (_node, frame) => toB.push(JSON.parse(frame) as Record<string, unknown>));
+    const owner = new RecordingPeer('binder');
+    const triggers = new Triggers(() => undefined);
+    triggers.registerType(engineB, { type: 'registertriggertype', id: 'route', binding_mode: 'all' });
+    triggers.register(owner, { type: 'registertrigger', id: 'r1', trigger_type: 'route', function_id: 'api::get', config: {} });
+    triggers.result(engineB, { type: 'triggerregistrationresult', id: 'r1', trigger_type: 'route', function_id: 'api::get', status: 'parked' });
+    const listed = () => triggers.listBindings().find((b) => b.id === 'r1');
+    assert.equal(listed()?.status, 'parked');
+    const local = new RecordingPeer('local-provider');
+    triggers.registerType(local, { type: 'registertriggertype', id: 'route', binding_mode: 'all' });
+    assert.deepEqual(local.sent.map((f) => [f.type, f.id]), [['registertrigger', 'r1']]);
+    assert.equal(listed()?.status, 'pending', 'handed to a provider here (an iii provider never says it accepted)');
+  });
 });
