@@ -93,6 +93,20 @@ describe('the ready file and the readiness probe that reads it', () => {
     assert.notEqual(await probe('python', ownReadyz, none), 0, 'engine gone');
   });
 
+  test('a worker the engine refused for good stays not ready (its process lives on without it)', async () => {
+    const file = join(dir, 'refused');
+    // A run secret no engine run issued: the engine refuses it with stale_worker, which is final.
+    const w = new Worker(eng.url, { workerName: 'refused', echoLogs: false, readyFile: file, runSecret: 'bogus-run-secret' });
+    w.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => w.on('state', (s) => s === 'closed' && resolve()));
+    w.start();
+    await closed;
+    assert.equal(read(file), 'not ready: closed\n');
+    assert.notEqual(await probe('node', readyz(), file), 0, 'not ready although the engine is');
+    assert.notEqual(await probe('python', readyz(), file), 0, 'not ready although the engine is');
+    rmSync(file, { force: true });
+  });
+
   test('a link left where the worker writes aside (a shared /tmp) does not make it write through the link', async () => {
     const shared = join(dir, 'shared');
     mkdirSync(shared);

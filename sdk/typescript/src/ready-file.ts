@@ -25,11 +25,13 @@ export class ReadyFile {
 
   /**
    * Keep the file in step with `worker` from now on. Written at once, not at start(): a program
-   * stuck before start() would have no file, and its probe would ask the engine instead.
+   * stuck before start() would have no file, and its probe would ask the engine instead. For the
+   * same reason a worker closed by an error (`refused`: a final refusal, a malformed URL) keeps its
+   * file, saying `not ready: closed`: its process lives on without a worker.
    */
-  follow(worker: { readonly state: WorkerState; on(event: 'state', listener: (state: WorkerState) => void): unknown }): void {
+  follow(worker: { readonly state: WorkerState; on(event: 'state', listener: (state: WorkerState) => void): unknown }, refused: () => boolean): void {
     this.update(worker.state);
-    worker.on('state', (state) => (state === 'closed' ? this.remove() : this.update(state)));
+    worker.on('state', (state) => (state === 'closed' && !refused() ? this.remove() : this.update(state)));
   }
 
   /** The worker's state changed. */

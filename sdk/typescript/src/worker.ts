@@ -165,7 +165,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       setDefaultLogSink(this);
       const path = readyFilePath(options.readyFile);
       // Reported on the next tick: the file is first written now, before the program can listen for `error`.
-      if (path !== undefined) new ReadyFile(path, this.workerName, (e) => process.nextTick(() => this.report(e))).follow(this);
+      if (path !== undefined) new ReadyFile(path, this.workerName, (e) => process.nextTick(() => this.report(e))).follow(this, () => this.closedBy !== null);
     }
   }
 

@@ -40,6 +40,14 @@ class ReadyFile:
         self._ready = ready
         self._write(f"ready {self._worker_name}\n" if ready else f"not ready: {state}\n")
 
+    def stopped(self, refused: bool) -> None:
+        """The worker stopped: the file goes, unless the engine refused the worker for good; then its
+        process lives on without a worker, and a missing file would send the probe to the engine."""
+        if refused:
+            self.update(False, "closed")
+        else:
+            self.remove()
+
     def remove(self) -> None:
         """The worker is closed: the file goes (a restarted process writes it anew)."""
         self._ready = False
