@@ -203,6 +203,15 @@ export class Triggers {
       // Another engine took it but has no provider yet (its snapshot had not said so when this
       // engine handed it over): it waits there, and "active" follows once that engine's provider
       // accepts. Until then it is not served, so it is not listed or acknowledged as active.
+      // In `all` mode the other holders serve it meanwhile (an iii provider accepts silently).
+      if (b.holders.length > 1) return;
+      const type = this.types.get(b.trigger_type);
+      const best = type?.mode === 'one' ? this.holdersFor(type, b.owner)[0] : undefined;
+      if (best !== undefined && best !== provider) {
+        // A provider registered here while the answer was on its way: it serves the binding now.
+        this.withdraw(b);
+        return this.handTo(b, best);
+      }
       if (b.status === 'parked') return;
       b.status = 'parked';
       if (b.owner.features.has('ack')) this.reply(b, undefined, 'parked');
@@ -316,8 +325,9 @@ export class Triggers {
     const type = this.types.get(b.trigger_type);
     const refusal = type ? this.bindRefusal(type, b.access) : null;
     if (refusal) return this.drop(b, refusal);
-    // A binding handed anew waits for its provider's answer; one more holder in `all` mode keeps its status.
-    if (b.holders.length === 0) b.status = 'pending';
+    // A binding handed anew waits for its provider's answer; one more holder in `all` mode keeps its
+    // status, but for `parked` (the holder it had, another engine, has no provider yet).
+    if (b.holders.length === 0 || b.status === 'parked') b.status = 'pending';
     b.holders.push(provider);
     const msg: ForwardedBindingMsg = {
       type: 'registertrigger',

@@ -79,3 +79,51 @@ describe('a binding another engine parks', () => {
     assert.equal(status(), 'active');
   });
 });
+
+describe('a parked answer that is not the whole story', () => {
+  test('a provider that registered here before engine B answered parked takes the binding (one mode)', () => {
+    const { toB, engineB, triggers, status } = setup();
+    const local = new RecordingPeer('local-provider');
+    triggers.registerType(local, { type: 'registertriggertype', id: 'tick' });
+    assert.equal(local.sent.length, 0, 'a pending binding stays with engine B');
+    triggers.result(engineB, { type: 'triggerregistrationresult', id: 't1', trigger_type: 'tick', function_id: 'job::run', status: 'parked' });
+    assert.deepEqual(toB.map((f) => f.type), ['registertrigger', 'unregistertrigger'], 'taken back from engine B');
+    assert.deepEqual(local.sent.map((f) => [f.type, f.id]), [['registertrigger', 't1']]);
+    assert.equal(status(), 'pending');
+  });
+
+  test('in all mode one engine parking it does not park a binding its other holders serve', () => {
+    const toB: Array<Record<string, unknown>> = [];
+    const engineB = new RemotePeer('B', 'b-1', (_node, frame) => toB.push(JSON.parse(frame) as Record<string, unknown>));
+    const local = new RecordingPeer('local-provider');
+    const owner = new RecordingPeer('binder');
+    const triggers = new Triggers(() => undefined);
+    triggers.registerType(local, { type: 'registertriggertype', id: 'route', binding_mode: 'all' });
+    triggers.registerType(engineB, { type: 'registertriggertype', id: 'route', binding_mode: 'all' });
+    triggers.register(owner, { type: 'registertrigger', id: 'r1', trigger_type: 'route', function_id: 'api::get', config: {} });
+    const listed = () => triggers.listBindings().find((b) => b.id === 'r1');
+    assert.equal((listed()?.providers as unknown[]).length, 2, 'held here and at engine B');
+    triggers.result(engineB, { type: 'triggerregistrationresult', id: 'r1', trigger_type: 'route', function_id: 'api::get', status: 'parked' });
+    assert.equal(listed()?.status, 'pending', 'the local provider has it (an iii provider never says so)');
+    assert.equal(owner.sent.length, 0, 'the binder is not told parked');
+    triggers.result(local, { type: 'triggerregistrationresult', id: 'r1', trigger_type: 'route', function_id: 'api::get' });
+    assert.equal(listed()?.status, 'active');
+    assert.deepEqual(owner.sent.map((f) => f.status), ['active']);
+  });
+
+  test('in all mode a provider that registers here while engine B has it parked makes it pending, not parked', () => {
+    const toB: Array<Record<string, unknown>> = [];
+    const engineB = new RemotePeer('B', 'b-1', (_node, frame) => toB.push(JSON.parse(frame) as Record<string, unknown>));
+    const owner = new RecordingPeer('binder');
+    const triggers = new Triggers(() => undefined);
+    triggers.registerType(engineB, { type: 'registertriggertype', id: 'route', binding_mode: 'all' });
+    triggers.register(owner, { type: 'registertrigger', id: 'r1', trigger_type: 'route', function_id: 'api::get', config: {} });
+    triggers.result(engineB, { type: 'triggerregistrationresult', id: 'r1', trigger_type: 'route', function_id: 'api::get', status: 'parked' });
+    const listed = () => triggers.listBindings().find((b) => b.id === 'r1');
+    assert.equal(listed()?.status, 'parked');
+    const local = new RecordingPeer('local-provider');
+    triggers.registerType(local, { type: 'registertriggertype', id: 'route', binding_mode: 'all' });
+    assert.deepEqual(local.sent.map((f) => [f.type, f.id]), [['registertrigger', 'r1']]);
+    assert.equal(listed()?.status, 'pending', 'handed to a provider here (an iii provider never says it accepted)');
+  });
+});

@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'svc-sdk';
@@ -41,7 +41,7 @@ describe('the ready file and the readiness probe that reads it', () => {
   test('ready while connected; a stale or not-ready file fails both probes; gone after shutdown', async () => {
     const file = join(dir, 'ready');
     const w = new Worker(eng.url, { workerName: 'ready-ts', echoLogs: false, readyFile: file, reconnect: { initialDelayMs: 20, maxDelayMs: 50 } });
-    assert.equal(read(file), '<none>', 'written from start() on');
+    assert.equal(read(file), 'not ready: disconnected\n', 'written from the start');
     w.registerFunction('ready::echo', (d: unknown) => d);
     w.start();
     await w.ready(5000);
@@ -63,6 +63,16 @@ describe('the ready file and the readiness probe that reads it', () => {
     assert.deepEqual(readdirSync(dir), [], 'nothing written aside is left');
   });
 
+  test('a worker made but never started (its program stuck before start()) is not ready', async () => {
+    const file = join(dir, 'never-started');
+    const w = new Worker(eng.url, { workerName: 'never-started', echoLogs: false, readyFile: file });
+    assert.equal(read(file), 'not ready: disconnected\n');
+    assert.notEqual(await probe('node', readyz(), file), 0);
+    assert.notEqual(await probe('python', readyz(), file), 0);
+    await w.shutdown();
+    assert.equal(read(file), '<none>');
+  });
+
   test('a worker whose engine is gone is not ready; without a file the probes ask the engine', async () => {
     const own = await startEngine();
     const file = join(dir, 'engine-gone');
@@ -81,6 +91,36 @@ describe('the ready file and the readiness probe that reads it', () => {
     assert.equal(await probe('python', readyz(), none), 0);
     assert.notEqual(await probe('node', ownReadyz, none), 0, 'engine gone');
     assert.notEqual(await probe('python', ownReadyz, none), 0, 'engine gone');
+  });
+
+  test('a worker the engine refused for good stays not ready (its process lives on without it)', async () => {
+    const file = join(dir, 'refused');
+    // A run secret no engine run issued: the engine refuses it with stale_worker, which is final.
+    const w = new Worker(eng.url, { workerName: 'refused', echoLogs: false, readyFile: file, runSecret: 'bogus-run-secret' });
+    w.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => w.on('state', (s) => s === 'closed' && resolve()));
+    w.start();
+    await closed;
+    assert.equal(read(file), 'not ready: closed\n');
+    assert.notEqual(await probe('node', readyz(), file), 0, 'not ready although the engine is');
+    assert.notEqual(await probe('python', readyz(), file), 0, 'not ready although the engine is');
+    rmSync(file, { force: true });
+  });
+
+  test('a link left where the worker writes aside (a shared /tmp) does not make it write through the link', async () => {
+    const shared = join(dir, 'shared');
+    mkdirSync(shared);
+    const victim = join(dir, 'victim');
+    writeFileSync(victim, 'precious\n');
+    const file = join(shared, 'ready');
+    // The name the worker wrote aside under before: guessable from its pid.
+    symlinkSync(victim, `${file}.${process.pid}.tmp`);
+    const w = new Worker(eng.url, { workerName: 'ready-link', echoLogs: false, readyFile: file });
+    w.start();
+    await w.ready(5000);
+    await w.shutdown();
+    assert.equal(readFileSync(victim, 'utf8'), 'precious\n', 'the file the link points at is untouched');
+    assert.deepEqual(readdirSync(shared), [`ready.${process.pid}.tmp`], 'only the link is left');
   });
 
   test('a path that cannot be written is reported once and the worker works on', async () => {

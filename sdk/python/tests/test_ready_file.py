@@ -77,3 +77,32 @@ def test_no_file_unless_asked(engine: Engine, tmp_path: Path, monkeypatch: pytes
         assert list(cwd.iterdir()) == []
     finally:
         w.shutdown()
+
+
+def test_a_link_left_where_the_worker_writes_aside_is_not_written_through(engine: Engine, tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    path = shared / "ready"
+    # The name the worker wrote aside under before (a shared /tmp): guessable from its pid.
+    (shared / f"ready.{os.getpid()}.tmp").symlink_to(victim)
+    w = register_worker(engine.url, fast_options("ready-link", ready_file=str(path)))
+    try:
+        assert w.wait_until_connected(10)
+        wait_for(lambda: read(path) == "ready ready-link\n", what="the ready line")
+    finally:
+        w.shutdown()
+    assert victim.read_text() == "precious\n", "the file the link points at is untouched"
+    assert sorted(p.name for p in shared.iterdir()) == [f"ready.{os.getpid()}.tmp"], "only the link is left"
+
+
+def test_a_worker_the_engine_refused_for_good_stays_not_ready(engine: Engine, tmp_path: Path) -> None:
+    path = tmp_path / "ready"
+    # A run secret no engine run issued: the engine refuses it with stale_worker, which is final;
+    # the process lives on without a worker, so the file must not vanish (the probe would ask the engine).
+    w = register_worker(engine.url, fast_options("refused", ready_file=str(path), run_secret="bogus-run-secret"))
+    try:
+        wait_for(lambda: read(path) == "not ready: closed\n", what="not ready: closed")
+    finally:
+        w.shutdown()

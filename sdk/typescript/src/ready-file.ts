@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { renameSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import type { WorkerState } from './worker-events.js';
 
@@ -22,7 +23,18 @@ export class ReadyFile {
     private readonly report: (e: Error) => void,
   ) {}
 
-  /** The worker's state changed (the first change is start()'s `connecting`: the file appears then). */
+  /**
+   * Keep the file in step with `worker` from now on. Written at once, not at start(): a program
+   * stuck before start() would have no file, and its probe would ask the engine instead. For the
+   * same reason a worker closed by an error (`refused`: a final refusal, a malformed URL) keeps its
+   * file, saying `not ready: closed`: its process lives on without a worker.
+   */
+  follow(worker: { readonly state: WorkerState; on(event: 'state', listener: (state: WorkerState) => void): unknown }, refused: () => boolean): void {
+    this.update(worker.state);
+    worker.on('state', (state) => (state === 'closed' && !refused() ? this.remove() : this.update(state)));
+  }
+
+  /** The worker's state changed. */
   update(state: WorkerState): void {
     const ready = state === 'connected';
     this.write(ready ? `ready ${this.workerName}\n` : `not ready: ${state}\n`);
@@ -38,20 +50,23 @@ export class ReadyFile {
   /** The worker is closed: the file goes (a restarted process writes it anew). */
   remove(): void {
     this.update('closed');
-    try {
-      unlinkSync(this.path);
-    } catch {
-      // already gone
-    }
+    unlinkQuietly(this.path);
   }
 
-  /** Whole or not at all: a probe never reads half a line (write aside, then rename over). */
+  /**
+   * Whole or not at all: a probe never reads half a line (write aside, then rename over). The file
+   * aside has a name nobody can guess and is created here (`wx`: O_EXCL, which follows no link), so
+   * a link someone left in a shared directory such as /tmp is never written through.
+   */
   private write(text: string): void {
-    const aside = `${this.path}.${process.pid}.tmp`;
+    const aside = `${this.path}.${randomBytes(8).toString('hex')}.tmp`;
+    let created = false;
     try {
-      writeFileSync(aside, text);
+      writeFileSync(aside, text, { flag: 'wx', mode: 0o644 });
+      created = true;
       renameSync(aside, this.path);
     } catch (e) {
+      if (created) unlinkQuietly(aside);
       this.fail(e as Error);
     }
   }
@@ -70,6 +85,14 @@ export class ReadyFile {
     if (this.failed) return;
     this.failed = true;
     this.report(new Error(`svc: cannot write the ready file ${this.path} (SVC_READY_FILE): ${e.message}`));
+  }
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
   }
 }
 

@@ -36,7 +36,8 @@ export interface WorkerOptions {
   /**
    * A file that says whether this worker is ready (connected, its functions registered), for an
    * orchestrator's exec probe: `ready <name>` or `not ready: <state>`, touched every 5 s while
-   * ready, removed when the worker closes (docs/deploy.md). Default: env SVC_READY_FILE; unset: none.
+   * ready, removed when the worker closes (kept, `not ready: closed`, when closed by an error);
+   * docs/deploy.md. Default: env SVC_READY_FILE; unset: none.
    */
   readyFile?: string;
   /** Print Logger lines locally too (default true). */

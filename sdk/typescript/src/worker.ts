@@ -164,8 +164,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       watchEngineLiveness();
       setDefaultLogSink(this);
       const path = readyFilePath(options.readyFile);
-      const file = path === undefined ? undefined : new ReadyFile(path, this.workerName, (e) => this.report(e));
-      if (file) this.on('state', (state: WorkerState) => (state === 'closed' ? file.remove() : file.update(state)));
+      // Reported on the next tick: the file is first written now, before the program can listen for `error`.
+      if (path !== undefined) new ReadyFile(path, this.workerName, (e) => process.nextTick(() => this.report(e))).follow(this, () => this.closedBy !== null);
     }
   }
 

@@ -101,7 +101,8 @@ class InitOptions:
     otel: bool | None = None
     #: A file that says whether this worker is ready (connected, its functions registered), for an
     #: orchestrator's exec probe: `ready <name>` or `not ready: <state>`, touched every 5 s while
-    #: ready, removed when the worker stops (ready_file.py, docs/deploy.md). Default: $SVC_READY_FILE.
+    #: ready, removed when the worker stops (kept, `not ready: closed`, when refused for good);
+    #: ready_file.py, docs/deploy.md. Default: $SVC_READY_FILE.
     ready_file: str | None = field(default_factory=ready_file_from_env)
 
     def __post_init__(self) -> None:

@@ -10,8 +10,10 @@ listens, so nothing outside the pod can reach it. The TypeScript SDK writes the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import secrets
 
 log = logging.getLogger("svc_sdk")
 
@@ -38,6 +40,14 @@ class ReadyFile:
         self._ready = ready
         self._write(f"ready {self._worker_name}\n" if ready else f"not ready: {state}\n")
 
+    def stopped(self, refused: bool) -> None:
+        """The worker stopped: the file goes, unless the engine refused the worker for good; then its
+        process lives on without a worker, and a missing file would send the probe to the engine."""
+        if refused:
+            self.update(False, "closed")
+        else:
+            self.remove()
+
     def remove(self) -> None:
         """The worker is closed: the file goes (a restarted process writes it anew)."""
         self._ready = False
@@ -60,12 +70,20 @@ class ReadyFile:
 
     def _write(self, text: str) -> None:
         # Whole or not at all: a probe never reads half a line (written aside, then renamed over).
-        aside = f"{self.path}.{os.getpid()}.tmp"
+        # The file aside has a name nobody can guess and is created here (O_EXCL, which follows no
+        # link), so a link someone left in a shared directory such as /tmp is never written through.
+        aside = f"{self.path}.{secrets.token_hex(8)}.tmp"
+        created = False
         try:
-            with open(aside, "w", encoding="utf-8") as f:
+            fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            created = True
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(aside, self.path)
         except OSError as exc:
+            if created:
+                with contextlib.suppress(OSError):
+                    os.unlink(aside)
             self._fail(exc)
 
     def _fail(self, exc: OSError) -> None:

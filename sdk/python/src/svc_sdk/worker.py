@@ -281,7 +281,7 @@ class Worker:
             reporting.cancel()
             if touching is not None and self._ready_file is not None:
                 touching.cancel()
-                self._ready_file.remove()
+                self._ready_file.stopped(refused=self._connection.stale is not None)
             self._connected.clear()
             self._stopped.set()
             self._caller.fail_all(ErrorCode.SHUTTING_DOWN, "The worker is shutting down")
