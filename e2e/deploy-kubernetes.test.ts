@@ -157,6 +157,10 @@ describe('svc deploy kubernetes', { timeout: 600_000 }, () => {
     const http = find(m, 'Deployment', 'svc-http');
     assert.deepEqual(JSON.parse(env(container(http), 'SVC_WORKER_CONFIG')!.value), { host: '0.0.0.0', port: 3111 });
     assert.deepEqual(find(m, 'Service', 'svc-http').spec.ports, [{ name: 'http', port: 3111, targetPort: 'http' }]);
+    // Ready when connected to the engine (its ready file), alive while its port answers.
+    assert.equal(env(container(http), 'SVC_READY_FILE')!.value, '/tmp/svc-ready');
+    assert.equal(container(http).readinessProbe.exec.command[0], 'node');
+    assert.deepEqual(container(http).livenessProbe.tcpSocket, { port: 'http' });
     const redis = container(find(m, 'Deployment', 'svc-redis'));
     assert.deepEqual(redis.args.slice(0, 3), ['redis-server', '--appendonly', 'yes']);
     find(m, 'Service', 'svc-redis');

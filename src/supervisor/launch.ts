@@ -24,6 +24,17 @@ export function projectStateDir(configFile: string): string {
   return join(dirname(resolve(configFile)), '.svc');
 }
 
+/**
+ * The engine's own SVC_READY_FILE is not its workers': each would write the one file (the last
+ * write wins, the first to stop removes it). A worker gets one only from its config.yaml `env`.
+ */
+const READY_FILE_ENV = 'SVC_READY_FILE';
+
+function withoutReadyFile(env: Record<string, string>): Record<string, string> {
+  delete env[READY_FILE_ENV];
+  return env;
+}
+
 export function logFileOf(configFile: string, name: string): string {
   return join(projectStateDir(configFile), 'logs', `${name}.log`);
 }
@@ -46,6 +57,7 @@ export function launchSpecOf(entry: WorkerEntry, configFile: string, engineUrl: 
     else if (DEFAULT_DATA_DIR[entry.builtin]) config.data_dir = join(projectDir, DEFAULT_DATA_DIR[entry.builtin]!);
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+    delete env[READY_FILE_ENV];
     return {
       name: entry.name,
       replica,
@@ -62,7 +74,7 @@ export function launchSpecOf(entry: WorkerEntry, configFile: string, engineUrl: 
     replica,
     cwd: manifest.dir,
     command: manifest.scripts.start,
-    env: { ...workerEnv(manifest), ...own },
+    env: { ...withoutReadyFile(workerEnv(manifest)), ...own },
     containerEnv: own,
     logFile: logFileOf(configFile, entry.name),
     manifest,

@@ -9,6 +9,7 @@ import { ConfigFileError } from '../../src/engine/config/config-error.js';
 import { parseWorkerEntries, removeWorkerEntry, upsertWorkerEntry } from '../../src/supervisor/worker-entries.js';
 import { dependencyHash, ensureInstalled, isInstalled } from '../../src/supervisor/install.js';
 import { Supervisor } from '../../src/supervisor/supervisor.js';
+import { launchSpecOf } from '../../src/supervisor/launch.js';
 import { eventually, sleep } from '../helpers/util.js';
 
 let root: string;
@@ -75,6 +76,20 @@ describe('config.yaml', () => {
     assert.throws(() => loadConfig(f), /engine\.limits\.constructor: unknown key/);
     writeFileSync(f, 'enigne:\n  port: 1\n');
     assert.throws(() => loadConfig(f), (e: unknown) => e instanceof ConfigFileError && /enigne: unknown top-level key/.test(e.message));
+  });
+
+  test("the engine's own SVC_READY_FILE is not passed to its workers; a worker's config.yaml env may set one", () => {
+    const before = process.env.SVC_READY_FILE;
+    process.env.SVC_READY_FILE = '/tmp/the-engines-own';
+    try {
+      const f = join(root, 'c-ready.yaml');
+      const entry = { name: 'svc-state', builtin: 'svc-state' as const, runtime: 'process' as const, replicas: 1, env: {}, config: {} };
+      assert.equal(launchSpecOf(entry, f, 'ws://127.0.0.1:1').env.SVC_READY_FILE, undefined);
+      assert.equal(launchSpecOf({ ...entry, env: { SVC_READY_FILE: '/tmp/state-ready' } }, f, 'ws://127.0.0.1:1').env.SVC_READY_FILE, '/tmp/state-ready');
+    } finally {
+      if (before === undefined) delete process.env.SVC_READY_FILE;
+      else process.env.SVC_READY_FILE = before;
+    }
   });
 
   test('engine.limits: the byte budgets reach the engine; their defaults are what docs/configuration.md says', () => {

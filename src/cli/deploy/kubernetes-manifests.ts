@@ -255,11 +255,12 @@ export function workerObjects(plan: StackPlan, w: WorkerPlan): Obj[] {
   }
   if (w.builtin === 'svc-http') Object.assign(config, { host: '0.0.0.0', port: HTTP_PORT });
   env.push({ name: 'SVC_URL', value: `ws://${ENGINE_NAME}:${ENGINE_PORT}` }, secretEnv(plan, 'SVC_TOKEN', token), { name: 'SVC_WORKER_NAME', value: w.name });
-  if (w.builtin !== 'svc-http') env.push({ name: 'SVC_READY_FILE', value: READY_FILE });
+  env.push({ name: 'SVC_READY_FILE', value: READY_FILE });
   if (Object.keys(config).length > 0) env.push({ name: 'SVC_WORKER_CONFIG', value: JSON.stringify(config) });
   // A variable set above wins: config.yaml's env is written for this machine (an SVC_URL on localhost).
   for (const [name, value] of Object.entries(w.env)) if (!env.some((e) => e.name === name)) env.push({ name, value });
-  const readiness = w.builtin === 'svc-http' ? { tcpSocket: { port: 'http' }, periodSeconds: 5 } : workerReadiness(w);
+  // svc-http too: a replica cut off from the engine takes no requests (the Service skips it).
+  const readiness = workerReadiness(w);
   const container: Obj = {
     name: 'worker',
     image: w.image,
