@@ -18,7 +18,7 @@ import { eventually } from '../helpers/util.js';
 type Eng = Awaited<ReturnType<typeof startEngine>>;
 
 /** The probe's exit code: 0 ready, anything else not. */
-function probe(kind: 'node' | 'python', readyz: string, file: string): Promise<number> {
+function probe(kind: 'node' | 'python', readyz: string | null, file: string): Promise<number> {
   const [bin, ...args] = workerReadinessCommand(kind, readyz, file);
   const command = bin === 'node' ? process.execPath : 'python3';
   return new Promise((resolve) => execFile(command, args, { timeout: 10_000 }, (err) => resolve(err ? (typeof err.code === 'number' ? err.code : 99) : 0)));
@@ -89,6 +89,9 @@ describe('the ready file and the readiness probe that reads it', () => {
     const none = join(dir, 'never-written');
     assert.equal(await probe('node', readyz(), none), 0);
     assert.equal(await probe('python', readyz(), none), 0);
+    // The built-ins' probes (no engine to ask): no file, not ready.
+    assert.notEqual(await probe('node', null, none), 0);
+    assert.notEqual(await probe('python', null, none), 0);
     assert.notEqual(await probe('node', ownReadyz, none), 0, 'engine gone');
     assert.notEqual(await probe('python', ownReadyz, none), 0, 'engine gone');
   });

@@ -218,29 +218,31 @@ const READY_FILE_MAX_AGE_S = 30;
  * A worker's readiness, run in the worker's own runtime (the image has nothing else we can count
  * on): its ready file says `ready` and is fresh, i.e. the engine accepted it and its functions are
  * registered, and its event loop runs. A program that writes no ready file (one written against
- * iii-sdk) is ready when the engine is: then the engine's /readyz answers. Not a liveness probe: a
+ * iii-sdk) is ready when the engine is: then the engine's /readyz answers (`engineReadyz`; null for
+ * the built-ins, which always write the file: no file, not ready). Not a liveness probe: a
  * worker whose engine is away reconnects by itself, and restarting every worker when the engine
  * restarts helps nothing; a worker that exits is restarted by Kubernetes anyway.
  */
-export function workerReadinessCommand(kind: 'python' | 'node', engineReadyz: string, readyFile = READY_FILE): string[] {
+export function workerReadinessCommand(kind: 'python' | 'node', engineReadyz: string | null, readyFile = READY_FILE): string[] {
   const [url, file] = [JSON.stringify(engineReadyz), JSON.stringify(readyFile)];
+  const noFile = engineReadyz === null ? { python: '    sys.exit(1)', node: 'process.exit(1)' } : { python: `    urllib.request.urlopen(${url}, timeout=3)\n    sys.exit(0)`, node: `fetch(${url}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))` };
   return kind === 'python'
     ? [
         'python',
         '-c',
-        `import os, sys, time, urllib.request\ntry:\n    st = os.stat(${file})\nexcept FileNotFoundError:\n    urllib.request.urlopen(${url}, timeout=3)\n    sys.exit(0)\nwith open(${file}) as f:\n    ready = f.read(6) == "ready "\nsys.exit(0 if ready and time.time() - st.st_mtime < ${READY_FILE_MAX_AGE_S} else 1)\n`,
+        `import os, sys, time, urllib.request\ntry:\n    st = os.stat(${file})\nexcept FileNotFoundError:\n${noFile.python}\nwith open(${file}) as f:\n    ready = f.read(6) == "ready "\nsys.exit(0 if ready and time.time() - st.st_mtime < ${READY_FILE_MAX_AGE_S} else 1)\n`,
       ]
     : [
         'node',
         '-e',
-        `const fs = require('fs'); const st = fs.statSync(${file}, { throwIfNoEntry: false });\nif (!st) fetch(${url}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1));\nelse process.exit(fs.readFileSync(${file}, 'utf8').startsWith('ready ') && Date.now() - st.mtimeMs < ${READY_FILE_MAX_AGE_S * 1000} ? 0 : 1);\n`,
+        `const fs = require('fs'); const st = fs.statSync(${file}, { throwIfNoEntry: false });\nif (!st) ${noFile.node};\nelse process.exit(fs.readFileSync(${file}, 'utf8').startsWith('ready ') && Date.now() - st.mtimeMs < ${READY_FILE_MAX_AGE_S * 1000} ? 0 : 1);\n`,
       ];
 }
 
 function workerReadiness(w: WorkerPlan): Obj | null {
   const url = `http://${ENGINE_NAME}:${ENGINE_PORT}/readyz`;
   const kind = w.kind === 'python' ? 'python' : w.kind === 'typescript' || w.builtin ? 'node' : null;
-  return kind ? { exec: { command: workerReadinessCommand(kind, url) }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3 } : null;
+  return kind ? { exec: { command: workerReadinessCommand(kind, w.builtin ? null : url) }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3 } : null;
 }
 
 /** A worker's Deployment (and svc-http's Service). */
