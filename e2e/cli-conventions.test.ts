@@ -78,6 +78,23 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     assert.match(r.stderr, /^error: worker_not_found: no worker "nobody" is connected and no line names it/);
   });
 
+  // Before: with the engine stopped, KIND showed the built-in's name (svc-state) where a running
+  // engine's list says `builtin`, so the column changed meaning with the engine's state.
+  test('svc worker list without a running engine: KIND is builtin or directory, as with one', async () => {
+    const stopped = tempDir();
+    try {
+      writeFileSync(join(stopped.dir, 'config.yaml'), 'engine:\n  port: 0\nworkers:\n  - name: svc-state\n    builtin: svc-state\n');
+      const json = await runSvc(['worker', 'list', '--json'], { cwd: stopped.dir });
+      assert.equal(json.code, 0, json.stderr);
+      const rows = JSON.parse(json.stdout) as Array<{ name: string; kind: string; status: string }>;
+      assert.deepEqual(rows.map((r) => [r.name, r.kind, r.status]), [['svc-state', 'builtin', 'stopped (engine not running)']]);
+      const text = await runSvc(['worker', 'list'], { cwd: stopped.dir });
+      assert.match(text.stdout, /^svc-state\s+builtin\s+process\s+-\s+stopped \(engine not running\)/m);
+    } finally {
+      stopped.remove();
+    }
+  });
+
   test('svc status, then svc stop', async () => {
     const status = await svc(['status']);
     assert.equal(status.code, 0, status.stderr);

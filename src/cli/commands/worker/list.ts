@@ -60,7 +60,7 @@ line of output; --json adds the last lines of output (last_exit.output), pids an
       }
       rows = entries.map((e) => ({
         name: e.name,
-        kind: e.builtin ?? 'directory',
+        kind: e.builtin ? 'builtin' : 'directory',
         runtime: e.runtime,
         replicas: e.replicas,
         pid: null,
