@@ -31,7 +31,7 @@ The worker's name is DIR's last part unless --name says otherwise. Exit 2 for a 
       this.log(`  svc worker add ${dir}`);
       this.log(`  svc trigger ${w.name}::hello name=you`);
     } catch (e) {
-      if (e instanceof ScaffoldError) fail(e.message, 2);
+      if (e instanceof ScaffoldError) fail(`${e.code}: ${e.message}`, 2);
       throw e;
     }
   }
