@@ -1,7 +1,18 @@
 #!/usr/bin/env node
 // The svc CLI. `svc --config config.yaml` (or `svc -c …`) is the engine; everything else is a command.
-import { execute } from '@oclif/core';
+import { Config, flush, handle, run } from '@oclif/core';
 
 const args = process.argv.slice(2);
 if (args.length > 0 && (args[0] === '-c' || args[0] === '--config' || args[0].startsWith('--config='))) args.unshift('start');
-await execute({ dir: import.meta.url, args });
+try {
+  await run(args, import.meta.url);
+  await flush();
+} catch (error) {
+  // A command line the parser refuses: one line, `error: invalid_argument: …` (src/cli/usage-error.ts).
+  const { usageErrorLine } = await import('../dist/src/cli/usage-error.js');
+  const config = await Config.load(import.meta.url);
+  const line = usageErrorLine(error, args, config.commandIDs);
+  if (line === undefined) await handle(error);
+  process.stderr.write(line);
+  process.exit(2);
+}

@@ -62,6 +62,29 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     assert.match((await svc(['stat'])).stderr, /did you mean "status"\?/);
   });
 
+  // Before: oclif's " ›   Error: Nonexistent flag: --bogus" block, wrapped at 80 columns, no code,
+  // then the command's whole usage; `svc worker list extra` was an "unknown command" (did you mean "worker"?).
+  test('a command line the parser refuses: one line, error: invalid_argument: <command>: <what>, exit 2', async () => {
+    for (const [args, what] of [
+      [['trigger', 'math::add', '--bogus', '1'], 'svc trigger: unknown flag --bogus'],
+      [['trigger', 'math::add', '--timeout-ms', 'abc'], 'svc trigger: --timeout-ms: Expected an integer but received: abc'],
+      [['worker', 'add'], 'svc worker add: missing argument TARGET, Worker directory, or svc-state / svc-http / svc-queue / svc-cron'],
+      [['worker', 'add', '--set', 'port=1', 'svc-http'], 'svc worker add: missing argument TARGET, Worker directory, or svc-state / svc-http / svc-queue / svc-cron (--set takes every word after it: put the arguments first)'],
+      [['worker', 'add', 'svc-state', '--runtime', 'k8s'], 'svc worker add: Expected --runtime=k8s to be one of: process, docker'],
+      [['worker', 'new', 'x'], 'svc worker new: Missing required flag language'],
+      [['queue', 'dlq', 'default', 'extra'], 'svc queue dlq: unexpected argument "extra"'],
+      [['worker', 'list', 'extra'], 'svc worker list: unexpected argument "extra"'],
+      [['status', 'a', 'b'], 'svc status: unexpected arguments "a", "b"'],
+      [['-c'], 'svc start: Flag --config expects a value'],
+    ] as const) {
+      const r = await svc([...args]);
+      const command = what.slice(0, what.indexOf(':'));
+      assert.equal(r.stderr, `error: invalid_argument: ${what}; ${command} --help shows its usage\n`, args.join(' '));
+      assert.equal(r.code, 2, args.join(' '));
+      assert.equal(r.stdout, '', args.join(' '));
+    }
+  });
+
   test('svc trigger --token and --json', async () => {
     // From another directory: the local engine's own token is not at hand.
     const away = { SVC_URL: engine.url };
