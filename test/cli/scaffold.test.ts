@@ -215,7 +215,7 @@ describe('svc create / svc project init', { timeout: 60_000 }, () => {
     assert.match(r.stderr, /^error: not_a_directory: \S*afile exists and is not a directory\n$/);
     const n = await runSvc(['project', 'init'], { cwd: tmp.dir });
     assert.equal(n.code, 2);
-    assert.match(n.stderr, /name/);
+    assert.match(n.stderr, /^error: invalid_argument: svc project init: missing argument NAME, Name of the project directory to create; /);
   });
 });
 
