@@ -71,6 +71,13 @@ describe('durable queues as a new user, through the CLI', { timeout: 300_000 }, 
     assert.deepEqual(json.jobs[0]!.data, { a: 'x', b: 2 });
     assert.equal(json.jobs[0]!.history.length, 3);
 
+    // Before: an id not in the DLQ printed "redriven 0 job(s) of default" and exit 0, as if done.
+    const mistyped = await svc(['queue', 'redrive', 'default', '--id', 'no-such-job']);
+    assert.equal(mistyped.code, 1);
+    assert.equal(mistyped.stdout, 'redriven 0 job(s) of default\n');
+    assert.equal(mistyped.stderr, 'error: job_not_found: "no-such-job" is not in the dead-letter queue of default (svc queue dlq default lists it)\n');
+    assert.equal((await queue('default')).dlq, 1);
+
     const redrive = await svc(['queue', 'redrive', 'default']);
     assert.equal(redrive.stdout.trim(), 'redriven 1 job(s) of default');
     await until('the redriven job to run three more times', async () => (await svc(['queue', 'dlq', 'default'])).stdout.includes(`${id}  math::add  6`), 30_000);
