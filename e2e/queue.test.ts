@@ -48,6 +48,11 @@ describe('durable queues as a new user, through the CLI', { timeout: 300_000 }, 
       assert.equal(r.code, 0, `svc worker add ${w}: ${r.stderr}`);
     }
     await until('svc-queue to serve', async () => (await svc(['queue', 'list'])).code === 0, 20_000);
+    // Before: svc-queue's 13 functions, listed whole, made its row of `svc worker list` 260 wide.
+    const workers = (await svc(['worker', 'list'])).stdout;
+    assert.match(workers, /^svc-queue\s+builtin\s+.*\s+engine::queue::enqueue,iii::durable::publish,iii::queue::discard_message,… \+10 more\s+-$/m);
+    assert.match(workers, /^svc-state\s+builtin\s+.*\s+state::delete,state::get,state::list,state::list_groups,state::set,state::update\s+-$/m);
+    for (const line of workers.trimEnd().split('\n')) assert.ok(line.length <= 180, `${line.length} wide: ${line}`);
 
     const ok = await svc(['trigger', '--enqueue', 'default', 'math::add', 'a=2', 'b=3']);
     assert.equal(ok.code, 0, ok.stderr);
