@@ -4,7 +4,7 @@ import { loadConfig } from '../../../daemon/config-file.js';
 import { BUILTIN_WORKERS, parseWorkerEntries } from '../../../supervisor/worker-entries.js';
 import { printableJson } from '../../../engine/printable.js';
 import { ConfigFileError } from '../../../engine/config/config-error.js';
-import { fail, formatError, withClient } from '../../client.js';
+import { failWith, formatError, withClient } from '../../client.js';
 import { configFlag, runningEngine, shortList, table } from '../../project.js';
 
 /** engine::supervisor::list joins each worker with the connections proven to be its instances (src/supervisor/control.ts). */
@@ -56,7 +56,7 @@ line of output; FUNCTIONS shows the first ones (… +N more); --json adds every 
       try {
         entries = parseWorkerEntries(configFile, loadConfig(configFile, { create: false }).workers);
       } catch (e) {
-        if (e instanceof ConfigFileError) fail(e.message, 2);
+        if (e instanceof ConfigFileError) failWith(e, 2);
         throw e;
       }
       rows = entries.map((e) => ({
