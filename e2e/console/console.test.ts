@@ -261,6 +261,8 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
     ]);
     const text = await page.locator('[data-testid=waterfall]').innerText();
     for (const w of ['caller-worker', 'math-worker', 'svc-state']) assert.match(text, new RegExp(w));
+    // Before: "4 spans across 3 workers, 12 ms from first start to last end ." (and "1 spans across 1 workers").
+    assert.match(await page.locator('[data-testid=trace-summary]').innerText(), /^4 spans across 3 workers, [\d.]+ (µs|ms|s) from first start to last end\.$/);
   });
 
   test("the Logs page shows math::add's info line, live, and filters by level and text", async () => {

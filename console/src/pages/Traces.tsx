@@ -95,9 +95,8 @@ function TraceDetail({ id, back }: { id: string; back: () => void }) {
         <Loading />
       ) : data ? (
         <>
-          <p className="sub">
-            {spans.length} spans across {new Set(spans.map((s) => s.callee_worker_name)).size} workers, {duration(total)} from first start to last end
-            .
+          <p className="sub" data-testid="trace-summary">
+            {`${plural(spans.length, 'span')} across ${plural(new Set(spans.map((s) => s.callee_worker_name)).size, 'worker')}, ${duration(total)} from first start to last end.`}
           </p>
           <div className="waterfall" data-testid="waterfall">
             <div className="wf-head">
@@ -152,3 +151,5 @@ function TraceDetail({ id, back }: { id: string; back: () => void }) {
     </section>
   );
 }
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
