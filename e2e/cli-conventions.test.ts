@@ -48,6 +48,22 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     }
   });
 
+  // Before: the descriptions, written with breaks at about 100 columns, were wrapped again at 80,
+  // which left every other line a few words long ("package.json with svc-sdk and tsx," / "tsconfig.json) …").
+  test('--help reflows a description: within a paragraph only its last line is short', async () => {
+    for (const command of [['worker', 'new'], ['worker', 'add'], ['console'], ['build'], ['sdk', 'update'], ['cron', 'run'], ['logs'], ['stop']]) {
+      const help = await svc([...command, '--help']);
+      assert.equal(help.code, 0, help.stderr);
+      const description = /\nDESCRIPTION\n([\s\S]*?)\n\n[A-Z]+\n/.exec(help.stdout)![1]!;
+      for (const paragraph of description.split('\n\n')) {
+        const lines = paragraph.split('\n');
+        for (const line of lines.slice(0, -1)) assert.ok(line.length >= 45, `svc ${command.join(' ')} --help: a short line within a paragraph: ${JSON.stringify(line)}\n${paragraph}`);
+      }
+    }
+    // Where a break means something it stays: the examples after "Two forms:".
+    assert.match((await svc(['trigger', '--help'])).stdout, /Two forms:\n {2}svc trigger --function-id=math::add --payload='\{"a":2,"b":3\}'\n {2}svc trigger math::add a=2 b=3\n/);
+  });
+
   test('svc help worker add; an unknown command names the closest', async () => {
     const help = await svc(['help', 'worker', 'add']);
     assert.equal(help.code, 0, help.stderr);
