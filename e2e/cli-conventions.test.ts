@@ -92,6 +92,7 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
       [['worker', 'list', 'extra'], 'svc worker list: unexpected argument "extra"'],
       [['status', 'a', 'b'], 'svc status: unexpected arguments "a", "b"'],
       [['-c'], 'svc start: Flag --config expects a value'],
+      [['status', '--\u001b[2J'], 'svc status: unknown flag --\\u001b[2J'],
     ] as const) {
       const r = await svc([...args]);
       const command = what.slice(0, what.indexOf(':'));

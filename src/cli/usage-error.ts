@@ -5,6 +5,7 @@
  * the command's usage. bin/svc.js calls it with what `run` threw; anything else is left to oclif.
  */
 import { Errors } from '@oclif/core';
+import { printable } from '../engine/printable.js';
 
 interface ParsedArg {
   name?: string;
@@ -29,7 +30,8 @@ export function commandOf(argv: readonly string[], commandIds: readonly string[]
 /** The line for `what` is wrong with a command line of command `id` (undefined: not known). */
 export function usageLine(id: string | undefined, what: string): string {
   const command = id ? `svc ${id.replaceAll(':', ' ')}` : 'svc';
-  return `error: invalid_argument: ${command}: ${what}; ${command} --help shows its usage\n`;
+  // What was typed is shown escaped: a flag name may hold control characters.
+  return printable(`error: invalid_argument: ${command}: ${what}; ${command} --help shows its usage`) + '\n';
 }
 
 /**
