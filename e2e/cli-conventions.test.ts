@@ -48,6 +48,22 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     }
   });
 
+  // Before: the descriptions, written with breaks at about 100 columns, were wrapped again at 80,
+  // which left every other line a few words long ("package.json with svc-sdk and tsx," / "tsconfig.json) …").
+  test('--help reflows a description: within a paragraph only its last line is short', async () => {
+    for (const command of [['worker', 'new'], ['worker', 'add'], ['console'], ['build'], ['sdk', 'update'], ['cron', 'run'], ['logs'], ['stop']]) {
+      const help = await svc([...command, '--help']);
+      assert.equal(help.code, 0, help.stderr);
+      const description = /\nDESCRIPTION\n([\s\S]*?)\n\n[A-Z]+\n/.exec(help.stdout)![1]!;
+      for (const paragraph of description.split('\n\n')) {
+        const lines = paragraph.split('\n');
+        for (const line of lines.slice(0, -1)) assert.ok(line.length >= 45, `svc ${command.join(' ')} --help: a short line within a paragraph: ${JSON.stringify(line)}\n${paragraph}`);
+      }
+    }
+    // Where a break means something it stays: the examples after "Two forms:".
+    assert.match((await svc(['trigger', '--help'])).stdout, /Two forms:\n {2}svc trigger --function-id=math::add --payload='\{"a":2,"b":3\}'\n {2}svc trigger math::add a=2 b=3\n/);
+  });
+
   test('svc help worker add; an unknown command names the closest', async () => {
     const help = await svc(['help', 'worker', 'add']);
     assert.equal(help.code, 0, help.stderr);
@@ -60,6 +76,30 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     assert.match(topic.stderr, /did you mean "queue"\?/);
     // Cut short: the command it begins, not the nearest spelling ("start").
     assert.match((await svc(['stat'])).stderr, /did you mean "status"\?/);
+  });
+
+  // Before: oclif's " ›   Error: Nonexistent flag: --bogus" block, wrapped at 80 columns, no code,
+  // then the command's whole usage; `svc worker list extra` was an "unknown command" (did you mean "worker"?).
+  test('a command line the parser refuses: one line, error: invalid_argument: <command>: <what>, exit 2', async () => {
+    for (const [args, what] of [
+      [['trigger', 'math::add', '--bogus', '1'], 'svc trigger: unknown flag --bogus'],
+      [['trigger', 'math::add', '--timeout-ms', 'abc'], 'svc trigger: --timeout-ms: Expected an integer but received: abc'],
+      [['worker', 'add'], 'svc worker add: missing argument TARGET, Worker directory, or svc-state / svc-http / svc-queue / svc-cron'],
+      [['worker', 'add', '--set', 'port=1', 'svc-http'], 'svc worker add: missing argument TARGET, Worker directory, or svc-state / svc-http / svc-queue / svc-cron (--set takes every word after it: put the arguments first)'],
+      [['worker', 'add', 'svc-state', '--runtime', 'k8s'], 'svc worker add: Expected --runtime=k8s to be one of: process, docker'],
+      [['worker', 'new', 'x'], 'svc worker new: Missing required flag language'],
+      [['queue', 'dlq', 'default', 'extra'], 'svc queue dlq: unexpected argument "extra"'],
+      [['worker', 'list', 'extra'], 'svc worker list: unexpected argument "extra"'],
+      [['status', 'a', 'b'], 'svc status: unexpected arguments "a", "b"'],
+      [['-c'], 'svc start: Flag --config expects a value'],
+      [['status', '--\u001b[2J'], 'svc status: unknown flag --\\u001b[2J'],
+    ] as const) {
+      const r = await svc([...args]);
+      const command = what.slice(0, what.indexOf(':'));
+      assert.equal(r.stderr, `error: invalid_argument: ${what}; ${command} --help shows its usage\n`, args.join(' '));
+      assert.equal(r.code, 2, args.join(' '));
+      assert.equal(r.stdout, '', args.join(' '));
+    }
   });
 
   test('svc trigger --token and --json', async () => {
@@ -76,6 +116,23 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     const r = await svc(['logs', '-w', 'nobody']);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^error: worker_not_found: no worker "nobody" is connected and no line names it/);
+  });
+
+  // Before: with the engine stopped, KIND showed the built-in's name (svc-state) where a running
+  // engine's list says `builtin`, so the column changed meaning with the engine's state.
+  test('svc worker list without a running engine: KIND is builtin or directory, as with one', async () => {
+    const stopped = tempDir();
+    try {
+      writeFileSync(join(stopped.dir, 'config.yaml'), 'engine:\n  port: 0\nworkers:\n  - name: svc-state\n    builtin: svc-state\n');
+      const json = await runSvc(['worker', 'list', '--json'], { cwd: stopped.dir });
+      assert.equal(json.code, 0, json.stderr);
+      const rows = JSON.parse(json.stdout) as Array<{ name: string; kind: string; status: string }>;
+      assert.deepEqual(rows.map((r) => [r.name, r.kind, r.status]), [['svc-state', 'builtin', 'stopped (engine not running)']]);
+      const text = await runSvc(['worker', 'list'], { cwd: stopped.dir });
+      assert.match(text.stdout, /^svc-state\s+builtin\s+process\s+-\s+stopped \(engine not running\)/m);
+    } finally {
+      stopped.remove();
+    }
   });
 
   test('svc status, then svc stop', async () => {

@@ -121,7 +121,7 @@ describe('svc --config: the engine command', { timeout: 60_000 }, () => {
       writeFileSync(join(tmp.dir, 'busy.yaml'), `engine:\n  host: 127.0.0.1\n  port: ${busy}\n`);
       const r = await runSvc(['-c', 'busy.yaml'], { cwd: tmp.dir });
       assert.notEqual(r.code, 0);
-      assert.match(oneLine(r.stderr), new RegExp(`port ${busy} is already in use`));
+      assert.match(r.stderr, new RegExp(`^error: listen_failed: .*port ${busy} is already in use`));
       assert.doesNotMatch(r.stdout, /ready/);
     });
 

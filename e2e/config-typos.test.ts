@@ -24,10 +24,11 @@ describe('typos are refused naming the key, with a "did you mean"', { timeout: 1
     writeFileSync(cfg, 'engine:\n  host: 127.0.0.1\n  port: 0\nworkers:\n  - name: svc-state\n    builtin: svc-state\n    replcas: 2\n');
     const start = await svc(['--config', 'config.yaml']);
     assert.notEqual(start.code, 0);
-    assert.match(start.stderr, /workers\[0\]\.replcas: unknown key "replcas" \(did you mean "replicas"\?\); known keys: name, builtin, path, runtime, replicas, env, config, token/);
+    // Each with its code, as docs/errors.md says the CLI prints them (before: `error: <message>` only).
+    assert.match(start.stderr, /^error: invalid_config: .*workers\[0\]\.replcas: unknown key "replcas" \(did you mean "replicas"\?\); known keys: name, builtin, path, runtime, replicas, env, config, token/);
     const list = await svc(['worker', 'list']);
     assert.equal(list.code, 2);
-    assert.match(list.stderr, /^error: .*did you mean "replicas"/);
+    assert.match(list.stderr, /^error: invalid_config: .*did you mean "replicas"/);
   });
 
   test('a missing field says missing, not "got undefined"', async () => {
@@ -45,7 +46,7 @@ describe('typos are refused naming the key, with a "did you mean"', { timeout: 1
     writeFileSync(join(dir, 'svc.worker.yaml'), 'name: w\nruntime:\n  kind: python\n  entry: w.py\nscript:\n  start: python w.py\n');
     const r = await svc(['worker', 'add', './w']);
     assert.equal(r.code, 2, r.stderr);
-    assert.match(r.stderr, /svc\.worker\.yaml: script: unknown key "script" \(did you mean "scripts"\?\); known keys: name, runtime, scripts/);
+    assert.match(r.stderr, /^error: invalid_manifest: .*svc\.worker\.yaml: script: unknown key "script" \(did you mean "scripts"\?\); known keys: name, runtime, scripts/);
     writeFileSync(join(dir, 'svc.worker.yaml'), 'name: w\nruntime:\n  kind: python\n  entyr: w.py\n');
     const nested = await svc(['worker', 'add', './w']);
     assert.match(nested.stderr, /runtime\.entyr: unknown key "entyr" \(did you mean "entry"\?\)/);
@@ -65,7 +66,7 @@ describe('typos are refused naming the key, with a "did you mean"', { timeout: 1
       writeFileSync(cfg, CONFIG);
       const r = await svc(['worker', 'add', worker, '--set', set]);
       assert.equal(r.code, 2, `${r.stdout}\n${r.stderr}`);
-      assert.match(r.stderr, new RegExp(`unknown key "${set.split('=')[0]!.split('.').at(-1)}" \\(did you mean "${near}"\\?\\)`));
+      assert.match(r.stderr, new RegExp(`^error: invalid_config: .*unknown key "${set.split('=')[0]!.split('.').at(-1)}" \\(did you mean "${near}"\\?\\)`));
       assert.match(r.stderr, /config\.yaml is unchanged/);
       assert.equal(readFileSync(cfg, 'utf8'), CONFIG);
     });

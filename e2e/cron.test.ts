@@ -93,6 +93,10 @@ describe('svc cron', { timeout: 120_000 }, () => {
     assert.match(two.stderr, /^error: ambiguous_schedule: 2 schedules call reports::hourly: .*; pass one of these schedule ids\n$/);
     assert.ok(two.stderr.includes(`${scheduleId} (@hourly)`), two.stderr);
     assert.match(two.stderr, /[0-9a-f]{16} \(@daily\)/);
+    // Before: a function without schedules printed "No cron schedules. Bind one: …" as if none existed.
+    const noneListed = await svc(['cron', 'list', '--function-id', 'reports::weekly']);
+    assert.equal(noneListed.code, 0, noneListed.stderr);
+    assert.equal(noneListed.stdout, 'No cron schedules call reports::weekly (svc cron list shows them all)\n');
     const none = await svc(['cron', 'pause', 'reports::weekly']);
     assert.equal(none.code, 1);
     assert.match(none.stderr, /schedule_not_found: .*no live cron trigger has id "reports::weekly"[\s\S]*or the function id a schedule calls/);

@@ -48,6 +48,11 @@ describe('durable queues as a new user, through the CLI', { timeout: 300_000 }, 
       assert.equal(r.code, 0, `svc worker add ${w}: ${r.stderr}`);
     }
     await until('svc-queue to serve', async () => (await svc(['queue', 'list'])).code === 0, 20_000);
+    // Before: svc-queue's 13 functions, listed whole, made its row of `svc worker list` 260 wide.
+    const workers = (await svc(['worker', 'list'])).stdout;
+    assert.match(workers, /^svc-queue\s+builtin\s+.*\s+engine::queue::enqueue,iii::durable::publish,iii::queue::discard_message,… \+10 more\s+-$/m);
+    assert.match(workers, /^svc-state\s+builtin\s+.*\s+state::delete,state::get,state::list,state::list_groups,state::set,state::update\s+-$/m);
+    for (const line of workers.trimEnd().split('\n')) assert.ok(line.length <= 180, `${line.length} wide: ${line}`);
 
     const ok = await svc(['trigger', '--enqueue', 'default', 'math::add', 'a=2', 'b=3']);
     assert.equal(ok.code, 0, ok.stderr);
@@ -70,6 +75,13 @@ describe('durable queues as a new user, through the CLI', { timeout: 300_000 }, 
     assert.equal(json.total, 1);
     assert.deepEqual(json.jobs[0]!.data, { a: 'x', b: 2 });
     assert.equal(json.jobs[0]!.history.length, 3);
+
+    // Before: an id not in the DLQ printed "redriven 0 job(s) of default" and exit 0, as if done.
+    const mistyped = await svc(['queue', 'redrive', 'default', '--id', 'no-such-job']);
+    assert.equal(mistyped.code, 1);
+    assert.equal(mistyped.stdout, 'redriven 0 job(s) of default\n');
+    assert.equal(mistyped.stderr, 'error: job_not_found: "no-such-job" is not in the dead-letter queue of default (svc queue dlq default lists it)\n');
+    assert.equal((await queue('default')).dlq, 1);
 
     const redrive = await svc(['queue', 'redrive', 'default']);
     assert.equal(redrive.stdout.trim(), 'redriven 1 job(s) of default');

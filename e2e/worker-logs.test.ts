@@ -56,6 +56,8 @@ w.registerFunction('chatty::noop', () => ({}));
       },
       20_000,
     );
+    // Before: the log began with the blank line that separates one start from the run before.
+    assert.match(output, /^=== \S+ starting chatty/);
     const lines = output.split('\n').filter((l) => l !== '' && !l.startsWith('=== '));
     const stamped = lines.map((l) => STAMPED.exec(l));
     assert.ok(stamped.every((m) => m !== null), output);

@@ -58,9 +58,9 @@ describe('svc worker new', { timeout: 300_000 }, () => {
     writeFileSync(join(tmp.dir, 'full', 'keep.txt'), 'x');
     const full = await svc(['worker', 'new', './full', '--language', 'python']);
     assert.equal(full.code, 2);
-    assert.match(full.stderr, /is not empty/);
+    assert.match(full.stderr, /^error: directory_not_empty: \S*full is not empty/);
     const bad = await svc(['worker', 'new', './Bad_Name', '--language', 'python']);
     assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /"Bad_Name" is not a worker name.*pass --name/);
+    assert.match(bad.stderr, /^error: invalid_worker_name: "Bad_Name" is not a worker name.*pass --name\n$/);
   });
 });

@@ -50,11 +50,17 @@ export function onLink(f: LinkListener): () => void {
  * restarted since it was fetched answers csrf_token_invalid; the token is then fetched again once.
  */
 let session: Promise<string> | null = null;
+/** How the trace ids of the page's own periodic reads (poll()) begin, from /api/session. */
+let backgroundTracePrefix = '';
+export function getBackgroundTracePrefix(): string {
+  return backgroundTracePrefix;
+}
 function csrfToken(): Promise<string> {
   session ??= fetch('/api/session')
-    .then((r) => r.json() as Promise<{ csrf_token?: string; error?: ErrorBody }>)
+    .then((r) => r.json() as Promise<{ csrf_token?: string; background_trace_prefix?: string; error?: ErrorBody }>)
     .then((j) => {
       if (!j.csrf_token) throw new CallError(j.error?.code ?? 'console_unreachable', j.error?.message ?? 'The console server gave no session token');
+      backgroundTracePrefix = j.background_trace_prefix ?? '';
       return j.csrf_token;
     });
   // A failed fetch is not kept: the next request tries again.
@@ -98,8 +104,14 @@ async function post<T>(path: string, body: unknown): Promise<T> {
 }
 
 /** Call a function; the outcome (result or error) with the round-trip duration. Throws only when nothing answered. */
-export async function invoke<T = unknown>(function_id: string, payload: unknown = {}, timeout_ms?: number, namespace?: string): Promise<CallOutcome<T>> {
-  return post<CallOutcome<T>>('/api/call', { function_id, payload, ...(timeout_ms ? { timeout_ms } : {}), ...(namespace && namespace !== 'default' ? { namespace } : {}) });
+export async function invoke<T = unknown>(function_id: string, payload: unknown = {}, timeout_ms?: number, namespace?: string, background = false): Promise<CallOutcome<T>> {
+  return post<CallOutcome<T>>('/api/call', {
+    function_id,
+    payload,
+    ...(timeout_ms ? { timeout_ms } : {}),
+    ...(namespace && namespace !== 'default' ? { namespace } : {}),
+    ...(background ? { background: true } : {}),
+  });
 }
 
 /** Call a function and return its result; throws CallError on any error. */
@@ -123,6 +135,13 @@ export async function callAll<T>(function_id: string, key: string, payload: Reco
     if (after === undefined) break;
   }
   return out;
+}
+
+/** call() for a page's periodic read: its trace is one the Traces page leaves out unless asked. */
+export async function poll<T = unknown>(function_id: string, payload: unknown = {}): Promise<T> {
+  const o = await invoke<T>(function_id, payload, undefined, undefined, true);
+  if (!o.ok) throw new CallError(o.error?.code ?? 'error', o.error?.message ?? 'Call failed');
+  return o.result as T;
 }
 
 export interface HttpOutcome {

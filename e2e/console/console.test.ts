@@ -261,6 +261,8 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
     ]);
     const text = await page.locator('[data-testid=waterfall]').innerText();
     for (const w of ['caller-worker', 'math-worker', 'svc-state']) assert.match(text, new RegExp(w));
+    // Before: "4 spans across 3 workers, 12 ms from first start to last end ." (and "1 spans across 1 workers").
+    assert.match(await page.locator('[data-testid=trace-summary]').innerText(), /^4 spans across 3 workers, [\d.]+ (µs|ms|s) from first start to last end\.$/);
   });
 
   test("the Logs page shows math::add's info line, live, and filters by level and text", async () => {
@@ -328,6 +330,25 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
     } finally {
       await writer.shutdown(0);
     }
+  });
+
+  // Before: the State page's reads (state::list_groups, state::list, every second) filled the
+  // Traces page, pushing the system's own traces off it.
+  test("the Traces page leaves out the console's own reads unless asked", async () => {
+    await page.click('[data-testid=nav-state]');
+    await page.locator('[data-testid=scope-item][data-scope=paged]').click();
+    await page.waitForTimeout(2500);
+    await page.click('[data-testid=nav-traces]');
+    await page.locator('[data-testid=trace-row]').first().waitFor();
+    const roots = async (): Promise<string[]> => page.locator('[data-testid=trace-row]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-root') ?? ''));
+    const reads = (rs: string[]): string[] => rs.filter((r) => r === 'state::list' || r === 'state::list_groups');
+    assert.deepEqual(reads(await roots()), []);
+    assert.ok((await roots()).includes('state::set'), 'the state-writer\'s calls are listed');
+    await page.click('[data-testid=show-console-reads]');
+    await until("the console's reads to be listed", async () => reads(await roots()).length > 0);
+    await shot(page, '8c-traces-with-console-reads');
+    await page.click('[data-testid=show-console-reads]');
+    await until("the console's reads to be left out again", async () => reads(await roots()).length === 0);
   });
 
   test('a lost engine is shown plainly', async () => {

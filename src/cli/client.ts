@@ -135,3 +135,8 @@ export function fail(message: string, code = 1): never {
   process.stderr.write(`error: ${message}\n`);
   process.exit(code);
 }
+
+/** `error: <code>: <message>` for an SvcError (docs/errors.md), then exit with `exitCode`. */
+export function failWith(err: { code: string; message: string }, exitCode: number, suffix = ''): never {
+  fail(`${err.code}: ${err.message}${suffix}`, exitCode);
+}

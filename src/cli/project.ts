@@ -11,6 +11,21 @@ export function runningEngine(configFile: string): EngineState | null {
   return readEngineState(resolve(configFile));
 }
 
+/**
+ * A list cell of at most about `max` characters: the first items, then how many more (`… +9 more`).
+ * svc-queue registers 13 functions: listed whole, they made one row of `svc worker list` 260 wide.
+ */
+export function shortList(items: readonly string[], max = 80): string {
+  if (items.length === 0) return '-';
+  let text = '';
+  for (let i = 0; i < items.length; i++) {
+    const next = text ? `${text},${items[i]}` : items[i]!;
+    if (next.length > max && i > 0) return `${text},… +${items.length - i} more`;
+    text = next;
+  }
+  return text;
+}
+
 /** Fixed-width table for terminal output; cells are escaped (they hold names and ids workers chose). */
 export function table(rows: Array<Record<string, unknown>>, columns: string[]): string {
   const cell = (v: unknown): string => printable(v === null || v === undefined ? '-' : Array.isArray(v) ? v.join(',') || '-' : String(v));

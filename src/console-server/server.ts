@@ -11,6 +11,7 @@
  * origin, and lets the page tell "console server gone" from "engine gone" (a banner each).
  * Every request passes ConsoleGuard first (guard.ts): only the console's own page may use it.
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -74,9 +75,19 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   app.use('/api', guard.api());
   app.use('/api', express.json({ limit: '8mb' }));
 
+  // The pages' own periodic reads (state::list, queue::list, cron::list…) go in traces whose id
+  // begins with this, so that the Traces page can leave them out: at two a second they would push
+  // the system's own traces off it.
+  const backgroundTracePrefix = randomBytes(8).toString('hex');
+  let backgroundCalls = 0;
+  const backgroundParent = (): { traceparent: string } => {
+    const n = (++backgroundCalls).toString(16).padStart(16, '0');
+    return { traceparent: `00-${backgroundTracePrefix}${n}-${n}-01` };
+  };
+
   app.get('/api/session', (_req, res) => {
     res.setHeader('Cache-Control', 'no-store');
-    res.json({ csrf_token: guard.csrfToken });
+    res.json({ csrf_token: guard.csrfToken, background_trace_prefix: backgroundTracePrefix });
   });
 
   app.get('/api/status', (_req, res) => {
@@ -89,7 +100,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   });
 
   app.post('/api/call', async (req: Request, res: Response) => {
-    const body = (req.body ?? {}) as { function_id?: unknown; payload?: unknown; timeout_ms?: unknown; namespace?: unknown };
+    const body = (req.body ?? {}) as { function_id?: unknown; payload?: unknown; timeout_ms?: unknown; namespace?: unknown; background?: unknown };
     if (typeof body.function_id !== 'string' || body.function_id.length === 0) {
       res.status(400).json({ ok: false, error: { code: 'invalid_request', message: '"function_id" must be a non-empty string' } });
       return;
@@ -114,6 +125,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         // The function's namespace (iii 0.23+), as the Functions page lists it; the engine checks it.
         ...(typeof body.namespace === 'string' ? { namespace: body.namespace } : {}),
+        ...(body.background === true ? { parent: backgroundParent() } : {}),
       });
       res.json({ ok: true, result: result ?? null, duration_ms: performance.now() - t0 });
     } catch (e) {

@@ -28,7 +28,7 @@ engine:
   # On Ctrl-C / SIGTERM, how long calls in flight may finish.
   shutdown_grace_ms: ${engineDefaults.shutdownGraceMs}
 
-# Workers the engine starts and supervises (\`svc worker add <dir|svc-state|svc-http|svc-queue>\` appends here).
+# Workers the engine starts and supervises (\`svc worker add <dir|svc-state|svc-http|svc-queue|svc-cron>\` appends here).
 workers: []
 `;
 

@@ -14,10 +14,7 @@ import { EngineProcess, ROOT, runSvc, tempDir, until } from '../../e2e/helpers/c
 import { loadManifest } from '../../src/supervisor/manifest.js';
 import { parseConfig } from '../../src/daemon/config-file.js';
 
-/** oclif wraps `this.error` at 80 columns with " ›   " prefixes; join it back into one line. */
 const ROOT_DIR = ROOT.replace(/\/$/, '');
-
-const oneLine = (stderr: string): string => stderr.replace(/[ \t]*\n[ \t]*›[ \t]+/g, ' ');
 
 const TS_VERSION = (JSON.parse(readFileSync(join(ROOT, 'sdk/typescript/package.json'), 'utf8')) as { version: string }).version;
 const PY_VERSION = /__version__ = "([^"]+)"/.exec(readFileSync(join(ROOT, 'sdk/python/src/svc_sdk/_version.py'), 'utf8'))![1]!;
@@ -159,11 +156,13 @@ describe('svc create / svc project init', { timeout: 60_000 }, () => {
   test('an unknown template is refused with the known ones listed, exit 2, nothing written', async () => {
     const r = await runSvc(['create', '--template', 'nope', '--directory', 'never'], { cwd: tmp.dir });
     assert.equal(r.code, 2);
-    assert.match(oneLine(r.stderr), /unknown template "nope"; known templates: .*quickstart/);
+    // One line, as every other command's errors: `error: <code>: <message>` (before: oclif's wrapped
+    // " ›   Error: …" with the code on a line of its own).
+    assert.match(r.stderr, /^error: unknown_template: unknown template "nope"; known templates: .*quickstart\n$/);
     assert.equal(existsSync(join(tmp.dir, 'never')), false);
     const p = await runSvc(['project', 'init', 'never', '--template', 'nope'], { cwd: tmp.dir });
     assert.equal(p.code, 2);
-    assert.match(oneLine(p.stderr), /known templates: .*quickstart/);
+    assert.match(p.stderr, /^error: unknown_template: .*known templates: .*quickstart\n$/);
     assert.equal(existsSync(join(tmp.dir, 'never')), false);
   });
 
@@ -175,7 +174,7 @@ describe('svc create / svc project init', { timeout: 60_000 }, () => {
     for (const args of [['create', '--directory', 'busy'], ['project', 'init', 'busy']]) {
       const r = await runSvc(args, { cwd: tmp.dir });
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}`);
-      assert.match(oneLine(r.stderr), /busy is not empty .*--force/);
+      assert.match(r.stderr, /^error: directory_not_empty: \S*busy is not empty .*--force.*\n$/);
       assert.deepEqual(readdirSync(dir).sort(), ['config.yaml', 'notes.txt']);
     }
     const f = await runSvc(['project', 'init', 'busy', '--force'], { cwd: tmp.dir });
@@ -206,17 +205,17 @@ describe('svc create / svc project init', { timeout: 60_000 }, () => {
     assert.ok(r.stdout.includes('cd my-project'), r.stdout);
     const both = await runSvc(['create', 'one', '--directory', 'two'], { cwd: tmp.dir });
     assert.equal(both.code, 2);
-    assert.match(oneLine(both.stderr), /two directories given: one and --directory two/);
+    assert.equal(both.stderr, 'error: two directories given: one and --directory two; give one\n');
   });
 
   test('a target that is a file, or a missing project name, is a usage error (exit 2)', async () => {
     writeFileSync(join(tmp.dir, 'afile'), 'x');
     const r = await runSvc(['create', '--directory', 'afile'], { cwd: tmp.dir });
     assert.equal(r.code, 2);
-    assert.match(oneLine(r.stderr), /afile exists and is not a directory/);
+    assert.match(r.stderr, /^error: not_a_directory: \S*afile exists and is not a directory\n$/);
     const n = await runSvc(['project', 'init'], { cwd: tmp.dir });
     assert.equal(n.code, 2);
-    assert.match(n.stderr, /name/);
+    assert.match(n.stderr, /^error: invalid_argument: svc project init: missing argument NAME, Name of the project directory to create; /);
   });
 });
 

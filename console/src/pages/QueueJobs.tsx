@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { call } from '../api';
+import { call, poll } from '../api';
 import { Empty, ErrorNote, Loading } from '../components';
 import { json } from '../format';
 import { usePoll } from '../hooks';
@@ -36,7 +36,7 @@ export function QueueJobs({ queue }: { queue: QueueRow }) {
   const [problem, setProblem] = useState<string>();
   const [done, setDone] = useState<string>();
   // The list and its count come from one call (svc-queue reads them together), so they agree.
-  const { data, error, refresh } = usePoll(() => call<{ total: number; jobs: Job[] }>('queue::jobs', { queue: queue.queue, state, limit: 100 }), 1000, [queue.queue, state]);
+  const { data, error, refresh } = usePoll(() => poll<{ total: number; jobs: Job[] }>('queue::jobs', { queue: queue.queue, state, limit: 100 }), 1000, [queue.queue, state]);
   const act = async (fn: 'queue::dlq::redrive' | 'queue::dlq::delete', id: string | null, what: string): Promise<void> => {
     if (id === null && !window.confirm(`${what} every dead-lettered job of ${queue.queue}?`)) return;
     try {

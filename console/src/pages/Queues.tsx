@@ -1,5 +1,5 @@
 import { useRef } from 'react';
-import { call, CallError } from '../api';
+import { call, CallError, poll } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader } from '../components';
 import { usePoll } from '../hooks';
 import { QueueJobs } from './QueueJobs';
@@ -42,7 +42,7 @@ export function QueuesPage({ selected, select }: { selected: string | undefined;
   const last = useRef<{ at: number; completed: Map<string, number> } | null>(null);
   const rates = useRef(new Map<string, number>());
   const { data, error } = usePoll(async () => {
-    const l = await call<Listing>('queue::list');
+    const l = await poll<Listing>('queue::list');
     const prev = last.current;
     if (prev && l.at > prev.at) {
       for (const q of l.queues) rates.current.set(q.queue, Math.max(0, ((q.completed - (prev.completed.get(q.queue) ?? q.completed)) * 1000) / (l.at - prev.at)));

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { call, CallError } from '../api';
+import { call, CallError, poll } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader } from '../components';
 import { json, parseJson } from '../format';
 import { usePoll } from '../hooks';
@@ -22,7 +22,7 @@ function missingState(e: Error | undefined): boolean {
 }
 
 export function StatePage({ scope, selectScope }: { scope: string | undefined; selectScope: (s: string) => void }) {
-  const groups = usePoll(() => call<{ groups: string[] }>('state::list_groups').then((r) => r.groups));
+  const groups = usePoll(() => poll<{ groups: string[] }>('state::list_groups').then((r) => r.groups));
   const [newScope, setNewScope] = useState('');
   if (missingState(groups.error)) {
     return (
@@ -74,7 +74,7 @@ function ScopeEntries({ scope }: { scope: string }) {
   // The cursor of every page shown so far, the current one last: "previous" goes back one.
   const [cursors, setCursors] = useState<Array<string | null>>([null]);
   const cursor = cursors[cursors.length - 1] ?? null;
-  const { data: page, error, refresh } = usePoll(() => call<Page>('state::list', { scope, limit: PAGE_SIZE, ...(cursor !== null ? { cursor } : {}) }), 1000, [scope, cursor]);
+  const { data: page, error, refresh } = usePoll(() => poll<Page>('state::list', { scope, limit: PAGE_SIZE, ...(cursor !== null ? { cursor } : {}) }), 1000, [scope, cursor]);
   const data = page?.entries;
   const first = (cursors.length - 1) * PAGE_SIZE + 1;
   const [editing, setEditing] = useState<string | null>(null);

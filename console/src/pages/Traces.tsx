@@ -1,4 +1,5 @@
-import { call } from '../api';
+import { useState } from 'react';
+import { call, getBackgroundTracePrefix } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
 import { clock, duration } from '../format';
 import { usePoll } from '../hooks';
@@ -32,11 +33,30 @@ export function TracesPage({ traceId, open }: { traceId: string | undefined; ope
   return traceId ? <TraceDetail id={traceId} back={() => open(null)} /> : <TraceList open={open} />;
 }
 
+const SHOWN = 100;
+
 function TraceList({ open }: { open: (id: string) => void }) {
-  const { data, error } = usePoll(() => call<{ tracing: boolean; traces: TraceSummary[] }>('engine::traces::list', { limit: 100 }));
+  // The console's own periodic reads (state::list, queue::list, cron::list… every second) are
+  // traces too; left out unless asked, they do not push the system's own traces off the list.
+  const [reads, setReads] = useState(false);
+  const { data, error } = usePoll(
+    async () => {
+      const r = await call<{ tracing: boolean; traces: TraceSummary[] }>('engine::traces::list', { limit: reads ? SHOWN : SHOWN * 5 });
+      const prefix = getBackgroundTracePrefix();
+      const own = (t: TraceSummary): boolean => prefix !== '' && t.trace_id.startsWith(prefix);
+      return { ...r, traces: (reads ? r.traces : r.traces.filter((t) => !own(t))).slice(0, SHOWN) };
+    },
+    1000,
+    [reads],
+  );
   return (
     <section data-testid="page-traces">
-      <PageHeader title="Traces">{data && <span className="count">{data.traces.length} recent</span>}</PageHeader>
+      <PageHeader title="Traces">
+        <label className="toggle">
+          <input type="checkbox" data-testid="show-console-reads" checked={reads} onChange={(e) => setReads(e.target.checked)} /> show the console&apos;s own reads
+        </label>
+        {data && <span className="count">{data.traces.length} recent</span>}
+      </PageHeader>
       <ErrorNote error={error} />
       {!data ? (
         <Loading />
@@ -95,9 +115,8 @@ function TraceDetail({ id, back }: { id: string; back: () => void }) {
         <Loading />
       ) : data ? (
         <>
-          <p className="sub">
-            {spans.length} spans across {new Set(spans.map((s) => s.callee_worker_name)).size} workers, {duration(total)} from first start to last end
-            .
+          <p className="sub" data-testid="trace-summary">
+            {`${plural(spans.length, 'span')} across ${plural(new Set(spans.map((s) => s.callee_worker_name)).size, 'worker')}, ${duration(total)} from first start to last end.`}
           </p>
           <div className="waterfall" data-testid="waterfall">
             <div className="wf-head">
@@ -152,3 +171,5 @@ function TraceDetail({ id, back }: { id: string; back: () => void }) {
     </section>
   );
 }
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;

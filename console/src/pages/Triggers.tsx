@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { call, callAll, CallError, httpRequest, type HttpOutcome } from '../api';
+import { call, callAll, CallError, httpRequest, poll, type HttpOutcome } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
 import { duration, json } from '../format';
 import { usePoll } from '../hooks';
@@ -40,7 +40,7 @@ export function TriggersPage() {
     // Next and last fires of cron bindings come from svc-cron, when it runs.
     let cron: { schedules: CronSchedule[] | null; error?: Error } = { schedules: null };
     if (types.some((t) => t.id === 'cron' && t.provider)) {
-      cron = await call<{ schedules: CronSchedule[] }>('cron::list').then(
+      cron = await poll<{ schedules: CronSchedule[] }>('cron::list').then(
         (r) => ({ schedules: r.schedules }),
         (e: Error) => ({ schedules: null, error: e }),
       );

@@ -45,9 +45,22 @@ own page (Origin), and only to API requests carrying the page's session token (d
     }
     const shown = redactAddress(engineUrl);
     this.log(`svc console on ${server.url} (engine ${shown})`);
-    server.worker.on('connected', () => this.log(`connected to the engine at ${shown}`));
-    server.worker.on('disconnected', () => this.log(`lost the engine at ${shown}; retrying`));
-    if (server.worker.state === 'connected') this.log(`connected to the engine at ${shown}`);
+    // One line per change: every failed reconnect attempt also reports 'disconnected', which
+    // printed "lost the engine" twice a second while it was away, or had never been reached.
+    let connected = server.worker.state === 'connected';
+    let toldAway = false;
+    server.worker.on('connected', () => {
+      connected = true;
+      toldAway = false;
+      this.log(`connected to the engine at ${shown}`);
+    });
+    server.worker.on('disconnected', () => {
+      if (connected) this.log(`lost the engine at ${shown}; retrying until it is back`);
+      else if (!toldAway) this.log(`cannot reach the engine at ${shown}; retrying until it answers (is \`svc --config config.yaml\` running? --address picks another)`);
+      connected = false;
+      toldAway = true;
+    });
+    if (connected) this.log(`connected to the engine at ${shown}`);
     await new Promise<void>((done) => {
       const stop = (): void => {
         process.off('SIGINT', stop);

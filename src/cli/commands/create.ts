@@ -1,4 +1,5 @@
 import { Args, Command, Flags } from '@oclif/core';
+import { fail } from '../client.js';
 import { DEFAULT_TEMPLATE, describeResult, scaffold, ScaffoldError, templateChoices } from '../scaffold.js';
 
 export default class Create extends Command {
@@ -23,13 +24,13 @@ Exit code 2 for an unknown template, or for a directory that is not empty (unles
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Create);
     if (args.directory !== undefined && flags.directory !== undefined && args.directory !== flags.directory) {
-      this.error(`two directories given: ${args.directory} and --directory ${flags.directory}; give one`, { exit: 2 });
+      fail(`two directories given: ${args.directory} and --directory ${flags.directory}; give one`, 2);
     }
     try {
       const result = scaffold({ template: flags.template, target: args.directory ?? flags.directory ?? flags.template, force: flags.force });
       this.log(describeResult(result));
     } catch (e) {
-      if (e instanceof ScaffoldError) this.error(e.message, { exit: 2, code: e.code });
+      if (e instanceof ScaffoldError) fail(`${e.code}: ${e.message}`, 2);
       throw e;
     }
   }

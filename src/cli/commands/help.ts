@@ -1,4 +1,4 @@
-import { Command, Help } from '@oclif/core';
+import { Command, loadHelpClass } from '@oclif/core';
 
 export default class HelpCommand extends Command {
   static override summary = 'Show help for svc or for a command: svc help worker add.';
@@ -7,6 +7,7 @@ export default class HelpCommand extends Command {
 
   async run(): Promise<void> {
     const { argv } = await this.parse(HelpCommand);
-    await new Help(this.config).showHelp(argv as string[]);
+    const SvcHelp = await loadHelpClass(this.config);
+    await new SvcHelp(this.config).showHelp(argv as string[]);
   }
 }

@@ -4,7 +4,7 @@ import { DaemonStartError, startDaemon, type Daemon } from '../../daemon/daemon.
 import { runUntilSignalled } from '../../daemon/signals.js';
 import { ConfigFileError } from '../../engine/config/config-error.js';
 import { EngineStartError } from '../../engine/server.js';
-import { fail } from '../client.js';
+import { failWith } from '../client.js';
 
 export default class Start extends Command {
   static override summary = 'Start the engine (same as `svc --config config.yaml`).';
@@ -33,8 +33,8 @@ export default class Start extends Command {
       });
     } catch (e) {
       // A configuration the engine refuses: 2; an engine already running, a port taken: 1.
-      if (e instanceof ConfigFileError || e instanceof EngineStartError) fail(e.message, 2);
-      if (e instanceof DaemonStartError) fail(e.message, 1);
+      if (e instanceof ConfigFileError || e instanceof EngineStartError) failWith(e, 2);
+      if (e instanceof DaemonStartError) failWith(e, 1);
       throw e;
     }
     await runUntilSignalled(daemon);

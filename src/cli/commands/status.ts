@@ -3,7 +3,7 @@ import { Command, Flags } from '@oclif/core';
 import { printableJson } from '../../engine/printable.js';
 import { readEngineState } from '../../daemon/engine-state.js';
 import { fail, formatError, withClient } from '../client.js';
-import { configFlag, table } from '../project.js';
+import { configFlag, shortList, table } from '../project.js';
 import { listAll } from '../../engine/listing-pages.js';
 
 interface SupRow {
@@ -51,7 +51,7 @@ export default class Status extends Command {
       this.log(`functions ${own.length}${own.length ? `: ${own.slice(0, 12).join(', ')}${own.length > 12 ? ', …' : ''}` : ''}`);
       if (workers.length) {
         this.log('');
-        this.log(table(workers.map((w) => ({ ...w, connected: `${w.connections}/${w.replicas}`, 'last error': w.last_error })), ['name', 'status', 'connected', 'restarts', 'functions', 'last error']));
+        this.log(table(workers.map((w) => ({ ...w, functions: shortList(w.functions), connected: `${w.connections}/${w.replicas}`, 'last error': w.last_error })), ['name', 'status', 'connected', 'restarts', 'functions', 'last error']));
       }
     } catch (e) {
       fail(formatError(e).replace(/^error: /, ''), 1);

@@ -140,6 +140,15 @@ export class Dispatcher {
     this.back(functionId);
   }
 
+  /**
+   * Jobs were deleted (a purge): the functions left out of claims may have none left, and would go
+   * on being listed as waited for. Claim for them again: one that still has jobs and no provider is
+   * found absent again at its next delivery, which counts no attempt.
+   */
+  recheckAbsent(): void {
+    for (const functionId of [...this.absent.keys()]) this.back(functionId);
+  }
+
   /** Functions left out of claims now (no provider, all providers full, or copies waiting for a binding). */
   absentFunctions(): string[] {
     return [...this.absent.keys()];

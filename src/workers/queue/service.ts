@@ -228,7 +228,9 @@ export function queueFunctions(dispatcher: Dispatcher, store: QueueStore, config
     'queue::purge': async (data) => {
       const fn = 'queue::purge';
       const q = await known(fn, payloadObject(fn, data).queue);
-      return { queue: q, purged: await store.purge(q) };
+      const purged = await store.purge(q);
+      dispatcher.recheckAbsent();
+      return { queue: q, purged };
     },
     'iii::queue::redrive': async (data) => {
       const fn = 'iii::queue::redrive';

@@ -170,6 +170,18 @@ describe('svc-queue through the engine (embedded store)', () => {
     }
   });
 
+  // Before: the function stayed in absent_functions ("waiting for a provider") after its jobs were purged.
+  test('a purge of the jobs of a function without a provider: it is no longer listed as waited for', async () => {
+    await client.trigger({ function_id: 'job::gone', payload: {}, action: TriggerAction.Enqueue({ queue: 'fast' }) });
+    const absent = async (): Promise<string[]> => (await client.trigger<{ absent_functions: string[] }>({ function_id: 'queue::list', payload: {} })).absent_functions;
+    // Absent, and the job back among the waiting (it is running while its delivery is refused).
+    await until('svc-queue to see that job::gone has no provider', async () => (await absent()).includes('job::gone') && (await stats('fast')).waiting === 1);
+    const purged = await client.trigger<{ purged: number }>({ function_id: 'queue::purge', payload: { queue: 'fast' } });
+    assert.equal(purged.purged, 1);
+    await until('job::gone to leave absent_functions', async () => !(await absent()).includes('job::gone'), 3000);
+    assert.equal((await stats('fast')).waiting, 0);
+  });
+
   test("a handler failing with its nested call's function_not_found is a failed attempt, not a missing function", async () => {
     client.registerFunction('job::nested', async (_d: unknown, ctx) => ctx.worker.trigger({ function_id: 'job::missing_dependency', payload: {} }));
     await client.trigger({ function_id: 'job::nested', payload: {}, action: TriggerAction.Enqueue({ queue: 'slow' }) });

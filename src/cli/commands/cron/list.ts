@@ -27,6 +27,8 @@ LAST is the latest fire time with its outcome (ok, error, skipped, paused, runni
       return this.exit(1);
     }
     if (flags.json) return this.log(JSON.stringify(schedules, null, 2));
+    // With --function-id an empty list says only that this function has none: others may exist.
+    if (schedules.length === 0 && flags['function-id']) return this.log(`No cron schedules call ${flags['function-id']} (svc cron list shows them all)`);
     if (schedules.length === 0) return this.log('No cron schedules. Bind one: registerTrigger({type: "cron", function_id, config: {expression: "0 9 * * *"}}) (docs/cron.md)');
     const rows = schedules.map((s) => {
       const last = s.last_fire;

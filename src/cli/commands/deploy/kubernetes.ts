@@ -1,7 +1,7 @@
 import { relative } from 'node:path';
 import { Command, Flags } from '@oclif/core';
 import { ConfigFileError } from '../../../engine/config/config-error.js';
-import { fail } from '../../client.js';
+import { fail, failWith } from '../../client.js';
 import { DeployError, writeKubernetesManifests } from '../../deploy/kubernetes-project.js';
 import { configFlag } from '../../project.js';
 
@@ -47,7 +47,7 @@ export default class DeployKubernetes extends Command {
       for (const note of r.notes) this.log(`  ${note}`);
       this.log(`Apply: kubectl apply -k ${dir}`);
     } catch (e) {
-      if (e instanceof ConfigFileError) fail(e.message, 2);
+      if (e instanceof ConfigFileError) failWith(e, 2);
       if (e instanceof DeployError) fail(`${e.code}: ${e.message}`, 2);
       throw e;
     }

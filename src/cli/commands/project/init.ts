@@ -23,7 +23,7 @@ Exit code 2 for an unknown template, or for a directory that is not empty (unles
       const result = scaffold({ template: flags.template, target: args.name, force: flags.force });
       this.log(describeResult(result));
     } catch (e) {
-      if (e instanceof ScaffoldError) this.error(e.message, { exit: 2, code: e.code });
+      if (e instanceof ScaffoldError) fail(`${e.code}: ${e.message}`, 2);
       throw e;
     }
   }

@@ -12,7 +12,7 @@ import { parseHttpWorkerConfig } from '../../../workers/http/config.js';
 import { parseQueueConfig } from '../../../workers/queue/config.js';
 import { parseStateConfig } from '../../../workers/state/config.js';
 import { parseCronConfig } from '../../../workers/cron/config.js';
-import { fail } from '../../client.js';
+import { fail, failWith } from '../../client.js';
 import { buildPayload } from '../../payload.js';
 import { printableJson } from '../../../engine/printable.js';
 import { configFlag, runningEngine } from '../../project.js';
@@ -69,7 +69,7 @@ lines of output, and exits 1.`;
       const cfg = loadConfig(configFile);
       if (cfg.created) say(`Created ${flags.config} with default settings.`);
     } catch (e) {
-      if (e instanceof ConfigFileError) fail(e.message, 2);
+      if (e instanceof ConfigFileError) failWith(e, 2);
       throw e;
     }
     const runtime = flags.runtime as RuntimeName;
@@ -90,7 +90,7 @@ lines of output, and exits 1.`;
       try {
         manifest = loadManifest(dir);
       } catch (e) {
-        if (e instanceof ManifestError) fail(e.message, 2);
+        if (e instanceof ManifestError) failWith(e, 2);
         throw e;
       }
       name = manifest.name;
@@ -103,7 +103,7 @@ lines of output, and exits 1.`;
       try {
         await docker.reachable();
       } catch (e) {
-        if (e instanceof DockerUnavailableError) fail(e.message, 1);
+        if (e instanceof DockerUnavailableError) failWith(e, 1);
         throw e;
       }
     }
@@ -115,7 +115,9 @@ lines of output, and exits 1.`;
       if (written.builtin) BUILTIN_CONFIG[written.builtin]?.(written.config);
     } catch (e) {
       writeFileSync(configFile, before);
-      fail(`${(e as Error).message} (${flags.config} is unchanged)`, 2);
+      const err = e as Error & { code?: unknown };
+      if (typeof err.code === 'string') failWith({ code: err.code, message: err.message }, 2, ` (${flags.config} is unchanged)`);
+      fail(`${err.message} (${flags.config} is unchanged)`, 2);
     }
     say(
       change === 'added'
@@ -130,7 +132,7 @@ lines of output, and exits 1.`;
         const r = await ensureInstalled(manifest, { force: flags.force, onLine: (l) => say(`  │ ${l}`) });
         say(r.status === 'cached' ? '✓ dependencies up to date (unchanged since the last install; --force reinstalls)' : `✓ dependencies installed in ${r.seconds.toFixed(1)}s`);
       } catch (e) {
-        if (e instanceof InstallError) fail(e.message, 1);
+        if (e instanceof InstallError) failWith(e, 1);
         throw e;
       }
     }
@@ -141,7 +143,7 @@ lines of output, and exits 1.`;
         const img = await ensureWorkerImage(docker.docker, manifest, { force: flags.force, onLine: (l) => say(`  │ ${l}`) });
         say(img.status === 'cached' ? `✓ image ${img.tag} up to date (unchanged worker; --force rebuilds)` : `✓ image ${img.tag} built in ${img.seconds.toFixed(1)}s (base ${img.base})`);
       } catch (e) {
-        if (e instanceof ImageBuildError) fail(e.message, 1);
+        if (e instanceof ImageBuildError) failWith(e, 1);
         throw e;
       }
     }

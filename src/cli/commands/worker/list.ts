@@ -4,8 +4,8 @@ import { loadConfig } from '../../../daemon/config-file.js';
 import { BUILTIN_WORKERS, parseWorkerEntries } from '../../../supervisor/worker-entries.js';
 import { printableJson } from '../../../engine/printable.js';
 import { ConfigFileError } from '../../../engine/config/config-error.js';
-import { fail, formatError, withClient } from '../../client.js';
-import { configFlag, runningEngine, table } from '../../project.js';
+import { failWith, formatError, withClient } from '../../client.js';
+import { configFlag, runningEngine, shortList, table } from '../../project.js';
 
 /** engine::supervisor::list joins each worker with the connections proven to be its instances (src/supervisor/control.ts). */
 interface SupRow {
@@ -41,7 +41,8 @@ export default class WorkerList extends Command {
   static override summary = 'List the workers of config.yaml: kind, pid, status, restarts, functions, last error.';
   static override description = `Every worker of config.yaml is listed, connected or not: starting, restarting, crash-loop (stopped after
 repeated quick exits), stopped, failed. LAST ERROR is how its latest unrequested exit went and its last
-line of output; --json adds the last lines of output (last_exit.output), pids and container ids.`;
+line of output; FUNCTIONS shows the first ones (… +N more); --json adds every function, the last lines of output
+(last_exit.output), pids and container ids.`;
   static override examples = ['svc worker list', 'svc worker list --json'];
   static override flags = { config: configFlag, json: Flags.boolean({ summary: 'Print JSON (numbers as numbers; container ids for docker workers).', default: false }) };
 
@@ -55,12 +56,12 @@ line of output; --json adds the last lines of output (last_exit.output), pids an
       try {
         entries = parseWorkerEntries(configFile, loadConfig(configFile, { create: false }).workers);
       } catch (e) {
-        if (e instanceof ConfigFileError) fail(e.message, 2);
+        if (e instanceof ConfigFileError) failWith(e, 2);
         throw e;
       }
       rows = entries.map((e) => ({
         name: e.name,
-        kind: e.builtin ?? 'directory',
+        kind: e.builtin ? 'builtin' : 'directory',
         runtime: e.runtime,
         replicas: e.replicas,
         pid: null,
@@ -111,6 +112,7 @@ line of output; --json adds the last lines of output (last_exit.output), pids an
         pid: (r.pids as number[]).length ? (r.pids as number[]).join(',') : r.runtime === 'docker' ? (r.instances as Array<string | null>).map((c) => (c ? c.slice(0, 12) : '-')).join(',') || null : null,
         cpu: r.process ? `${(r.process as SupRow['process'])!.cpu_seconds.toFixed(1)}s` : null,
         memory: r.process ? mib((r.process as SupRow['process'])!.rss_bytes) : null,
+        functions: shortList(r.functions as string[]),
         'last error': typeof r.last_error === 'string' && r.last_error.length > 80 ? r.last_error.slice(0, 79) + '…' : r.last_error,
       }));
       // The namespace column only once a worker is in one other than `default`.

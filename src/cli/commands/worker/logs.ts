@@ -30,6 +30,9 @@ export default class WorkerLogs extends Command {
     const lines = text.split('\n');
     if (lines.at(-1) === '') lines.pop();
     if (start > 0) lines.shift();
+    // Each start's "=== … starting" header follows a blank line that separates it from the run
+    // before; the first run has none before it.
+    else if (lines[0] === '') lines.shift();
     process.stdout.write(lines.slice(-flags.lines).map(shown).join(''));
     if (!flags.follow) return;
     let pos = size;

@@ -7,7 +7,7 @@ import { scaffoldWorker, WORKER_LANGUAGES, type WorkerLanguage } from '../../sca
 export default class WorkerNew extends Command {
   static override summary = 'Create a worker directory: manifest, dependencies and one function, ready for `svc worker add`.';
   static override description = `Writes DIR/svc.worker.yaml, the dependencies (requirements.txt; package.json with svc-sdk and tsx,
-tsconfig.json) pointing at this svc checkout's SDK, and a worker with one function <name>::hello.
+tsconfig.json) naming this svc's SDK, built into DIR/vendor/, and a worker with one function <name>::hello.
 The worker's name is DIR's last part unless --name says otherwise. Exit 2 for a non-empty DIR (unless
 --force) or an invalid name.`;
   static override examples = ['svc worker new ./workers/greeter --language python', 'svc worker new ./workers/billing --language typescript --name billing-api'];
@@ -31,7 +31,7 @@ The worker's name is DIR's last part unless --name says otherwise. Exit 2 for a 
       this.log(`  svc worker add ${dir}`);
       this.log(`  svc trigger ${w.name}::hello name=you`);
     } catch (e) {
-      if (e instanceof ScaffoldError) fail(e.message, 2);
+      if (e instanceof ScaffoldError) fail(`${e.code}: ${e.message}`, 2);
       throw e;
     }
   }
