@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { call, callAll, CallError, httpRequest, poll, type HttpOutcome } from '../api';
+import { callAll, CallError, httpRequest, poll, type HttpOutcome } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
 import { duration, json } from '../format';
 import { usePoll } from '../hooks';
