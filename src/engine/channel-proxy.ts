@@ -109,11 +109,12 @@ function pipe(from: WebSocket, to: WebSocket, window: number): void {
     }
   });
   from.on('error', () => {});
-  from.on('close', (code: number) => {
+  from.on('close', (code: number, reason: Buffer) => {
     if (to.readyState === WebSocket.CLOSED) return;
-    // A side lost without a close frame (1006) is lost on the other side too; a close is passed on.
+    // A side lost without a close frame (1006) is lost on the other side too; a close is passed on
+    // with its reason, which names why the channel ended (`channel_writer_lost: …`: channels.ts).
     if (code === 1006) to.terminate();
-    else to.close(code === 1005 ? 1000 : code);
+    else to.close(code === 1005 ? 1000 : code, reason);
   });
 }
 

@@ -1,0 +1,73 @@
+/**
+ * The channel relay between engines (channel-proxy.ts) at its edges: why a channel ended reaches a
+ * relayed socket as it would a direct one, a relayed side slowed by backpressure is not taken for
+ * a lost one, an upgrade that fails after the holding engine answered leaves nothing open there,
+ * and an engine shutting down tells its relayed sockets so.
+ */
+import { strict as assert } from 'node:assert';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { registerWorker, type SvcError, type Worker } from 'svc-sdk';
+import { startRedis, type RedisServer } from '../workers/state/redis-server.js';
+import { eventually, sleep } from '../helpers/util.js';
+import { startClusterEngine, type ClusterEngine } from './helpers.js';
+
+// Short ping periods: a side the relay stopped reading misses several while it is paused.
+const LIVENESS = { pingIntervalMs: 300, channelReaderStallMs: 5000 };
+
+describe('cluster: the channel relay at its edges', () => {
+  let redis: RedisServer;
+  let e1: ClusterEngine, e2: ClusterEngine;
+  const engines: ClusterEngine[] = [];
+  const workers: Worker[] = [];
+  const prefix = `test-${randomUUID().slice(0, 8)}`;
+  const make = (url: string, name: string): Worker => {
+    const w = registerWorker(url, { workerName: name, echoLogs: false, reconnect: { initialDelayMs: 50, maxDelayMs: 200 } });
+    workers.push(w);
+    return w;
+  };
+  let w1: Worker, w2: Worker;
+
+  before(async () => {
+    redis = await startRedis();
+    e1 = await startClusterEngine(redis.url, 'r1', prefix, LIVENESS);
+    e2 = await startClusterEngine(redis.url, 'r2', prefix, LIVENESS);
+    engines.push(e1, e2);
+    w1 = make(e1.url, 'maker-1');
+    w2 = make(e2.url, 'user-2');
+    await Promise.all([w1.ready(), w2.ready()]);
+    await eventually(async () => {
+      const r = await w2.trigger<{ nodes: Array<{ node_id: string }> }>({ function_id: 'engine::cluster::nodes' });
+      assert.equal(r.nodes.length, 2);
+    }, 10_000);
+  });
+  after(async () => {
+    await Promise.all(workers.map((w) => w.shutdown()));
+    await Promise.all(engines.map((e) => e.stop()));
+    await redis?.stop();
+  });
+
+  it("a relayed reader is told the holding engine's reason: its writer was lost, its owner closed it", { timeout: 30_000 }, async () => {
+    const pair = await w1.createChannel();
+    const reader = w2.openReader(pair.reader);
+    reader.resume();
+    await eventually(() => assert.equal(e2.engine.channels.relayedCount, 1));
+    const writer = w1.openWriter(pair.writer);
+    // Opened and written to: then it goes without finishing.
+    await new Promise<void>((resolve, reject) => writer.write(Buffer.from('part'), (e) => (e ? reject(e) : resolve())));
+    writer.destroy();
+    const [lost] = (await once(reader, 'error')) as [SvcError];
+    assert.equal(lost.code, 'channel_writer_lost', lost.message);
+
+    const other = await w1.createChannel();
+    const writer2 = w2.openWriter(other.writer);
+    writer2.on('error', () => {});
+    const errored = once(writer2, 'error');
+    await eventually(() => assert.equal(e2.engine.channels.relayedCount, 1));
+    await w1.trigger({ function_id: 'engine::channels::close', payload: { channel_id: other.writer.channel_id } });
+    const [closed] = (await errored) as [SvcError];
+    assert.equal(closed.code, 'channel_owner_closed', closed.message);
+  });
+});
