@@ -44,9 +44,16 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
     perMessageDeflate: false,
     handshakeTimeout: 10_000,
   });
+  /** The upstream engine answered (opened or refused). */
   let settled = false;
+  /** The client's socket became a WebSocket (handleUpgrade called back). */
+  let upgraded = false;
+  // Until the client's socket is a WebSocket, its going ends the upstream socket: while that
+  // connects, and if handleUpgrade refuses the handshake (a bad key or version, a half-closed socket,
+  // the engine shutting down), which destroys the socket without calling back.
   const gone = (): void => {
-    if (!settled) up.terminate();
+    if (upgraded) return;
+    if (!settled || up.readyState === WebSocket.OPEN) up.terminate();
     settled = true;
   };
   socket.once('close', gone);
@@ -71,8 +78,9 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
   up.once('open', () => {
     if (settled) return up.terminate();
     settled = true;
-    socket.off('close', gone);
     wss.handleUpgrade(req, socket, head, (client) => {
+      upgraded = true;
+      socket.off('close', gone);
       opened(client);
       pipe(client, up, opts.windowBytes);
       pipe(up, client, opts.windowBytes);

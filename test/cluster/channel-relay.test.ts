@@ -70,4 +70,25 @@ describe('cluster: the channel relay at its edges', () => {
     const [closed] = (await errored) as [SvcError];
     assert.equal(closed.code, 'channel_owner_closed', closed.message);
   });
+
+  it('an upgrade that fails after the holding engine opened the side leaves no socket open there', { timeout: 30_000 }, async () => {
+    const pair = await w1.createChannel();
+    const { port } = new URL(e2.url);
+    const s = connect(Number(port), '127.0.0.1');
+    let answer = '';
+    s.setEncoding('utf8');
+    s.on('data', (d: string) => (answer += d));
+    // A key the channel accepts, a handshake the relaying engine does not (no valid Sec-WebSocket-Key).
+    s.write(
+      `GET /ws/channels/${pair.reader.channel_id}?key=${pair.reader.access_key}&dir=read HTTP/1.1\r\n` +
+        `Host: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: x\r\n\r\n`,
+    );
+    await once(s, 'close');
+    assert.match(answer, /^HTTP\/1\.1 400/);
+    // The holding engine opened the side for the relay; with the client gone it must close again.
+    await eventually(() => {
+      assert.equal(e1.engine.channels.socketCount, 0, 'the upstream socket was left open on the holding engine');
+      assert.equal(e1.engine.channels.size, 0);
+    }, 3000);
+  });
 });
