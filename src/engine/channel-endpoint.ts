@@ -114,7 +114,7 @@ export class Channels {
       // wrong advertise_url would otherwise send it round in a loop).
       const engineUrl = req.headers[RELAY_HEADER] === undefined ? this.cluster?.channelEngineUrl(id) : null;
       if (engineUrl) {
-        const relay = { maxFrameBytes: this.limits.maxFrameBytes, windowBytes: this.limits.windowBytes, pingIntervalMs: this.limits.pingIntervalMs };
+        const relay = { maxFrameBytes: this.limits.maxFrameBytes, windowBytes: this.limits.windowBytes, pingIntervalMs: this.limits.pingIntervalMs, readerStallMs: this.limits.readerStallMs };
         return relayChannel(req, socket, head, engineUrl, this.wss, relay, (s, status, code, message) => refuseUpgrade(s, status, code as UpgradeRefusalCode, message), (ws) => {
           this.relayed.add(ws);
           ws.once('close', () => this.relayed.delete(ws));

@@ -19,6 +19,8 @@ export interface RelayOptions {
   /** Bytes waiting to be sent one way before the other side's socket stops being read. */
   windowBytes: number;
   pingIntervalMs: number;
+  /** How long a client with bytes pending may take none of them before it is judged lost (channels.ts). */
+  readerStallMs: number;
 }
 
 /** channel-endpoint.ts refuseUpgrade (passed in: that module imports this one). */
@@ -82,9 +84,11 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
       upgraded = true;
       socket.off('close', gone);
       opened(client);
-      pipe(client, up, opts.windowBytes);
-      pipe(up, client, opts.windowBytes);
-      keepAlive(client, opts.pingIntervalMs);
+      const fromClient = pipe(client, up, opts.windowBytes);
+      const toClient = pipe(up, client, opts.windowBytes);
+      // As Channel.silence judges a direct socket: a client this relay stopped reading cannot answer
+      // pings; one being sent bytes it is slow to take is given readerStallMs.
+      keepAlive(client, opts.pingIntervalMs, () => fromClient.paused || (client.bufferedAmount > 0 && Date.now() - toClient.progressAt < opts.readerStallMs));
     });
   });
 }
@@ -99,20 +103,29 @@ function refusalOf(body: string): { code: string; message: string } | null {
   }
 }
 
+/** One direction of a relay: whether its sending side is paused, and when `to` last took bytes. */
+interface Pipe {
+  readonly paused: boolean;
+  readonly progressAt: number;
+}
+
 /** Frames of `from` go to `to` in order; `from` is not read while `to` holds over `window` bytes. */
-function pipe(from: WebSocket, to: WebSocket, window: number): void {
+function pipe(from: WebSocket, to: WebSocket, window: number): Pipe {
   const raw = (from as unknown as { _socket?: { pause(): void; resume(): void } })._socket;
-  let paused = false;
+  const state = { paused: false, progressAt: Date.now() };
   from.on('message', (data: RawData, isBinary: boolean) => {
     if (to.readyState !== WebSocket.OPEN) return;
+    // A stall is measured from when `to` first had something to take.
+    if (to.bufferedAmount === 0) state.progressAt = Date.now();
     to.send(data, { binary: isBinary }, () => {
-      if (paused && to.bufferedAmount <= window / 2) {
-        paused = false;
+      state.progressAt = Date.now();
+      if (state.paused && to.bufferedAmount <= window / 2) {
+        state.paused = false;
         raw?.resume();
       }
     });
-    if (!paused && to.bufferedAmount > window) {
-      paused = true;
+    if (!state.paused && to.bufferedAmount > window) {
+      state.paused = true;
       raw?.pause();
     }
   });
@@ -124,14 +137,18 @@ function pipe(from: WebSocket, to: WebSocket, window: number): void {
     if (code === 1006) to.terminate();
     else to.close(code === 1005 ? 1000 : code, reason);
   });
+  return state;
 }
 
-/** The client side of a relay is pinged like any channel socket; one silent for a period is cut. */
-function keepAlive(client: WebSocket, intervalMs: number): void {
+/** The client side of a relay is pinged like any channel socket; one silent for a period, and not `excused`, is cut. */
+function keepAlive(client: WebSocket, intervalMs: number, excused: () => boolean): void {
   let alive = true;
   client.on('pong', () => (alive = true));
   const timer = setInterval(() => {
-    if (!alive) return client.terminate();
+    if (!alive) {
+      if (excused()) return;
+      return client.terminate();
+    }
     alive = false;
     client.ping();
   }, intervalMs);

@@ -71,6 +71,56 @@ describe('cluster: the channel relay at its edges', () => {
     assert.equal(closed.code, 'channel_owner_closed', closed.message);
   });
 
+  it('a relayed writer held by backpressure for many ping periods is slowed, not cut', { timeout: 30_000 }, async () => {
+    const pair = await w1.createChannel();
+    const reader = w1.openReader(pair.reader);
+    reader.pause();
+    const writer = w2.openWriter(pair.writer);
+    const errors: string[] = [];
+    reader.on('error', (e: SvcError) => errors.push(`reader ${e.code}`));
+    writer.on('error', (e: SvcError) => errors.push(`writer ${e.code}`));
+    const chunk = randomBytes(64 * 1024);
+    const total = 48 * 1024 * 1024;
+    const writing = (async () => {
+      for (let sent = 0; sent < total && errors.length === 0; sent += chunk.length) {
+        if (!writer.write(chunk)) await Promise.race([once(writer, 'drain'), once(writer, 'close')]);
+      }
+      writer.end();
+    })();
+    await sleep(2500);
+    let n = 0;
+    reader.on('data', (c: Buffer) => (n += c.length));
+    reader.resume();
+    await Promise.race([once(reader, 'end'), once(reader, 'close')]);
+    await writing;
+    assert.deepEqual(errors, []);
+    assert.equal(n, total);
+  });
+
+  it('a relayed reader that pauses its socket for many ping periods is slowed, not cut', { timeout: 30_000 }, async () => {
+    const pair = await w1.createChannel();
+    const reader = w2.openReader(pair.reader);
+    const writer = w1.openWriter(pair.writer);
+    const errors: string[] = [];
+    reader.on('error', (e: SvcError) => errors.push(`reader ${e.code}`));
+    writer.on('error', (e: SvcError) => errors.push(`writer ${e.code}`));
+    let got = 0;
+    let paused = false;
+    reader.on('data', (c: Buffer) => {
+      got += c.length;
+      if (!paused && got > 256 * 1024) {
+        paused = true;
+        reader.pause();
+        setTimeout(() => reader.resume(), 2500);
+      }
+    });
+    const data = randomBytes(16 * 1024 * 1024);
+    writer.end(data);
+    await Promise.race([once(reader, 'end'), once(reader, 'close')]);
+    assert.deepEqual(errors, []);
+    assert.equal(got, data.length);
+  });
+
   it('an upgrade that fails after the holding engine opened the side leaves no socket open there', { timeout: 30_000 }, async () => {
     const pair = await w1.createChannel();
     const { port } = new URL(e2.url);
