@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { CHANNEL_NODE_SEPARATOR, RELAY_HEADER, relayChannel, type ChannelRoute } from './channel-proxy.js';
-import { Channel, ChannelBudget, DEFAULT_CHANNEL_FRAMES, MAX_CHANNEL_FRAMES, type ChannelErrorCode, type ChannelLimits, type ChannelRef } from './channels.js';
+import { Channel, ChannelBudget, CHANNEL_ABORT_CLOSE, DEFAULT_CHANNEL_FRAMES, MAX_CHANNEL_FRAMES, type ChannelErrorCode, type ChannelLimits, type ChannelRef } from './channels.js';
 import { EngineError } from './errors.js';
 import type { Peer } from './peer.js';
 import type { Registry } from './registry.js';
@@ -179,7 +179,10 @@ export class Channels {
   /** Engine shutdown: every channel ends for both sides with `shutting_down`. */
   close(): void {
     clearInterval(this.liveness);
-    for (const c of [...this.byId.values()]) c.abort('shutting_down', 'the engine shut down before the stream ended');
+    const why = 'the engine shut down before the stream ended';
+    for (const c of [...this.byId.values()]) c.abort('shutting_down', why);
+    // Relayed sockets are told as this engine's own are (their upstream is cut with them).
+    for (const ws of this.relayed) ws.close(CHANNEL_ABORT_CLOSE, `shutting_down: ${why}`);
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
   }

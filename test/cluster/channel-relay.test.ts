@@ -141,4 +141,24 @@ describe('cluster: the channel relay at its edges', () => {
       assert.equal(e1.engine.channels.size, 0);
     }, 3000);
   });
+
+  it('an engine shutting down tells the sockets it relays (shutting_down), as it tells its own', { timeout: 30_000 }, async () => {
+    const e3 = await startClusterEngine(redis.url, 'r3', prefix, LIVENESS);
+    engines.push(e3);
+    const w3 = make(e3.url, 'user-3');
+    await w3.ready();
+    await eventually(async () => {
+      const r = await w3.trigger<{ nodes: Array<{ node_id: string }> }>({ function_id: 'engine::cluster::nodes' });
+      assert.equal(r.nodes.length, 3);
+    }, 10_000);
+    const pair = await w1.createChannel();
+    const reader = w3.openReader(pair.reader);
+    reader.resume();
+    const errored = once(reader, 'error');
+    await eventually(() => assert.equal(e3.engine.channels.relayedCount, 1));
+    await w3.shutdown();
+    await e3.stop();
+    const [e] = (await errored) as [SvcError];
+    assert.equal(e.code, 'shutting_down', e.message);
+  });
 });
