@@ -27,6 +27,12 @@ export class Channels {
   cluster: ChannelRoute | null = null;
   /** Client sockets relayed to another engine's channels (channel-proxy.ts). */
   private readonly relayed = new Set<WebSocket>();
+  /**
+   * Relays whose upstream socket is still opening (up to its handshake timeout): they hold a client
+   * socket and an upstream one, so they count as sockets too. (At shutdown the HTTP server destroys
+   * their client sockets, which ends their upstream ones: channel-proxy.ts.)
+   */
+  private pendingRelays = 0;
 
   constructor(
     private readonly limits: ChannelLimits & { pingIntervalMs: number; maxTotalBytes: number; ownerGraceMs: number },
@@ -51,9 +57,9 @@ export class Channels {
     return this.budget.held;
   }
 
-  /** Sockets open on channels (they count against engine.limits.max_connections). */
+  /** Sockets open on channels, relays still opening included (they count against engine.limits.max_connections). */
   get socketCount(): number {
-    return this.wss.clients.size;
+    return this.wss.clients.size + this.pendingRelays;
   }
 
   /** Of socketCount, those relayed to another engine's channels. */
@@ -115,9 +121,14 @@ export class Channels {
       const engineUrl = req.headers[RELAY_HEADER] === undefined ? this.cluster?.channelEngineUrl(id) : null;
       if (engineUrl) {
         const relay = { maxFrameBytes: this.limits.maxFrameBytes, windowBytes: this.limits.windowBytes, pingIntervalMs: this.limits.pingIntervalMs, readerStallMs: this.limits.readerStallMs };
-        return relayChannel(req, socket, head, engineUrl, this.wss, relay, (s, status, code, message) => refuseUpgrade(s, status, code as UpgradeRefusalCode, message), (ws) => {
-          this.relayed.add(ws);
-          ws.once('close', () => this.relayed.delete(ws));
+        this.pendingRelays++;
+        return relayChannel(req, socket, head, engineUrl, this.wss, relay, {
+          refuse: (s, status, code, message) => refuseUpgrade(s, status, code as UpgradeRefusalCode, message),
+          opened: (ws) => {
+            this.relayed.add(ws);
+            ws.once('close', () => this.relayed.delete(ws));
+          },
+          settled: () => this.pendingRelays--,
         });
       }
       return refuseUpgrade(socket, 404, 'channel_not_found', `Channel ${JSON.stringify(id.slice(0, 80))} does not exist (it ended, expired, or was never created)`);

@@ -23,8 +23,14 @@ export interface RelayOptions {
   readerStallMs: number;
 }
 
-/** channel-endpoint.ts refuseUpgrade (passed in: that module imports this one). */
-type Refuse = (socket: Duplex, status: number, code: string, message: string) => void;
+export interface RelayHooks {
+  /** channel-endpoint.ts refuseUpgrade (passed in: that module imports this one). */
+  refuse(socket: Duplex, status: number, code: string, message: string): void;
+  /** The client's socket is a WebSocket, relayed. */
+  opened(client: WebSocket): void;
+  /** It is pending no more: the client's socket was upgraded (and counts as a channel socket), refused, or went. */
+  settled(): void;
+}
 
 /** The upstream engine's refusal body is small (refuseUpgrade); more than this is not read. */
 const MAX_REFUSAL_BODY = 4096;
@@ -38,14 +44,29 @@ const MAX_REFUSAL_BODY = 4096;
  * same HTTP answer. Each direction holds at most `windowBytes` before the sending side's socket is
  * paused, so a relay costs this engine no more than a channel's window each way.
  */
-export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer, engineUrl: string, wss: WebSocketServer, opts: RelayOptions, refuse: Refuse, opened: (client: WebSocket) => void): void {
+export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer, engineUrl: string, wss: WebSocketServer, opts: RelayOptions, hooks: RelayHooks): void {
+  let pending = true;
+  const settle = (): void => {
+    if (pending) hooks.settled();
+    pending = false;
+  };
+  const refuse = (status: number, code: string, message: string): void => {
+    hooks.refuse(socket, status, code, message);
+    settle();
+  };
   const auth = req.headers.authorization;
-  const up = new WebSocket(engineUrl + (req.url ?? '/'), {
-    headers: { [RELAY_HEADER]: '1', ...(typeof auth === 'string' ? { authorization: auth } : {}) },
-    maxPayload: opts.maxFrameBytes,
-    perMessageDeflate: false,
-    handshakeTimeout: 10_000,
-  });
+  let up: WebSocket;
+  try {
+    up = new WebSocket(engineUrl + (req.url ?? '/'), {
+      headers: { [RELAY_HEADER]: '1', ...(typeof auth === 'string' ? { authorization: auth } : {}) },
+      maxPayload: opts.maxFrameBytes,
+      perMessageDeflate: false,
+      handshakeTimeout: 10_000,
+    });
+  } catch (e) {
+    // ws refuses some request targets HTTP lets through (a fragment): this one is not relayed.
+    return refuse(400, 'invalid_channel_ref', `The channel URL cannot be relayed: ${(e as Error).message}`);
+  }
   /** The upstream engine answered (opened or refused). */
   let settled = false;
   /** The client's socket became a WebSocket (handleUpgrade called back). */
@@ -57,6 +78,7 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
     if (upgraded) return;
     if (!settled || up.readyState === WebSocket.OPEN) up.terminate();
     settled = true;
+    settle();
   };
   socket.once('close', gone);
   up.on('unexpected-response', (_r, res) => {
@@ -68,14 +90,14 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
     });
     res.on('end', () => {
       const error = refusalOf(body);
-      refuse(socket, res.statusCode ?? 502, error?.code ?? 'channel_not_found', error?.message ?? `The engine holding this channel answered ${res.statusCode}`);
+      refuse(res.statusCode ?? 502, error?.code ?? 'channel_not_found', error?.message ?? `The engine holding this channel answered ${res.statusCode}`);
     });
-    res.on('error', () => refuse(socket, 502, 'channel_engine_unreachable', 'The engine holding this channel stopped answering'));
+    res.on('error', () => refuse(502, 'channel_engine_unreachable', 'The engine holding this channel stopped answering'));
   });
   up.on('error', (e) => {
     if (settled) return;
     settled = true;
-    refuse(socket, 502, 'channel_engine_unreachable', `The engine holding this channel (${engineUrl}) cannot be reached: ${e.message}`);
+    refuse(502, 'channel_engine_unreachable', `The engine holding this channel (${engineUrl}) cannot be reached: ${e.message}`);
   });
   up.once('open', () => {
     if (settled) return up.terminate();
@@ -83,7 +105,8 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
     wss.handleUpgrade(req, socket, head, (client) => {
       upgraded = true;
       socket.off('close', gone);
-      opened(client);
+      settle();
+      hooks.opened(client);
       const fromClient = pipe(client, up, opts.windowBytes);
       const toClient = pipe(up, client, opts.windowBytes);
       // As Channel.silence judges a direct socket: a client this relay stopped reading cannot answer

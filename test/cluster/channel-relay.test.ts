@@ -2,17 +2,19 @@
  * The channel relay between engines (channel-proxy.ts) at its edges: why a channel ended reaches a
  * relayed socket as it would a direct one, a relayed side slowed by backpressure is not taken for
  * a lost one, an upgrade that fails after the holding engine answered leaves nothing open there,
- * and an engine shutting down tells its relayed sockets so.
+ * relays still opening count as sockets, and an engine shutting down tells its relayed sockets so
+ * and ends those still opening.
  */
 import { strict as assert } from 'node:assert';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { registerWorker, type SvcError, type Worker } from 'svc-sdk';
+import { channelUrl, registerWorker, type SvcError, type Worker } from 'svc-sdk';
+import { WebSocket } from 'ws';
 import { startRedis, type RedisServer } from '../workers/state/redis-server.js';
 import { eventually, sleep } from '../helpers/util.js';
-import { startClusterEngine, type ClusterEngine } from './helpers.js';
+import { startClusterEngine, TEST_LEASE_MS, type ClusterEngine } from './helpers.js';
 
 // Short ping periods: a side the relay stopped reading misses several while it is paused.
 const LIVENESS = { pingIntervalMs: 300, channelReaderStallMs: 5000 };
@@ -142,6 +144,23 @@ describe('cluster: the channel relay at its edges', () => {
     }, 3000);
   });
 
+  it('a request target the relay cannot pass on (a fragment) is refused, and counts as no socket', { timeout: 30_000 }, async () => {
+    const pair = await w1.createChannel();
+    const before = e2.engine.channels.socketCount;
+    const { port } = new URL(e2.url);
+    const s = connect(Number(port), '127.0.0.1');
+    let answer = '';
+    s.setEncoding('utf8');
+    s.on('data', (d: string) => (answer += d));
+    s.write(
+      `GET /ws/channels/${pair.reader.channel_id}?key=${pair.reader.access_key}&dir=read#x HTTP/1.1\r\n` +
+        `Host: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+    );
+    await once(s, 'close');
+    assert.match(answer, /^HTTP\/1\.1 400[^]*invalid_channel_ref/);
+    assert.equal(e2.engine.channels.socketCount, before);
+  });
+
   it('an engine shutting down tells the sockets it relays (shutting_down), as it tells its own', { timeout: 30_000 }, async () => {
     const e3 = await startClusterEngine(redis.url, 'r3', prefix, LIVENESS);
     engines.push(e3);
@@ -160,5 +179,48 @@ describe('cluster: the channel relay at its edges', () => {
     await e3.stop();
     const [e] = (await errored) as [SvcError];
     assert.equal(e.code, 'shutting_down', e.message);
+  });
+
+  it('relays still opening count against max_connections, and end with the engine', { timeout: 30_000 }, async () => {
+    // An engine whose advertise_url accepts and answers nothing: sockets relayed to it stay opening.
+    const held: Socket[] = [];
+    const blackhole = createServer((s) => {
+      s.on('error', () => {});
+      s.resume();
+      held.push(s);
+    });
+    await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', () => resolve()));
+    const advertiseUrl = `ws://127.0.0.1:${(blackhole.address() as AddressInfo).port}`;
+    const eb = await startClusterEngine(redis.url, 'rb', prefix, { ...LIVENESS, cluster: { redisUrl: redis.url, nodeId: 'rb', leaseMs: TEST_LEASE_MS, prefix, advertiseUrl } });
+    engines.push(eb);
+    const e4 = await startClusterEngine(redis.url, 'r4', prefix, { ...LIVENESS, maxConnections: 3 });
+    engines.push(e4);
+    const wb = make(eb.url, 'maker-b');
+    await wb.ready();
+    const pair = await wb.createChannel();
+    await eventually(() => assert.ok(e4.engine.cluster?.channelEngineUrl(pair.reader.channel_id)), 10_000);
+    const clients: WebSocket[] = [];
+    const answers = await Promise.all(
+      Array.from(
+        { length: 5 },
+        () =>
+          new Promise<string>((resolve) => {
+            const ws = new WebSocket(channelUrl(e4.url, pair.reader));
+            clients.push(ws);
+            ws.on('unexpected-response', (_req, res) => resolve(String(res.statusCode)));
+            ws.on('open', () => resolve('open'));
+            ws.on('error', () => resolve('error'));
+            setTimeout(() => resolve('opening'), 1500);
+          }),
+      ),
+    );
+    assert.deepEqual(answers.sort(), ['503', '503', 'opening', 'opening', 'opening']);
+    assert.equal(held.length, 3);
+    const closed = held.map((s) => once(s, 'close'));
+    await e4.stop();
+    // Well before the upstream's handshake timeout (10 s): the engine ended them as it stopped.
+    await Promise.race([Promise.all(closed), sleep(3000).then(() => assert.fail('relays still opening outlived their engine'))]);
+    for (const ws of clients) ws.terminate();
+    blackhole.close();
   });
 });
