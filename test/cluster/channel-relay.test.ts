@@ -223,4 +223,13 @@ describe('cluster: the channel relay at its edges', () => {
     for (const ws of clients) ws.terminate();
     blackhole.close();
   });
+
+  it('an engine listening on 0.0.0.0 without advertise_url warns that the others cannot reach its channels', { timeout: 30_000 }, async () => {
+    const tokens = [{ name: 'admin', token: randomBytes(24).toString('hex'), admin: true, call: [], register: [], trigger_types: [] }];
+    const e5 = await startClusterEngine(redis.url, 'r5', prefix, { host: '0.0.0.0', tokens });
+    engines.push(e5);
+    const warned = (e: ClusterEngine): boolean => e.engine.logs.list().some((l) => l.level === 'warn' && /advertise_url is not set/.test(l.message));
+    assert.ok(warned(e5), 'the engine on 0.0.0.0 warns');
+    assert.ok(!warned(e1), 'an engine on 127.0.0.1 does not');
+  });
 });
