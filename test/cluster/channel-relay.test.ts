@@ -3,7 +3,7 @@
  * relayed socket as it would a direct one, a relayed side slowed by backpressure is not taken for
  * a lost one, an upgrade that fails after the holding engine answered leaves nothing open there,
  * relays still opening count as sockets, and an engine shutting down tells its relayed sockets so
- * and ends those still opening.
+ * and ends those still opening; an engine other machines cannot reach at its default address warns.
  */
 import { strict as assert } from 'node:assert';
 import { randomBytes, randomUUID } from 'node:crypto';
