@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { CHANNEL_NODE_SEPARATOR, RELAY_HEADER, relayChannel, type ChannelRoute } from './channel-proxy.js';
-import { Channel, ChannelBudget, DEFAULT_CHANNEL_FRAMES, MAX_CHANNEL_FRAMES, type ChannelErrorCode, type ChannelLimits, type ChannelRef } from './channels.js';
+import { Channel, ChannelBudget, CHANNEL_ABORT_CLOSE, DEFAULT_CHANNEL_FRAMES, MAX_CHANNEL_FRAMES, type ChannelErrorCode, type ChannelLimits, type ChannelRef } from './channels.js';
 import { EngineError } from './errors.js';
 import type { Peer } from './peer.js';
 import type { Registry } from './registry.js';
@@ -27,6 +27,12 @@ export class Channels {
   cluster: ChannelRoute | null = null;
   /** Client sockets relayed to another engine's channels (channel-proxy.ts). */
   private readonly relayed = new Set<WebSocket>();
+  /**
+   * Relays whose upstream socket is still opening (up to its handshake timeout): they hold a client
+   * socket and an upstream one, so they count as sockets too. (At shutdown the HTTP server destroys
+   * their client sockets, which ends their upstream ones: channel-proxy.ts.)
+   */
+  private pendingRelays = 0;
 
   constructor(
     private readonly limits: ChannelLimits & { pingIntervalMs: number; maxTotalBytes: number; ownerGraceMs: number },
@@ -51,9 +57,9 @@ export class Channels {
     return this.budget.held;
   }
 
-  /** Sockets open on channels (they count against engine.limits.max_connections). */
+  /** Sockets open on channels, relays still opening included (they count against engine.limits.max_connections). */
   get socketCount(): number {
-    return this.wss.clients.size;
+    return this.wss.clients.size + this.pendingRelays;
   }
 
   /** Of socketCount, those relayed to another engine's channels. */
@@ -114,10 +120,15 @@ export class Channels {
       // wrong advertise_url would otherwise send it round in a loop).
       const engineUrl = req.headers[RELAY_HEADER] === undefined ? this.cluster?.channelEngineUrl(id) : null;
       if (engineUrl) {
-        const relay = { maxFrameBytes: this.limits.maxFrameBytes, windowBytes: this.limits.windowBytes, pingIntervalMs: this.limits.pingIntervalMs };
-        return relayChannel(req, socket, head, engineUrl, this.wss, relay, (s, status, code, message) => refuseUpgrade(s, status, code as UpgradeRefusalCode, message), (ws) => {
-          this.relayed.add(ws);
-          ws.once('close', () => this.relayed.delete(ws));
+        const relay = { maxFrameBytes: this.limits.maxFrameBytes, windowBytes: this.limits.windowBytes, pingIntervalMs: this.limits.pingIntervalMs, readerStallMs: this.limits.readerStallMs };
+        this.pendingRelays++;
+        return relayChannel(req, socket, head, engineUrl, this.wss, relay, {
+          refuse: (s, status, code, message) => refuseUpgrade(s, status, code as UpgradeRefusalCode, message),
+          opened: (ws) => {
+            this.relayed.add(ws);
+            ws.once('close', () => this.relayed.delete(ws));
+          },
+          settled: () => this.pendingRelays--,
         });
       }
       return refuseUpgrade(socket, 404, 'channel_not_found', `Channel ${JSON.stringify(id.slice(0, 80))} does not exist (it ended, expired, or was never created)`);
@@ -179,7 +190,10 @@ export class Channels {
   /** Engine shutdown: every channel ends for both sides with `shutting_down`. */
   close(): void {
     clearInterval(this.liveness);
-    for (const c of [...this.byId.values()]) c.abort('shutting_down', 'the engine shut down before the stream ended');
+    const why = 'the engine shut down before the stream ended';
+    for (const c of [...this.byId.values()]) c.abort('shutting_down', why);
+    // Relayed sockets are told as this engine's own are (their upstream is cut with them).
+    for (const ws of this.relayed) ws.close(CHANNEL_ABORT_CLOSE, `shutting_down: ${why}`);
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
   }

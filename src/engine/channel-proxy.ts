@@ -19,10 +19,18 @@ export interface RelayOptions {
   /** Bytes waiting to be sent one way before the other side's socket stops being read. */
   windowBytes: number;
   pingIntervalMs: number;
+  /** How long a client with bytes pending may take none of them before it is judged lost (channels.ts). */
+  readerStallMs: number;
 }
 
-/** channel-endpoint.ts refuseUpgrade (passed in: that module imports this one). */
-type Refuse = (socket: Duplex, status: number, code: string, message: string) => void;
+export interface RelayHooks {
+  /** channel-endpoint.ts refuseUpgrade (passed in: that module imports this one). */
+  refuse(socket: Duplex, status: number, code: string, message: string): void;
+  /** The client's socket is a WebSocket, relayed. */
+  opened(client: WebSocket): void;
+  /** It is pending no more: the client's socket was upgraded (and counts as a channel socket), refused, or went. */
+  settled(): void;
+}
 
 /** The upstream engine's refusal body is small (refuseUpgrade); more than this is not read. */
 const MAX_REFUSAL_BODY = 4096;
@@ -36,21 +44,43 @@ const MAX_REFUSAL_BODY = 4096;
  * same HTTP answer. Each direction holds at most `windowBytes` before the sending side's socket is
  * paused, so a relay costs this engine no more than a channel's window each way.
  */
-export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer, engineUrl: string, wss: WebSocketServer, opts: RelayOptions, refuse: Refuse, opened: (client: WebSocket) => void): void {
+export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer, engineUrl: string, wss: WebSocketServer, opts: RelayOptions, hooks: RelayHooks): void {
+  let pending = true;
+  const settle = (): void => {
+    if (pending) hooks.settled();
+    pending = false;
+  };
+  const refuse = (status: number, code: string, message: string): void => {
+    hooks.refuse(socket, status, code, message);
+    settle();
+  };
   const auth = req.headers.authorization;
-  const up = new WebSocket(engineUrl + (req.url ?? '/'), {
-    headers: { [RELAY_HEADER]: '1', ...(typeof auth === 'string' ? { authorization: auth } : {}) },
-    maxPayload: opts.maxFrameBytes,
-    perMessageDeflate: false,
-    handshakeTimeout: 10_000,
-  });
-  // Until both sockets are piped, the client's socket going away ends the upstream one.
+  let up: WebSocket;
+  try {
+    up = new WebSocket(engineUrl + (req.url ?? '/'), {
+      headers: { [RELAY_HEADER]: '1', ...(typeof auth === 'string' ? { authorization: auth } : {}) },
+      maxPayload: opts.maxFrameBytes,
+      perMessageDeflate: false,
+      handshakeTimeout: 10_000,
+    });
+  } catch (e) {
+    // ws refuses some request targets HTTP lets through (a fragment): this one is not relayed.
+    return refuse(400, 'invalid_channel_ref', `The channel URL cannot be relayed: ${(e as Error).message}`);
+  }
+  /** The upstream engine answered (opened or refused). */
   let settled = false;
-  let piped = false;
-  socket.once('close', () => {
+  /** The client's socket became a WebSocket (handleUpgrade called back). */
+  let upgraded = false;
+  // Until the client's socket is a WebSocket, its going ends the upstream socket: while that
+  // connects, and if handleUpgrade refuses the handshake (a bad key or version, a half-closed socket,
+  // the engine shutting down), which destroys the socket without calling back.
+  const gone = (): void => {
+    if (upgraded) return;
+    if (!settled || up.readyState === WebSocket.OPEN) up.terminate();
     settled = true;
-    if (!piped) up.terminate();
-  });
+    settle();
+  };
+  socket.once('close', gone);
   up.on('unexpected-response', (upReq, res) => {
     settled = true;
     let body = '';
@@ -61,28 +91,31 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
     res.on('end', () => {
       upReq.destroy();
       const error = refusalOf(body);
-      refuse(socket, res.statusCode ?? 502, error?.code ?? 'channel_not_found', error?.message ?? `The engine holding this channel answered ${res.statusCode}`);
+      refuse(res.statusCode ?? 502, error?.code ?? 'channel_not_found', error?.message ?? `The engine holding this channel answered ${res.statusCode}`);
     });
-    res.on('error', () => refuse(socket, 502, 'channel_engine_unreachable', 'The engine holding this channel stopped answering'));
+    res.on('error', () => refuse(502, 'channel_engine_unreachable', 'The engine holding this channel stopped answering'));
   });
   up.on('error', (e) => {
     if (settled) return;
     settled = true;
-    refuse(socket, 502, 'channel_engine_unreachable', `The engine holding this channel (${engineUrl}) cannot be reached: ${e.message}`);
+    refuse(502, 'channel_engine_unreachable', `The engine holding this channel (${engineUrl}) cannot be reached: ${e.message}`);
   });
   up.once('open', () => {
     if (settled) return up.terminate();
     settled = true;
     wss.handleUpgrade(req, socket, head, (client) => {
-      piped = true;
-      if (up.readyState !== WebSocket.OPEN) return client.terminate();
-      opened(client);
-      const clientPaused = pipe(client, up, opts.windowBytes);
-      const upPaused = pipe(up, client, opts.windowBytes);
-      // Both ends are watched: a peer that stops answering pings is cut, and the cut passed on;
-      // not while this relay itself leaves its socket unread (backpressure: its pongs wait unread).
-      keepAlive(client, opts.pingIntervalMs, clientPaused);
-      keepAlive(up, opts.pingIntervalMs, upPaused);
+      upgraded = true;
+      socket.off('close', gone);
+      settle();
+      hooks.opened(client);
+      const fromClient = pipe(client, up, opts.windowBytes);
+      const toClient = pipe(up, client, opts.windowBytes);
+      // As Channel.silence judges a direct socket: a client this relay stopped reading cannot answer
+      // pings; one being sent bytes it is slow to take is given readerStallMs.
+      keepAlive(client, opts.pingIntervalMs, () => fromClient.paused || (client.bufferedAmount > 0 && Date.now() - toClient.progressAt < opts.readerStallMs));
+      // The holding engine is watched too (an engine gone without a FIN leaves no other sign); its
+      // pongs wait unread while this relay holds its socket back for a slow client.
+      keepAlive(up, opts.pingIntervalMs, () => toClient.paused);
     });
   });
 }
@@ -97,48 +130,55 @@ function refusalOf(body: string): { code: string; message: string } | null {
   }
 }
 
-/**
- * Frames of `from` go to `to` in order; `from` is not read while `to` holds over `window` bytes.
- * Returns whether `from` is paused now.
- */
-function pipe(from: WebSocket, to: WebSocket, window: number): () => boolean {
+/** One direction of a relay: whether its sending side is paused, and when `to` last took bytes. */
+interface Pipe {
+  readonly paused: boolean;
+  readonly progressAt: number;
+}
+
+/** Frames of `from` go to `to` in order; `from` is not read while `to` holds over `window` bytes. */
+function pipe(from: WebSocket, to: WebSocket, window: number): Pipe {
   const raw = (from as unknown as { _socket?: { pause(): void; resume(): void } })._socket;
-  let paused = false;
+  const state = { paused: false, progressAt: Date.now() };
   from.on('message', (data: RawData, isBinary: boolean) => {
     if (to.readyState !== WebSocket.OPEN) return;
+    // A stall is measured from when `to` first had something to take.
+    if (to.bufferedAmount === 0) state.progressAt = Date.now();
     to.send(data, { binary: isBinary }, () => {
-      if (paused && to.bufferedAmount <= window / 2) {
-        paused = false;
+      state.progressAt = Date.now();
+      if (state.paused && to.bufferedAmount <= window / 2) {
+        state.paused = false;
         raw?.resume();
       }
     });
-    if (!paused && to.bufferedAmount > window) {
-      paused = true;
+    if (!state.paused && to.bufferedAmount > window) {
+      state.paused = true;
       raw?.pause();
     }
   });
   from.on('error', () => {});
   from.on('close', (code: number, reason: Buffer) => {
-    if (to.readyState === WebSocket.CLOSED || to.readyState === WebSocket.CLOSING) return;
+    if (to.readyState === WebSocket.CLOSED) return;
     // A side lost without a close frame (1006) is lost on the other side too; a close is passed on
-    // with its reason, which names the channel's error code (channels.ts).
+    // with its reason, which names why the channel ended (`channel_writer_lost: …`: channels.ts).
     if (code === 1006) to.terminate();
-    else if (code === 1005) to.close(1000);
-    else to.close(code, reason.toString());
+    else to.close(code === 1005 ? 1000 : code, reason);
   });
-  return () => paused;
+  return state;
 }
 
-/** A relayed socket is pinged like any channel socket; one silent for a period is cut. */
-function keepAlive(ws: WebSocket, intervalMs: number, unread: () => boolean): void {
+/** The client side of a relay is pinged like any channel socket; one silent for a period, and not `excused`, is cut. */
+function keepAlive(client: WebSocket, intervalMs: number, excused: () => boolean): void {
   let alive = true;
-  ws.on('pong', () => (alive = true));
+  client.on('pong', () => (alive = true));
   const timer = setInterval(() => {
-    if (unread()) return;
-    if (!alive) return ws.terminate();
+    if (!alive) {
+      if (excused()) return;
+      return client.terminate();
+    }
     alive = false;
-    ws.ping();
+    client.ping();
   }, intervalMs);
   timer.unref();
-  ws.once('close', () => clearInterval(timer));
+  client.once('close', () => clearInterval(timer));
 }

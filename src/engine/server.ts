@@ -283,7 +283,7 @@ export class Engine {
     }
     if (this.cluster) {
       try {
-        await this.cluster.start(this.address().url);
+        await this.cluster.start(this.address().url, this.address().host);
       } catch (e) {
         await this.stop(0);
         throw e instanceof ClusterError ? new EngineStartError(e.code, e.message) : e;

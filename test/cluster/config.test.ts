@@ -25,6 +25,10 @@ describe('engine.cluster in config.yaml', () => {
     });
     process.env.SVC_TEST_POD_IP = '10.1.2.3';
     assert.equal(parse('engine:\n  cluster:\n    redis_url: redis://r:1\n    advertise_url: ws://${SVC_TEST_POD_IP}:49134\n').cluster?.advertiseUrl, 'ws://10.1.2.3:49134');
+    // An IPv6 pod IP comes unbracketed from the environment.
+    process.env.SVC_TEST_POD_IP = 'fd00:10:244::7';
+    assert.equal(parse('engine:\n  cluster:\n    redis_url: redis://r:1\n    advertise_url: ws://${SVC_TEST_POD_IP}:49134\n').cluster?.advertiseUrl, 'ws://[fd00:10:244::7]:49134');
+    assert.equal(parse('engine:\n  cluster:\n    redis_url: redis://r:1\n    advertise_url: ws://[::1]:49134\n').cluster?.advertiseUrl, 'ws://[::1]:49134');
     process.env.SVC_TEST_NODE_ID = 'from-env';
     assert.equal(parse('engine:\n  cluster:\n    redis_url: redis://r:1\n    node_id: ${SVC_TEST_NODE_ID}\n').cluster?.nodeId, 'from-env');
   });
@@ -39,6 +43,7 @@ describe('engine.cluster in config.yaml', () => {
       ['engine:\n  cluster:\n    redis_url: redis://r:1\n    leese_ms: 1000\n', /engine\.cluster\.leese_ms: unknown key/],
       ['engine:\n  cluster:\n    redis_url: redis://r:1\n    advertise_url: http://10.0.0.1:49134\n', /engine\.cluster\.advertise_url: must be ws:\/\/host:port/],
       ['engine:\n  cluster:\n    redis_url: redis://r:1\n    advertise_url: ws://10.0.0.1:49134/path\n', /engine\.cluster\.advertise_url: must be ws:\/\/host:port/],
+      ['engine:\n  cluster:\n    redis_url: redis://r:1\n    advertise_url: ws://10.0.0.1:port\n', /engine\.cluster\.advertise_url: must be ws:\/\/host:port/],
       ['engine:\n  cluster:\n    redis_url: redis://r:1\n    node_id: ${SVC_TEST_UNSET_VARIABLE}\n', /engine\.cluster\.node_id: environment variable SVC_TEST_UNSET_VARIABLE is not set/],
     ];
     for (const [yaml, re] of bad) assert.throws(() => parse(yaml), (e: Error) => e instanceof ConfigFileError && re.test(e.message), yaml);

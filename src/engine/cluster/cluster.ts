@@ -137,8 +137,8 @@ export class Cluster implements ChannelRoute {
     return node && node.url && node.url !== this.url && node.peer.open ? node.url : null;
   }
 
-  /** Join: connect, make sure the node id is free, publish, read the others. */
-  async start(url: string): Promise<void> {
+  /** Join: connect, make sure the node id is free, publish, read the others. `listenHost`: engine.host as bound. */
+  async start(url: string, listenHost?: string): Promise<void> {
     this.url = this.opts.advertiseUrl ?? url;
     try {
       await this.backplane.connect();
@@ -157,6 +157,10 @@ export class Cluster implements ChannelRoute {
     this.timer = setInterval(() => void this.tick(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
     this.timer.unref();
     this.deps.event('info', `cluster: joined as node ${this.nodeId} (${this.nodes.size} other engine(s)) via ${redactAddress(this.opts.redisUrl)}`);
+    if (this.opts.advertiseUrl === undefined && (listenHost === '0.0.0.0' || listenHost === '::')) {
+      // Then its channels are relayed to 127.0.0.1 by the other engines: themselves, or whatever listens there.
+      this.deps.event('warn', `cluster: engine.cluster.advertise_url is not set and the engine listens on ${listenHost}: the other engines open its channels at ${this.url}, which reaches it only from its own machine; set advertise_url to an address they reach (docs/cluster.md)`);
+    }
   }
 
   /**

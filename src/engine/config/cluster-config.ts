@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { unknownKeyMessage } from 'svc-sdk/internal';
 import { DEFAULT_CLUSTER_LEASE_MS, DEFAULT_CLUSTER_PREFIX, NODE_ID_PATTERN, type ClusterOptions } from '../cluster/cluster.js';
 import { ConfigFileError, expandEnv, isMapping } from './config-error.js';
@@ -33,9 +34,27 @@ export function parseCluster(file: string, raw: unknown, env: NodeJS.ProcessEnv 
   if (typeof lease !== 'number' || !Number.isInteger(lease) || lease < 300 || lease > 600_000) {
     throw new ConfigFileError(file, `engine.cluster.lease_ms: must be an integer from 300 to 600000, got ${JSON.stringify(lease)}`);
   }
-  const advertiseUrl = str('advertise_url');
-  if (advertiseUrl !== undefined && !/^wss?:\/\/[^/?#\s]+$/.test(advertiseUrl)) {
-    throw new ConfigFileError(file, `engine.cluster.advertise_url: must be ws://host:port (or wss://), no path, got ${JSON.stringify(advertiseUrl)}`);
+  const given = str('advertise_url');
+  const advertiseUrl = given === undefined ? undefined : engineUrlOf(given);
+  if (advertiseUrl === null) {
+    throw new ConfigFileError(file, `engine.cluster.advertise_url: must be ws://host:port (or wss://), no path, got ${JSON.stringify(given)}`);
   }
   return { redisUrl, ...(nodeId !== undefined ? { nodeId } : {}), leaseMs: lease, prefix, ...(advertiseUrl !== undefined ? { advertiseUrl } : {}) };
+}
+
+/**
+ * `ws[s]://host[:port]` as the relay opens it (channel-proxy.ts), or null. An IPv6 address comes
+ * from the environment without brackets (`ws://${SVC_POD_IP}:49134` in an IPv6 Kubernetes
+ * cluster): it is bracketed, the part after its last colon being the port.
+ */
+function engineUrlOf(s: string): string | null {
+  const v6 = /^(wss?):\/\/([0-9A-Fa-f:.]+):(\d+)$/.exec(s);
+  const url = v6 && isIP(v6[2]!) === 6 ? `${v6[1]}://[${v6[2]}]:${v6[3]}` : s;
+  if (!/^wss?:\/\/[^/?#\s@]+$/.test(url)) return null;
+  try {
+    new URL(url);
+  } catch {
+    return null;
+  }
+  return url;
 }
