@@ -113,9 +113,6 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
       // As Channel.silence judges a direct socket: a client this relay stopped reading cannot answer
       // pings; one being sent bytes it is slow to take is given readerStallMs.
       keepAlive(client, opts.pingIntervalMs, () => fromClient.paused || (client.bufferedAmount > 0 && Date.now() - toClient.progressAt < opts.readerStallMs));
-      // The holding engine is watched too (an engine gone without a FIN leaves no other sign); its
-      // pongs wait unread while this relay holds its socket back for a slow client.
-      keepAlive(up, opts.pingIntervalMs, () => toClient.paused);
     });
   });
 }
