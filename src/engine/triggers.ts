@@ -88,9 +88,9 @@ export class Triggers {
     if (known) return;
     for (const b of [...this.bindings.values()]) {
       if (b.trigger_type !== type.id || b.holders.includes(peer)) continue;
-      if (type.mode === 'one' && b.status === 'parked' && peer.node === undefined && b.holders.length > 0) {
-        // Parked at another engine that has no provider: a provider here serves it now instead.
-        this.withdraw(b);
+      if (type.mode === 'one' && b.status === 'parked' && b.holders.length > 0) {
+        this.moveParked(b, type);
+        continue;
       }
       if ((type.mode === 'all' || b.holders.length === 0) && this.holdersFor(type, b.owner).includes(peer)) {
         this.handTo(b, peer);
@@ -206,12 +206,8 @@ export class Triggers {
       // In `all` mode the other holders serve it meanwhile (an iii provider accepts silently).
       if (b.holders.length > 1) return;
       const type = this.types.get(b.trigger_type);
-      const best = type?.mode === 'one' ? this.holdersFor(type, b.owner)[0] : undefined;
-      if (best !== undefined && best !== provider) {
-        // A provider registered here while the answer was on its way: it serves the binding now.
-        this.withdraw(b);
-        return this.handTo(b, best);
-      }
+      // A provider registered here while the answer was on its way: it serves the binding now.
+      if (type?.mode === 'one' && this.moveParked(b, type)) return;
       if (b.status === 'parked') return;
       b.status = 'parked';
       if (b.owner.features.has('ack')) this.reply(b, undefined, 'parked');
@@ -365,6 +361,18 @@ export class Triggers {
     if (type && type.providers.length === 0 && ![...this.bindings.values()].some((x) => x.trigger_type === type.id)) {
       this.types.delete(type.id);
     }
+  }
+
+  /**
+   * `one` mode: a binding parked at another engine (no provider there) moves to the provider that
+   * should hold it now, when that is another one (a provider registered on this engine). True if moved.
+   */
+  private moveParked(b: Binding, type: TriggerType): boolean {
+    const best = this.holdersFor(type, b.owner)[0];
+    if (best === undefined || b.holders.includes(best)) return false;
+    this.withdraw(b);
+    this.handTo(b, best);
+    return true;
   }
 
   /** Take `b` back from every holder. */
