@@ -25,8 +25,11 @@ export class Channels {
   private readonly budget: ChannelBudget;
   /** Cluster mode: channel ids name their engine, and sockets for another engine's are relayed there. */
   cluster: ChannelRoute | null = null;
-  /** Client sockets relayed to another engine's channels (channel-proxy.ts). */
-  private readonly relayed = new Set<WebSocket>();
+  /**
+   * Client sockets relayed to another engine's channels (channel-proxy.ts), each with what excuses
+   * its silence, as Channel.silence does for a direct socket.
+   */
+  private readonly relayed = new Map<WebSocket, () => boolean>();
   /**
    * Relays whose upstream socket is still opening (up to its handshake timeout): they hold a client
    * socket and an upstream one, so they count as sockets too. (At shutdown the HTTP server destroys
@@ -120,12 +123,14 @@ export class Channels {
       // wrong advertise_url would otherwise send it round in a loop).
       const engineUrl = req.headers[RELAY_HEADER] === undefined ? this.cluster?.channelEngineUrl(id) : null;
       if (engineUrl) {
-        const relay = { maxFrameBytes: this.limits.maxFrameBytes, windowBytes: this.limits.windowBytes, pingIntervalMs: this.limits.pingIntervalMs, readerStallMs: this.limits.readerStallMs };
+        const relay = { maxFrameBytes: this.limits.maxFrameBytes, windowBytes: this.limits.windowBytes, readerStallMs: this.limits.readerStallMs };
         this.pendingRelays++;
         return relayChannel(req, socket, head, engineUrl, this.wss, relay, {
           refuse: (s, status, code, message) => refuseUpgrade(s, status, code as UpgradeRefusalCode, message),
-          opened: (ws) => {
-            this.relayed.add(ws);
+          opened: (ws, excused) => {
+            this.relayed.set(ws, excused);
+            this.alive.add(ws);
+            ws.on('pong', () => this.alive.add(ws));
             ws.once('close', () => this.relayed.delete(ws));
           },
           settled: () => this.pendingRelays--,
@@ -178,6 +183,14 @@ export class Channels {
         ws.ping();
       }
     }
+    for (const [ws, excused] of this.relayed) {
+      if (!this.alive.has(ws)) {
+        if (!excused()) ws.terminate();
+        continue;
+      }
+      this.alive.delete(ws);
+      ws.ping();
+    }
   }
 
   private forget(c: Channel): void {
@@ -193,7 +206,7 @@ export class Channels {
     const why = 'the engine shut down before the stream ended';
     for (const c of [...this.byId.values()]) c.abort('shutting_down', why);
     // Relayed sockets are told as this engine's own are (their upstream is cut with them).
-    for (const ws of this.relayed) ws.close(CHANNEL_ABORT_CLOSE, `shutting_down: ${why}`);
+    for (const ws of this.relayed.keys()) ws.close(CHANNEL_ABORT_CLOSE, `shutting_down: ${why}`);
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
   }

@@ -18,7 +18,6 @@ export interface RelayOptions {
   maxFrameBytes: number;
   /** Bytes waiting to be sent one way before the other side's socket stops being read. */
   windowBytes: number;
-  pingIntervalMs: number;
   /** How long a client with bytes pending may take none of them before it is judged lost (channels.ts). */
   readerStallMs: number;
 }
@@ -26,8 +25,11 @@ export interface RelayOptions {
 export interface RelayHooks {
   /** channel-endpoint.ts refuseUpgrade (passed in: that module imports this one). */
   refuse(socket: Duplex, status: number, code: string, message: string): void;
-  /** The client's socket is a WebSocket, relayed. */
-  opened(client: WebSocket): void;
+  /**
+   * The client's socket is a WebSocket, relayed; the endpoint pings it with its channel sockets,
+   * and cuts it when silent unless `excused`.
+   */
+  opened(client: WebSocket, excused: () => boolean): void;
   /** It is pending no more: the client's socket was upgraded (and counts as a channel socket), refused, or went. */
   settled(): void;
 }
@@ -107,12 +109,11 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
       upgraded = true;
       socket.off('close', gone);
       settle();
-      hooks.opened(client);
       const fromClient = pipe(client, up, opts.windowBytes);
       const toClient = pipe(up, client, opts.windowBytes);
       // As Channel.silence judges a direct socket: a client this relay stopped reading cannot answer
       // pings; one being sent bytes it is slow to take is given readerStallMs.
-      keepAlive(client, opts.pingIntervalMs, () => fromClient.paused || (client.bufferedAmount > 0 && Date.now() - toClient.progressAt < opts.readerStallMs));
+      hooks.opened(client, () => fromClient.paused || (client.bufferedAmount > 0 && Date.now() - toClient.progressAt < opts.readerStallMs));
     });
   });
 }
@@ -162,20 +163,4 @@ function pipe(from: WebSocket, to: WebSocket, window: number): Pipe {
     else to.close(code === 1005 ? 1000 : code, reason);
   });
   return state;
-}
-
-/** The client side of a relay is pinged like any channel socket; one silent for a period, and not `excused`, is cut. */
-function keepAlive(client: WebSocket, intervalMs: number, excused: () => boolean): void {
-  let alive = true;
-  client.on('pong', () => (alive = true));
-  const timer = setInterval(() => {
-    if (!alive) {
-      if (excused()) return;
-      return client.terminate();
-    }
-    alive = false;
-    client.ping();
-  }, intervalMs);
-  timer.unref();
-  client.once('close', () => clearInterval(timer));
 }
