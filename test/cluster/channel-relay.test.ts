@@ -10,11 +10,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { channelUrl, registerWorker, type SvcError, type Worker } from 'svc-sdk';
+import { channelUrl, type SvcError, type Worker } from 'svc-sdk';
 import { WebSocket } from 'ws';
 import { startRedis, type RedisServer } from '../workers/state/redis-server.js';
 import { eventually, sleep } from '../helpers/util.js';
-import { startClusterEngine, TEST_LEASE_MS, type ClusterEngine } from './helpers.js';
+import { clusterWorkers, startClusterEngine, TEST_LEASE_MS, type ClusterEngine } from './helpers.js';
 
 // Short ping periods: a side the relay stopped reading misses several while it is paused.
 const LIVENESS = { pingIntervalMs: 300, channelReaderStallMs: 5000 };
@@ -23,13 +23,8 @@ describe('cluster: the channel relay at its edges', () => {
   let redis: RedisServer;
   let e1: ClusterEngine, e2: ClusterEngine;
   const engines: ClusterEngine[] = [];
-  const workers: Worker[] = [];
   const prefix = `test-${randomUUID().slice(0, 8)}`;
-  const make = (url: string, name: string): Worker => {
-    const w = registerWorker(url, { workerName: name, echoLogs: false, reconnect: { initialDelayMs: 50, maxDelayMs: 200 } });
-    workers.push(w);
-    return w;
-  };
+  const { make, shutdownAll } = clusterWorkers();
   let w1: Worker, w2: Worker;
 
   before(async () => {
@@ -46,7 +41,7 @@ describe('cluster: the channel relay at its edges', () => {
     }, 10_000);
   });
   after(async () => {
-    await Promise.all(workers.map((w) => w.shutdown()));
+    await shutdownAll();
     await Promise.all(engines.map((e) => e.stop()));
     await redis?.stop();
   });

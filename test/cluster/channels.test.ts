@@ -9,25 +9,20 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
-import { channelUrl, registerWorker, SvcError, type ChannelRef, type Worker } from 'svc-sdk';
+import { channelUrl, SvcError, type ChannelRef, type Worker } from 'svc-sdk';
 import { startHttpWorker, type HttpWorkerHandle } from '../../src/workers/http/worker.js';
 import { startRedis, type RedisServer } from '../workers/state/redis-server.js';
 import { eventually, sleep } from '../helpers/util.js';
-import { startClusterEngine, type ClusterEngine } from './helpers.js';
+import { clusterWorkers, startClusterEngine, type ClusterEngine } from './helpers.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 describe('cluster: channels across engines', () => {
   let redis: RedisServer;
   let e1: ClusterEngine, e2: ClusterEngine;
-  const workers: Worker[] = [];
   let http: HttpWorkerHandle | undefined;
   const prefix = `test-${randomUUID().slice(0, 8)}`;
-  const make = (url: string, name: string): Worker => {
-    const w = registerWorker(url, { workerName: name, echoLogs: false, reconnect: { initialDelayMs: 50, maxDelayMs: 200 } });
-    workers.push(w);
-    return w;
-  };
+  const { make, shutdownAll } = clusterWorkers();
   let w1: Worker, w2: Worker;
 
   before(async () => {
@@ -44,7 +39,7 @@ describe('cluster: channels across engines', () => {
   });
   after(async () => {
     await http?.shutdown();
-    await Promise.all(workers.map((w) => w.shutdown()));
+    await shutdownAll();
     await Promise.all([e1, e2].map((e) => e?.stop()));
     await redis?.stop();
   });

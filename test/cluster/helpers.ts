@@ -7,11 +7,27 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { registerWorker, type Worker } from 'svc-sdk';
 import { Engine } from '../../src/engine/server.js';
 import type { EngineOptions } from '../../src/engine/options.js';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 export const SVC_BIN = join(REPO, 'bin', 'svc.js');
+
+/** Workers on any engine of a test's cluster, reconnecting quickly; shutdownAll() in `after`. */
+export function clusterWorkers(): { make(url: string, name: string): Worker; shutdownAll(): Promise<void> } {
+  const workers: Worker[] = [];
+  return {
+    make: (url, name) => {
+      const w = registerWorker(url, { workerName: name, echoLogs: false, reconnect: { initialDelayMs: 50, maxDelayMs: 200 } });
+      workers.push(w);
+      return w;
+    },
+    shutdownAll: async () => {
+      await Promise.all(workers.map((w) => w.shutdown()));
+    },
+  };
+}
 
 /** Short leases so that failure tests run in seconds. */
 export const TEST_LEASE_MS = 1500;

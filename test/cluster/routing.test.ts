@@ -7,23 +7,18 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { InvocationError, registerWorker, type Worker } from 'svc-sdk';
+import { InvocationError, type Worker } from 'svc-sdk';
 import { startRedis, type RedisServer } from '../workers/state/redis-server.js';
 import { eventually, sleep } from '../helpers/util.js';
-import { startClusterEngine, SVC_BIN, type ClusterEngine } from './helpers.js';
+import { clusterWorkers, startClusterEngine, SVC_BIN, type ClusterEngine } from './helpers.js';
 
 const run = promisify(execFile);
 
 describe('cluster: three engines, one redis', () => {
   let redis: RedisServer;
   let e1: ClusterEngine, e2: ClusterEngine, e3: ClusterEngine;
-  const workers: Worker[] = [];
   const prefix = `test-${randomUUID().slice(0, 8)}`;
-  const make = (url: string, name: string): Worker => {
-    const w = registerWorker(url, { workerName: name, echoLogs: false, reconnect: { initialDelayMs: 50, maxDelayMs: 200 } });
-    workers.push(w);
-    return w;
-  };
+  const { make, shutdownAll } = clusterWorkers();
   /** Wait until `engine` routes `id` (registrations propagate through Redis asynchronously). */
   const visible = (caller: Worker, id: string, engines: number) =>
     eventually(async () => {
@@ -38,7 +33,7 @@ describe('cluster: three engines, one redis', () => {
     e3 = await startClusterEngine(redis.url, 'n3', prefix);
   });
   after(async () => {
-    await Promise.all(workers.map((w) => w.shutdown()));
+    await shutdownAll();
     await Promise.all([e1, e2, e3].map((e) => e?.stop()));
     await redis?.stop();
   });

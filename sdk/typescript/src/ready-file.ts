@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { renameSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import type { WorkerState } from './worker-events.js';
 
-/** While connected the file is rewritten this often, so a probe can tell a hung event loop by its age. */
+/** While connected the file is touched this often, so a probe can tell a hung event loop by its age. */
 export const READY_FILE_REFRESH_MS = 5000;
 
 /**
