@@ -43,7 +43,11 @@ export function extraArgumentsLine(id: string, commandIds: readonly string[]): s
   const command = commandOf(words.slice(0, -1), commandIds);
   if (command === undefined) return undefined;
   const extra = words.slice(command.split(':').length);
-  return usageLine(command, `unexpected argument${extra.length === 1 ? '' : 's'} ${extra.map((a) => JSON.stringify(a)).join(', ')}`);
+  return usageLine(command, unexpectedArguments(extra));
+}
+
+function unexpectedArguments(args: readonly string[]): string {
+  return `unexpected argument${args.length === 1 ? '' : 's'} ${args.map((a) => JSON.stringify(a)).join(', ')}`;
 }
 
 /** One line for a parse error of `svc <argv>`; undefined when `err` is not one. */
@@ -57,7 +61,7 @@ export function usageErrorLine(err: unknown, argv: readonly string[], commandIds
       case 'NonExistentFlagsError':
         return line(`unknown flag${e.flags!.length === 1 ? '' : 's'} ${e.flags!.join(', ')}`);
       case 'UnexpectedArgsError':
-        return line(`unexpected argument${e.args!.length === 1 ? '' : 's'} ${(e.args as string[]).map((a) => JSON.stringify(a)).join(', ')}`);
+        return line(unexpectedArguments(e.args as string[]));
       case 'RequiredArgsError': {
         const missing = (e.args as ParsedArg[]).map((a) => `${(a.name ?? '').toUpperCase()}${a.description ? `, ${a.description.replace(/\.$/, '')}` : ''}`).join('; ');
         // `svc worker add --set port=1 svc-http`: a repeatable flag given took the argument as one of
