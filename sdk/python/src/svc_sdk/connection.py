@@ -33,6 +33,7 @@ from .protocol import (
     utf8_size,
 )
 from .redact import redact_address
+from .thread_writer import ThreadWriter
 
 log = logging.getLogger("svc_sdk")
 
@@ -52,6 +53,17 @@ class Session:
         self.reattach_token: str | None = None
         self.closed = False
         self.hello: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        #: Writes from handler threads straight to the socket (None where that is not possible).
+        self._thread_writer = ThreadWriter.attach(ws)
+
+    def write_from_thread(self, texts: Sequence[str]) -> bool:
+        """From a handler thread: write text frames to the socket in one write, if it takes writes now.
+
+        False (nothing written) when that is not possible now: then the frames go through the loop
+        (handlers.Outbox), which waits for the socket.
+        """
+        writer = self._thread_writer
+        return writer is not None and not self.closed and writer.write(texts)
 
     def encode_checked(self, frame: Frame) -> str:
         """Serialize `frame`, refusing one the engine would reject for its size.

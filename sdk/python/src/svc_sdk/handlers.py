@@ -4,12 +4,12 @@ Plain (sync) handlers run in one thread pool created with the worker, so a handl
 in a nested `trigger()`, without stalling the connection. `async def` handlers run on the loop.
 
 The sync path is the hot one (the quickstart's `math::add`), so it avoids per-call asyncio
-machinery: the frame goes straight to a pool thread, which runs the handler and encodes the answer
-there, and answers reach the loop through an outbox that wakes it once per batch, not per call.
-The outbox writes a batch's answers to the socket in one write. An `async def` call is one task and
-nothing else per call (no done-callback, no wrapper): the invocation table holds it; its answer is
-written at once when the socket has nothing waiting (Session.write_now), so the engine routes it
-while the loop runs the next handlers.
+machinery: the frame goes straight to a pool thread, which runs the handler, encodes the answer
+and, once no more calls wait for the pool, writes the answers it has to the socket itself in one
+write (Outbox; the loop is not woken to answer). An `async def` call is one task and nothing else
+per call (no done-callback, no wrapper): the invocation table holds it; its answer is written at
+once when the socket has nothing waiting (Session.write_now), so the engine routes it while the
+loop runs the next handlers.
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
     call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with an async __call__
     return inspect.iscoroutinefunction(fn) or (call is not None and inspect.iscoroutinefunction(call))
 
+
+#: A handler thread writes its answers itself at the latest when this many wait (the last call of a
+#: read writes them sooner): the engine starts routing a long read's answers before all are done.
+THREAD_BATCH = 32
 
 MAX_STACKTRACE_CHARS = 8192
 """At most this much of a handler's traceback travels with its error (a deep recursion's is megabytes)."""
@@ -97,7 +101,14 @@ class _SyncCall:
 
 
 class Outbox:
-    """Answers from pool threads to the loop: one wake-up per batch, one writer at a time."""
+    """Answers on their way to the socket: written at once when the socket takes them, else by one writer on the loop.
+
+    From the loop (`async def` handlers): written at once (Session.write_now). From a pool thread
+    (plain `def`): the answer waits here until a pool thread finds no more calls waiting (`drain`)
+    or THREAD_BATCH answers wait; that thread writes them itself, in one write
+    (Session.write_from_thread), so a read's calls cost the loop no wake-up to answer them. If
+    threads block before that, the pool's stall check hands them to the loop's writer (`flush`).
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -106,18 +117,59 @@ class Outbox:
         self._scheduled = False
 
     def put(self, session: Session, text: str) -> None:
-        if asyncio._get_running_loop() is self._loop and not self._scheduled and session.write_now(text):
-            # An async handler's answer goes out at once when the socket takes it: the engine can
-            # route it while this loop runs the next handlers (collected, they would leave together
-            # only after all of them, and the engine and this worker would take turns).
+        if asyncio._get_running_loop() is self._loop:
+            if not self._scheduled and session.write_now(text):
+                # An async handler's answer goes out at once when the socket takes it: the engine can
+                # route it while this loop runs the next handlers (collected, they would leave
+                # together only after all of them, and the engine and this worker would take turns).
+                return
+            with self._lock:
+                self._items.append((session, text))
+            self._schedule()
             return
         with self._lock:
             self._items.append((session, text))
+            if self._scheduled or len(self._items) < THREAD_BATCH:
+                return  # the loop's writer, or the pool thread that finds no more calls waiting, sends it
+            batch = list(self._items)
+            self._items.clear()
+        self._write_from_thread(batch)
+
+    def drain(self) -> None:
+        """In a pool thread that found no more calls waiting: write the answers waiting here."""
+        with self._lock:
+            if not self._items or self._scheduled:
+                return
+            batch = list(self._items)
+            self._items.clear()
+        self._write_from_thread(batch)
+
+    def flush(self) -> None:
+        """On the loop: have the writer send what waits here (handler threads blocked before sending it)."""
+        with self._lock:
+            if not self._items or self._scheduled:
+                return
+        self._schedule()
+
+    def _write_from_thread(self, batch: list[tuple[Session, str]]) -> None:
+        refused: list[tuple[Session, str]] = []
+        for session, texts in _by_session(batch):
+            if not session.closed and not session.write_from_thread(texts):
+                refused += ((session, text) for text in texts)
+        if not refused:
+            return
+        with self._lock:
+            self._items.extendleft(reversed(refused))
+            if self._scheduled:
+                return
+        self._schedule()
+
+    def _schedule(self) -> None:
+        with self._lock:
             if self._scheduled:
                 return
             self._scheduled = True
         if asyncio._get_running_loop() is self._loop:
-            # An async handler's answer: no need to wake the loop through its self-pipe (a syscall).
             self._loop.call_soon(self._start_writer)
             return
         try:
@@ -137,17 +189,22 @@ class Outbox:
                 batch = list(self._items)
                 self._items.clear()
             # Answers of one session go out in one write (one syscall here, one read in the engine).
-            start = 0
-            while start < len(batch):
-                session = batch[start][0]
-                end = start + 1
-                while end < len(batch) and batch[end][0] is session:
-                    end += 1
+            for session, texts in _by_session(batch):
                 try:
-                    await session.send_texts([text for _, text in batch[start:end]])
+                    await session.send_texts(texts)
                 except SvcError:
                     pass  # the socket it came on is gone; the engine has already failed these calls
-                start = end
+
+
+def _by_session(batch: list[tuple[Session, str]]) -> list[tuple[Session, list[str]]]:
+    """Consecutive answers of one session, grouped (there is one session at a time but at a reconnect)."""
+    groups: list[tuple[Session, list[str]]] = []
+    for session, text in batch:
+        if groups and groups[-1][0] is session:
+            groups[-1][1].append(text)
+        else:
+            groups.append((session, [text]))
+    return groups
 
 
 class Invoker:
@@ -157,9 +214,11 @@ class Invoker:
         self.functions: dict[str, RegisteredFunction] = {}
         #: OpenTelemetry export (otel_export.py), when on: a SERVER span per handled call.
         self.tracer = tracer
-        self.pool = HandlerPool(max_threads, "svc-handler")
+        self.pool = HandlerPool(max_threads, "svc-handler", loop)
         self._loop = loop
         self._outbox = Outbox(loop)
+        self.pool.on_stall = self._outbox.flush
+        self.pool.on_drained = self._outbox.drain
         self._tasks: dict[str, asyncio.Task[None]] = {}  # async handlers, by invocation id
         self._sync: dict[str, _SyncCall] = {}  # sync handlers, by invocation id
 

@@ -5,13 +5,23 @@ shutting down and stock executors refuse new work ("cannot schedule new futures 
 shutdown"). A worker script's real life starts exactly then: it registered its functions and now
 serves them until interrupted. This pool has no such cut-off, and it is also the loop's default
 executor, which asyncio uses to resolve host names when reconnecting.
+
+Why it wakes few threads: with the GIL only one thread runs Python at a time, so for quick handlers
+(the quickstart's `math::add`) one thread working through a read's calls is fastest, and every other
+woken thread only contends for the GIL (issue 21, bench/RESULTS.md). A job therefore waits for a
+thread already running jobs, unless none is, or they have made no progress for `STALL_SECONDS` (a
+handler that sleeps, blocks on I/O or waits in a nested call): then more threads are woken,
+doubling the running ones each time, up to `max_threads`. The thread woken is the one idle the
+shortest time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import queue
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
@@ -24,17 +34,37 @@ log = logging.getLogger("svc_sdk")
 #: (future, or None for run_soon; function; args; kwargs)
 _Job = tuple[Future[Any] | None, Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
+#: Running threads that took or finished no job for this long are taken to be blocked.
+STALL_SECONDS = 0.001
+#: The longest gap between checks while threads stay blocked and no job waits.
+MAX_CHECK_SECONDS = 0.1
+
 
 class HandlerPool(ThreadPoolExecutor):
     # Subclassing only so asyncio accepts it as a default executor; no stock machinery is used.
-    def __init__(self, max_threads: int, name: str) -> None:
+    def __init__(self, max_threads: int, name: str, loop: asyncio.AbstractEventLoop | None = None) -> None:
         super().__init__(max_workers=max_threads, thread_name_prefix=name)
         self._max = max_threads
         self._name = name
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._workers: list[threading.Thread] = []
-        self._idle = 0
+        #: The loop whose thread hands jobs in; its timer checks for blocked threads. Jobs handed in
+        #: from any other thread wake a thread at once.
+        self._loop = loop
+        #: Called on the loop when running threads are found blocked (the worker sends the answers
+        #: they finished before blocking, which they would otherwise send at the end of their run).
+        self.on_stall: Callable[[], None] | None = None
+        #: Called in a pool thread that finished a job and found no other waiting (the worker writes
+        #: the answers its threads finished meanwhile).
+        self.on_drained: Callable[[], None] | None = None
+        self._jobs: deque[_Job] = deque()
         self._lock = threading.Lock()
+        self._workers: list[threading.Thread] = []
+        self._idle_locks: list[threading.Lock] = []  # of threads waiting for a job, the last idle last
+        self._waking = 0  # woken or started, not yet holding a job
+        self._running = 0  # threads running a job
+        self._progress = time.monotonic()  # when a thread last took or finished a job
+        self._timer: asyncio.TimerHandle | None = None
+        self._check_delay = 0.0  # the delay of the armed check (0: none armed)
+        self._last_delay = 0.0
         self._closed = False
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
@@ -50,14 +80,65 @@ class HandlerPool(ThreadPoolExecutor):
         if not self._closed:
             self._put((None, fn, (arg,), {}))
 
+    def waiting(self) -> int:
+        """Jobs not yet taken by a thread (read without the lock: a hint)."""
+        return len(self._jobs)
+
     def _put(self, job: _Job) -> None:
-        self._jobs.put(job)
+        on_loop = self._loop is not None and asyncio._get_running_loop() is self._loop
         with self._lock:
-            # Start a thread only when every existing one is busy: bursts grow the pool, calm reuses it.
-            if self._idle < self._jobs.qsize() and len(self._workers) < self._max:
-                thread = threading.Thread(target=self._work, name=f"{self._name}-{len(self._workers)}", daemon=True)
-                self._workers.append(thread)
-                thread.start()
+            self._jobs.append(job)
+            if not on_loop or self._running + self._waking == 0 or self._stalled():
+                self._start_one()
+            if on_loop and self._check_delay != STALL_SECONDS:
+                self._arm(STALL_SECONDS)
+
+    def _arm(self, delay: float) -> None:
+        """With the lock held, on the loop: check for blocked threads after `delay` (replacing a later check)."""
+        if self._timer is not None:
+            self._timer.cancel()
+        self._check_delay = delay
+        self._timer = self._loop.call_later(delay, self._check)  # type: ignore[union-attr]
+
+    def _stalled(self) -> bool:
+        return time.monotonic() - self._progress >= STALL_SECONDS
+
+    def _start_one(self) -> None:
+        """With the lock held: wake an idle thread, or start one while under the limit."""
+        if self._idle_locks:
+            # The thread idle the shortest time: its stack and data are the likeliest still in cache.
+            self._idle_locks.pop().release()
+        elif len(self._workers) < self._max:
+            thread = threading.Thread(target=self._work, name=f"{self._name}-{len(self._workers)}", daemon=True)
+            self._workers.append(thread)
+            thread.start()
+        else:
+            return
+        self._waking += 1
+        self._progress = time.monotonic()  # a thread on its way counts as progress: no stall for a while
+
+    def _check(self) -> None:
+        """On the loop, while jobs wait or threads run: wake more threads if the running ones are blocked.
+
+        Runs every STALL_SECONDS while work flows; while threads stay blocked with no job waiting,
+        ever less often (up to MAX_CHECK_SECONDS), as a handler may block for minutes.
+        """
+        with self._lock:
+            self._timer = None
+            self._check_delay = 0.0
+            if self._closed:
+                return
+            stalled = self._stalled()
+            if stalled:
+                for _ in range(min(len(self._jobs), max(1, self._running))):
+                    self._start_one()  # doubles the running threads, at most one per waiting job
+            if self._jobs or (self._running and not stalled):
+                self._arm(STALL_SECONDS)
+            elif self._running:
+                self._arm(min(MAX_CHECK_SECONDS, max(STALL_SECONDS, self._last_delay * 2)))
+            self._last_delay = self._check_delay
+        if stalled and self.on_stall is not None:
+            self.on_stall()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:
@@ -65,42 +146,66 @@ class HandlerPool(ThreadPoolExecutor):
                 return
             self._closed = True
             workers = list(self._workers)
-        if cancel_futures:
-            while True:
-                try:
-                    job = self._jobs.get_nowait()
-                except queue.Empty:
-                    break
-                if job is not None and job[0] is not None:
-                    job[0].cancel()
-        for _ in workers:
-            self._jobs.put(None)
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            cancelled = list(self._jobs) if cancel_futures else []
+            if cancel_futures:
+                self._jobs.clear()
+            while self._idle_locks:
+                self._waking += 1
+                self._idle_locks.pop().release()
+        for future, *_ in cancelled:
+            if future is not None:
+                future.cancel()
         if wait:
             for thread in workers:
                 if thread is not threading.current_thread():
                     thread.join()
 
     def _work(self) -> None:
+        lock = self._lock
+        idle = threading.Lock()  # this thread waits for work by acquiring it a second time
+        idle.acquire()
+        lock.acquire()
+        self._waking -= 1
         while True:
-            with self._lock:
-                self._idle += 1
-            job = self._jobs.get()
-            with self._lock:
-                self._idle -= 1
-            if job is None:
-                return
-            future, fn, args, kwargs = job
-            if future is None:
-                try:
-                    fn(*args)
-                except BaseException:
-                    log.exception("svc: error in a handler thread")
+            if not self._jobs:
+                if self._closed:
+                    lock.release()
+                    return
+                self._idle_locks.append(idle)
+                lock.release()
+                idle.acquire()  # released by _start_one, which took it off _idle_locks
+                lock.acquire()
+                self._waking -= 1
                 continue
-            if not future.set_running_or_notify_cancel():
-                continue
+            future, fn, args, kwargs = self._jobs.popleft()
+            self._running += 1
+            self._progress = time.monotonic()
+            lock.release()
             try:
-                result = fn(*args, **kwargs)
-            except BaseException as exc:
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
+                self._run(future, fn, args, kwargs)
+            finally:
+                if not self._jobs and self.on_drained is not None:
+                    self.on_drained()
+                lock.acquire()
+                self._running -= 1
+                self._progress = time.monotonic()
+
+    @staticmethod
+    def _run(future: Future[Any] | None, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if future is None:
+            try:
+                fn(*args)
+            except BaseException:
+                log.exception("svc: error in a handler thread")
+            return
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
