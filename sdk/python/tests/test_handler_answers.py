@@ -41,6 +41,9 @@ def test_a_result_that_is_not_utf8_is_an_error_and_costs_no_other_answer(
         assert info.value.code == "invocation_failed", info.value
         assert "py::lone" in info.value.message
         assert caller.trigger({"function_id": "py::echo", "payload": {"n": 1}, "timeout_ms": 3000}) == {"n": 1}
+    with pytest.raises(InvocationError) as info:  # and the same string as a payload is refused before sending
+        caller.trigger({"function_id": "py::echo", "payload": {"s": "\ud800"}, "timeout_ms": 3000})
+    assert info.value.code == "invalid_payload", info.value
     pool = server._invoker.pool
     wait_for(lambda: pool._running == 0, timeout=3, what="the pool's running count back to 0")
     assert all(thread.is_alive() for thread in pool._workers), "a handler thread died"
