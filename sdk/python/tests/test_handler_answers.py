@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -47,3 +49,42 @@ def test_a_result_that_is_not_utf8_is_an_error_and_costs_no_other_answer(
     pool = server._invoker.pool
     wait_for(lambda: pool._running == 0, timeout=3, what="the pool's running count back to 0")
     assert all(thread.is_alive() for thread in pool._workers), "a handler thread died"
+
+
+def test_an_answer_waits_at_most_a_few_ms_for_others_while_calls_keep_the_thread_busy(
+    make_worker: WorkerFactory,
+) -> None:
+    """A handler thread keeps its answers until no call waits or THREAD_BATCH of them wait, and the
+    stall check sends them only when threads make no progress for 1 ms: calls of just under 1 ms
+    each, queued behind each other, held the first answer until 32 were done (here ~30 ms)."""
+    server = make_worker("busy-answers-server", max_handler_threads=1)
+
+    def spin(data: Any) -> Any:
+        if data["n"] == 0:  # the first call returns once the others wait behind it
+            wait_for(lambda: server._invoker.pool.waiting() >= n - 1, timeout=5, what="the other calls to wait")
+        until = time.perf_counter() + 0.0008  # busy, so the thread keeps making progress
+        while time.perf_counter() < until:
+            pass
+        return data["n"]
+
+    n = 31
+    server.register_function("py::spin", spin)
+    caller = make_worker("busy-answers-caller")
+    wait_for(lambda: _registered(caller, "py::spin"), what="py::spin")
+
+    async def calls() -> tuple[float, float]:
+        started = time.monotonic()
+        arrived: dict[int, float] = {}
+
+        async def one(i: int) -> None:
+            assert await caller.trigger_async({"function_id": "py::spin", "payload": {"n": i}}) == i
+            arrived[i] = time.monotonic() - started
+
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return arrived[0], max(arrived.values())
+
+    # The calls after the first take (n - 1) * 0.8 ms: the first answer leaves at their start, not
+    # with the last ones. (A machine that holds the thread up only makes answers leave sooner.)
+    first, last = asyncio.run(calls())
+    gap = last - first
+    assert gap > (n - 1) * 0.0008 / 2, f"the first answer arrived only {gap * 1000:.1f} ms before the last"
