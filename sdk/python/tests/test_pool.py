@@ -164,3 +164,23 @@ def test_jobs_from_other_threads_wake_a_thread_at_once() -> None:
             block.set()
 
     _on_loop(body, then)
+
+
+def test_a_failing_on_drained_costs_no_thread_and_no_count() -> None:
+    """`on_drained` runs in a pool thread after its job: if it raises, the thread still counts
+    itself out of the running ones and serves the next job (else every later job on the loop
+    waited for the stall check behind a thread that is gone)."""
+    ran: list[int] = []
+
+    def failing() -> None:
+        raise RuntimeError("on_drained failed")
+
+    def body(pool: HandlerPool) -> None:
+        pool.on_drained = failing
+        pool.run_soon(ran.append, 1)
+
+    def then(pool: HandlerPool) -> None:
+        _wait(lambda: ran == [1] and pool._running == 0, 2, "the first job and the running count back to 0")
+        assert all(thread.is_alive() for thread in pool._workers), "the thread died"
+
+    _on_loop(body, then)

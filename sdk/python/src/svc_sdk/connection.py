@@ -68,17 +68,20 @@ class Session:
     def encode_checked(self, frame: Frame) -> str:
         """Serialize `frame`, refusing one the engine would reject for its size.
 
-        Raises SvcError(payload_too_large), or TypeError/ValueError for values that are not JSON.
+        Raises SvcError(payload_too_large), or TypeError/ValueError for values that are not JSON,
+        or not UTF-8: a lone surrogate ("\\ud800") is JSON text but would fail the writer instead.
         """
         text = encode(frame)
         # A character is at most 4 bytes in UTF-8: most frames skip the exact count.
         if len(text) * 4 > self.max_frame_bytes:
-            size = utf8_size(text)
+            size = utf8_size(text)  # raises UnicodeEncodeError (a ValueError) on a lone surrogate
             if size > self.max_frame_bytes:
                 raise SvcError(
                     ErrorCode.PAYLOAD_TOO_LARGE,
                     f"{frame.get('type')} frame is {size} bytes, over the limit of {self.max_frame_bytes} bytes",
                 )
+        elif not text.isascii():  # isascii() is O(1); only non-ASCII text can hold a lone surrogate
+            text.encode()  # raises UnicodeEncodeError (a ValueError) on one
         return text
 
     async def send(self, frame: Frame) -> None:

@@ -18,6 +18,7 @@ import asyncio
 import inspect
 import logging
 import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -43,9 +44,12 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or (call is not None and inspect.iscoroutinefunction(call))
 
 
-#: A handler thread writes its answers itself at the latest when this many wait (the last call of a
-#: read writes them sooner): the engine starts routing a long read's answers before all are done.
+#: A handler thread writes its answers itself at the latest when this many wait, or the oldest has
+#: waited this long (the last call of a read writes them sooner): the engine starts routing a long
+#: read's answers before all are done, and calls of just under the pool's stall time each, queued
+#: behind each other, do not hold an answer for THREAD_BATCH of them.
 THREAD_BATCH = 32
+THREAD_BATCH_SECONDS = 0.001
 
 MAX_STACKTRACE_CHARS = 8192
 """At most this much of a handler's traceback travels with its error (a deep recursion's is megabytes)."""
@@ -104,8 +108,9 @@ class Outbox:
     """Answers on their way to the socket: written at once when the socket takes them, else by one writer on the loop.
 
     From the loop (`async def` handlers): written at once (Session.write_now). From a pool thread
-    (plain `def`): the answer waits here until a pool thread finds no more calls waiting (`drain`)
-    or THREAD_BATCH answers wait; that thread writes them itself, in one write
+    (plain `def`): the answer waits here until a pool thread finds no more calls waiting (`drain`),
+    or THREAD_BATCH answers wait, or the oldest waited THREAD_BATCH_SECONDS when the next arrives;
+    that thread writes them itself, in one write
     (Session.write_from_thread), so a read's calls cost the loop no wake-up to answer them. If
     threads block before that, the pool's stall check hands them to the loop's writer (`flush`).
     """
@@ -115,6 +120,7 @@ class Outbox:
         self._items: deque[tuple[Session, str]] = deque()
         self._lock = threading.Lock()
         self._scheduled = False
+        self._oldest = 0.0  # when a handler thread put an answer into an empty outbox
 
     def put(self, session: Session, text: str) -> None:
         if asyncio._get_running_loop() is self._loop:
@@ -127,9 +133,12 @@ class Outbox:
                 self._items.append((session, text))
             self._schedule()
             return
+        now = time.monotonic()
         with self._lock:
+            if not self._items:
+                self._oldest = now
             self._items.append((session, text))
-            if self._scheduled or len(self._items) < THREAD_BATCH:
+            if self._scheduled or (len(self._items) < THREAD_BATCH and now - self._oldest < THREAD_BATCH_SECONDS):
                 return  # the loop's writer, or the pool thread that finds no more calls waiting, sends it
             batch = list(self._items)
             self._items.clear()

@@ -188,7 +188,10 @@ class HandlerPool(ThreadPoolExecutor):
                 self._run(future, fn, args, kwargs)
             finally:
                 if not self._jobs and self.on_drained is not None:
-                    self.on_drained()
+                    try:
+                        self.on_drained()
+                    except BaseException:  # the thread must live on and count itself out of _running
+                        log.exception("svc: error writing answers from a handler thread")
                 lock.acquire()
                 self._running -= 1
                 self._progress = time.monotonic()
