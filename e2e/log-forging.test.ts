@@ -70,7 +70,7 @@ describe('log forging: client text is printed escaped', { timeout: 60_000 }, () 
     assert.equal(ok.code, 0, ok.stderr);
     assert.doesNotMatch(ok.stdout, DANGEROUS);
     assert.deepEqual(JSON.parse(ok.stdout), { message: MESSAGE });
-    const bad = await runSvc(['trigger', 'evil::fail', '--address', engine.url]);
+    const bad = await runSvc(['trigger', 'evil::fail', '--verbose', '--address', engine.url]);
     assert.equal(bad.code, 1);
     assert.doesNotMatch(bad.stderr, DANGEROUS);
     // One error line, then the callee's stack trace (issue 25 item 5): each of its lines under a

@@ -1,7 +1,8 @@
 /**
  * Stack traces of failed calls (issue 25, item 5): a Python handler's traceback and a JavaScript
  * handler's stack travel in the error's `stacktrace` (both SDKs, capped at 8192 characters);
- * `svc trigger` shows them under the one-line error (all with --verbose; in --json), and the engine
+ * `svc trigger` shows them under the one-line error for invocation_failed (all with --verbose, for
+ * any error; in --json), and the engine
  * keeps them with the call's span, so the console's trace view shows them (headless Chromium), and
  * as a log line of the failing worker, so `svc logs` shows them.
  * Before, `svc trigger` printed the one line only, a stack had no size cap, and a span kept the
@@ -39,6 +40,7 @@ Error.stackTraceLimit = 50;
 function deepHelper(n) { if (n === 0) throw new Error('boom in js'); return deepHelper(n - 1); }
 w.registerFunction('jsfail::fail', () => deepHelper(30));
 w.registerFunction('jsfail::huge', () => { throw new Error('x'.repeat(20000)); });
+w.registerFunction('jsfail::coded', () => { throw Object.assign(new Error('no order 7'), { code: 'not_found' }); });
 `,
     );
     engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: tmp.dir });
@@ -48,7 +50,7 @@ w.registerFunction('jsfail::huge', () => { throw new Error('x'.repeat(20000)); }
       join(tmp.dir, 'pyfail', 'worker.py'),
       `\n\ndef inner_divide(d: Any) -> float:\n    return 1 / d["by"]\n\n\nworker.register_function("pyfail::divide", lambda d: {"q": inner_divide(d)})\n`,
     );
-    for (const w of ['./jsfail', './pyfail']) {
+    for (const w of ['./jsfail', './pyfail', 'svc-state']) {
       const r = await svc(['worker', 'add', w]);
       assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     }
@@ -70,6 +72,23 @@ w.registerFunction('jsfail::huge', () => { throw new Error('x'.repeat(20000)); }
     const json = JSON.parse((await svc(['trigger', 'jsfail::fail', '--json'])).stdout) as { error: { code: string; stacktrace: string } };
     assert.equal(json.error.code, 'invocation_failed');
     assert.match(json.error.stacktrace, /at deepHelper/);
+  });
+
+  test('an error with a code of its own says a trace is there; --verbose and --json show it', async () => {
+    // Raised on purpose (bad input, not found): the trace is noise for whoever typed the command.
+    const r = await svc(['trigger', 'jsfail::coded']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, "error: not_found: no order 7\n(the function's worker sent a stack trace: svc trigger --verbose)\n");
+    const all = await svc(['trigger', 'jsfail::coded', '--verbose']);
+    assert.match(all.stderr, /^error: not_found: no order 7\nstack trace \(from the function's worker\):\n  │ Error: no order 7\n/);
+    const json = JSON.parse((await svc(['trigger', 'jsfail::coded', '--json'])).stdout) as { error: { code: string; stacktrace: string } };
+    assert.equal(json.error.code, 'not_found');
+    assert.match(json.error.stacktrace, /Error: no order 7/);
+    // A built-in's bad-input error, as a new user meets it.
+    const builtin = await svc(['trigger', 'state::get', 'scope=x']);
+    assert.equal(builtin.code, 1);
+    assert.match(builtin.stderr, /^error: invalid_payload: state::get: "key" must be a non-empty string, got nothing\n/);
+    assert.doesNotMatch(builtin.stderr, /│/);
   });
 
   test('a huge stack is capped at 8192 characters', async () => {

@@ -31,8 +31,10 @@ prints {"messageReceiptId": "..."} once the job is durable, and the function run
 
 The result is printed as JSON on stdout. On error, "error: <code>: <message>" goes to stderr and the
 exit code is 1 (2 for bad arguments). When the function's worker sent its stack trace (both SDKs do
-for a handler's exception), its first lines follow on stderr (all of them with --verbose). With
---json the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} instead.`;
+for a handler's exception) and the error is invocation_failed (an exception without a code of its
+own: usually a bug), its first lines follow on stderr; an error with its own code (invalid_payload,
+not_found, ...) says a trace is there. --verbose shows the whole trace for any error. With --json
+the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} instead.`;
   static override examples = [
     'svc trigger math::add a=2 b=3',
     `svc trigger --function-id=math::add --payload='{"a":2,"b":3}'`,
@@ -52,7 +54,7 @@ for a handler's exception), its first lines follow on stderr (all of them with -
     enqueue: Flags.string({ summary: 'Store the call as a job of this queue (svc-queue); prints its messageReceiptId.' }),
     token: Flags.string({ summary: 'Token to connect with (default: $SVC_TOKEN, else the local engine\'s own).' }),
     json: Flags.boolean({ summary: 'Errors too as JSON on stdout: {"error": {"code", "message", "stacktrace"?}}.', default: false }),
-    verbose: Flags.boolean({ char: 'v', summary: "On error, the callee's whole stack trace (else its first 12 lines).", default: false }),
+    verbose: Flags.boolean({ char: 'v', summary: "On error, the callee's whole stack trace (else its first 12 lines, for invocation_failed only).", default: false }),
   };
 
   async run(): Promise<void> {
@@ -86,7 +88,13 @@ for a handler's exception), its first lines follow on stderr (all of them with -
         process.stdout.write(printableJson(JSON.stringify({ error: { code, message: err instanceof Error ? err.message : String(err), ...(stack ? { stacktrace: stack } : {}) } })) + '\n');
       } else {
         process.stderr.write(formatError(err) + '\n');
-        if (stack) process.stderr.write(stackLines(stack, flags.verbose));
+        if (stack && (flags.verbose || (err as InvocationError).code === 'invocation_failed')) {
+          process.stderr.write(stackLines(stack, flags.verbose));
+        } else if (stack) {
+          // An error with a code of its own was raised on purpose (bad input, not found): where it
+          // was raised is noise then, and an uncaught exception (invocation_failed) is where it helps.
+          process.stderr.write("(the function's worker sent a stack trace: svc trigger --verbose)\n");
+        }
       }
       this.exit(1);
     }
