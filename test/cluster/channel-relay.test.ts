@@ -8,12 +8,13 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { channelUrl, type SvcError, type Worker } from 'svc-sdk';
 import { WebSocket } from 'ws';
 import { startRedis, type RedisServer } from '../workers/state/redis-server.js';
 import { eventually, sleep } from '../helpers/util.js';
+import { assertPausedReaderGetsAll, rawChannelUpgrade } from '../helpers/channels.js';
 import { clusterWorkers, startClusterEngine, TEST_LEASE_MS, type ClusterEngine } from './helpers.js';
 
 // Short ping periods: a side the relay stopped reading misses several while it is paused.
@@ -95,42 +96,13 @@ describe('cluster: the channel relay at its edges', () => {
   });
 
   it('a relayed reader that pauses its socket for many ping periods is slowed, not cut', { timeout: 30_000 }, async () => {
-    const pair = await w1.createChannel();
-    const reader = w2.openReader(pair.reader);
-    const writer = w1.openWriter(pair.writer);
-    const errors: string[] = [];
-    reader.on('error', (e: SvcError) => errors.push(`reader ${e.code}`));
-    writer.on('error', (e: SvcError) => errors.push(`writer ${e.code}`));
-    let got = 0;
-    let paused = false;
-    reader.on('data', (c: Buffer) => {
-      got += c.length;
-      if (!paused && got > 256 * 1024) {
-        paused = true;
-        reader.pause();
-        setTimeout(() => reader.resume(), 2500);
-      }
-    });
-    const data = randomBytes(16 * 1024 * 1024);
-    writer.end(data);
-    await Promise.race([once(reader, 'end'), once(reader, 'close')]);
-    assert.deepEqual(errors, []);
-    assert.equal(got, data.length);
+    await assertPausedReaderGetsAll(w2, w1, 16 * 1024 * 1024, 2500);
   });
 
   it('an upgrade that fails after the holding engine opened the side leaves no socket open there', { timeout: 30_000 }, async () => {
     const pair = await w1.createChannel();
-    const { port } = new URL(e2.url);
-    const s = connect(Number(port), '127.0.0.1');
-    let answer = '';
-    s.setEncoding('utf8');
-    s.on('data', (d: string) => (answer += d));
     // A key the channel accepts, a handshake the relaying engine does not (no valid Sec-WebSocket-Key).
-    s.write(
-      `GET /ws/channels/${pair.reader.channel_id}?key=${pair.reader.access_key}&dir=read HTTP/1.1\r\n` +
-        `Host: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: x\r\n\r\n`,
-    );
-    await once(s, 'close');
+    const answer = await rawChannelUpgrade(e2.url, `/ws/channels/${pair.reader.channel_id}?key=${pair.reader.access_key}&dir=read`, 'x');
     assert.match(answer, /^HTTP\/1\.1 400/);
     // The holding engine opened the side for the relay; with the client gone it must close again.
     await eventually(() => {
@@ -142,16 +114,7 @@ describe('cluster: the channel relay at its edges', () => {
   it('a request target the relay cannot pass on (a fragment) is refused, and counts as no socket', { timeout: 30_000 }, async () => {
     const pair = await w1.createChannel();
     const before = e2.engine.channels.socketCount;
-    const { port } = new URL(e2.url);
-    const s = connect(Number(port), '127.0.0.1');
-    let answer = '';
-    s.setEncoding('utf8');
-    s.on('data', (d: string) => (answer += d));
-    s.write(
-      `GET /ws/channels/${pair.reader.channel_id}?key=${pair.reader.access_key}&dir=read#x HTTP/1.1\r\n` +
-        `Host: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
-    );
-    await once(s, 'close');
+    const answer = await rawChannelUpgrade(e2.url, `/ws/channels/${pair.reader.channel_id}?key=${pair.reader.access_key}&dir=read#x`, 'dGhlIHNhbXBsZSBub25jZQ==');
     assert.match(answer, /^HTTP\/1\.1 400[^]*invalid_channel_ref/);
     assert.equal(e2.engine.channels.socketCount, before);
   });

@@ -13,6 +13,7 @@ import { channelUrl, SvcError, type ChannelRef, type Worker } from 'svc-sdk';
 import { startHttpWorker, type HttpWorkerHandle } from '../../src/workers/http/worker.js';
 import { startRedis, type RedisServer } from '../workers/state/redis-server.js';
 import { eventually, sleep } from '../helpers/util.js';
+import { assertEarlyReaderCloseEndsWriter } from '../helpers/channels.js';
 import { clusterWorkers, startClusterEngine, type ClusterEngine } from './helpers.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
@@ -110,14 +111,7 @@ describe('cluster: channels across engines', () => {
 
   it('ends pass through the relay with their codes: a reader gone early, a writer lost', async () => {
     // The sides that learn the end are the relayed ones (on engine 2): the reason crosses the relay.
-    const pair = await w1.createChannel();
-    const reader = w1.openReader(pair.reader);
-    const writer = w2.openWriter(pair.writer);
-    writer.write(Buffer.alloc(1000));
-    await once(reader, 'data');
-    reader.destroy();
-    const [early] = (await once(writer, 'error')) as [SvcError];
-    assert.equal(early.code, 'channel_reader_closed', early.message);
+    await assertEarlyReaderCloseEndsWriter(w1, w2);
     // A writer on engine 1 lost without a close (its socket cut): the reader on engine 2 learns it.
     const next = await w1.createChannel();
     const r2 = w2.openReader(next.reader);

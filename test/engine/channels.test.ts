@@ -13,6 +13,7 @@ import { channelUrl, SvcError, type ChannelRef, type Worker } from 'svc-sdk';
 import { startEngine } from '../helpers/engine.js';
 import { adminToken, token } from '../helpers/tokens.js';
 import { eventually, sleep, WorkerPool } from '../helpers/util.js';
+import { assertEarlyReaderCloseEndsWriter, assertPausedReaderGetsAll } from '../helpers/channels.js';
 
 type Eng = Awaited<ReturnType<typeof startEngine>>;
 
@@ -123,14 +124,7 @@ describe('channels', { timeout: 120_000 }, () => {
   });
 
   test('the reader closing early ends the writer with channel_reader_closed', async () => {
-    const pair = await w.createChannel();
-    const reader = w.openReader(pair.reader);
-    const writer = w.openWriter(pair.writer);
-    writer.write(Buffer.alloc(1000));
-    await once(reader, 'data');
-    reader.destroy();
-    const [err] = (await once(writer, 'error')) as [SvcError];
-    assert.equal(err.code, 'channel_reader_closed');
+    await assertEarlyReaderCloseEndsWriter(w, w);
   });
 
   test('kill -9 of the writer’s process ends the reader with channel_writer_lost', async () => {
@@ -243,28 +237,8 @@ describe('a channel reader that stops reading', { timeout: 60_000 }, () => {
   test('through the SDK, paused for several ping periods, is slowed, not dropped: everything arrives', async () => {
     const w = pool.make('slow-reader');
     await w.ready();
-    const pair = await w.createChannel();
-    const reader = w.openReader(pair.reader);
-    const writer = w.openWriter(pair.writer);
-    const errors: string[] = [];
-    reader.on('error', (e: SvcError) => errors.push(`reader ${e.code}`));
-    writer.on('error', (e: SvcError) => errors.push(`writer ${e.code}`));
-    let got = 0;
-    let paused = false;
-    reader.on('data', (c: Buffer) => {
-      got += c.length;
-      if (!paused && got > 256 * 1024) {
-        paused = true;
-        // The SDK pauses its socket: no pongs for 4 ping periods, while the engine has bytes for it.
-        reader.pause();
-        setTimeout(() => reader.resume(), 1200);
-      }
-    });
-    const data = randomBytes(8 * 1024 * 1024);
-    writer.end(data);
-    await once(reader, 'end');
-    assert.deepEqual(errors, []);
-    assert.equal(got, data.length);
+    // The SDK pauses its socket: no pongs for 4 ping periods, while the engine has bytes for it.
+    await assertPausedReaderGetsAll(w, w, 8 * 1024 * 1024, 1200);
   });
 
   test('that takes nothing for channel_reader_stall_ms is dropped; its writer is told channel_reader_lost', async () => {

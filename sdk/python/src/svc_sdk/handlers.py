@@ -138,17 +138,15 @@ class Outbox:
             if not self._items:
                 self._oldest = now
             self._items.append((session, text))
-            if self._scheduled or (len(self._items) < THREAD_BATCH and now - self._oldest < THREAD_BATCH_SECONDS):
+            if len(self._items) < THREAD_BATCH and now - self._oldest < THREAD_BATCH_SECONDS:
                 return  # the loop's writer, or the pool thread that finds no more calls waiting, sends it
-            batch = list(self._items)
-            self._items.clear()
-        self._write_from_thread(batch)
+        self.drain()
 
     def drain(self) -> None:
-        """In a pool thread that found no more calls waiting: write the answers waiting here."""
+        """In a pool thread (that found no more calls waiting): write the answers waiting here."""
         with self._lock:
             if not self._items or self._scheduled:
-                return
+                return  # nothing, or the loop's writer sends them
             batch = list(self._items)
             self._items.clear()
         self._write_from_thread(batch)
