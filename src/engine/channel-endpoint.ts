@@ -130,7 +130,10 @@ export class Channels {
           opened: (ws, excused) => {
             this.relayed.set(ws, excused);
             this.alive.add(ws);
-            ws.on('pong', () => this.alive.add(ws));
+            // Any frame proves the client alive: a pong can wait behind the bytes a pause held back.
+            const heard = (): void => void this.alive.add(ws);
+            ws.on('pong', heard);
+            ws.on('message', heard);
             ws.once('close', () => this.relayed.delete(ws));
           },
           settled: () => this.pendingRelays--,
@@ -148,7 +151,9 @@ export class Channels {
         return;
       }
       this.alive.add(ws);
-      ws.on('pong', () => this.alive.add(ws));
+      const heard = (): void => void this.alive.add(ws);
+      ws.on('pong', heard);
+      ws.on('message', heard); // any frame proves it alive, as for relayed sockets above
       c.attach(dir, ws);
     });
   }

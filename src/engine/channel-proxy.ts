@@ -112,8 +112,13 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
       const fromClient = pipe(client, up, opts.windowBytes);
       const toClient = pipe(up, client, opts.windowBytes);
       // As Channel.silence judges a direct socket: a client this relay stopped reading cannot answer
-      // pings; one being sent bytes it is slow to take is given readerStallMs.
-      hooks.opened(client, () => fromClient.paused || (client.bufferedAmount > 0 && Date.now() - toClient.progressAt < opts.readerStallMs));
+      // pings, nor can one just resumed until the bytes it queued meanwhile (its pong is behind them)
+      // are read; one being sent bytes it is slow to take is given readerStallMs.
+      const now = (): number => Date.now();
+      hooks.opened(
+        client,
+        () => fromClient.paused || now() - fromClient.resumedAt < opts.readerStallMs || (client.bufferedAmount > 0 && now() - toClient.progressAt < opts.readerStallMs),
+      );
     });
   });
 }
@@ -128,16 +133,17 @@ function refusalOf(body: string): { code: string; message: string } | null {
   }
 }
 
-/** One direction of a relay: whether its sending side is paused, and when `to` last took bytes. */
+/** One direction of a relay: whether its sending side is paused (and when it last resumed), and when `to` last took bytes. */
 interface Pipe {
   readonly paused: boolean;
+  readonly resumedAt: number;
   readonly progressAt: number;
 }
 
 /** Frames of `from` go to `to` in order; `from` is not read while `to` holds over `window` bytes. */
 function pipe(from: WebSocket, to: WebSocket, window: number): Pipe {
   const raw = (from as unknown as { _socket?: { pause(): void; resume(): void } })._socket;
-  const state = { paused: false, progressAt: Date.now() };
+  const state = { paused: false, resumedAt: 0, progressAt: Date.now() };
   from.on('message', (data: RawData, isBinary: boolean) => {
     if (to.readyState !== WebSocket.OPEN) return;
     // A stall is measured from when `to` first had something to take.
@@ -146,6 +152,7 @@ function pipe(from: WebSocket, to: WebSocket, window: number): Pipe {
       state.progressAt = Date.now();
       if (state.paused && to.bufferedAmount <= window / 2) {
         state.paused = false;
+        state.resumedAt = Date.now();
         raw?.resume();
       }
     });

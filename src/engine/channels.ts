@@ -127,6 +127,8 @@ export class Channel {
   private heldFrames = 0;
   /** The writer's socket is paused (its window or the engine-wide budget is full). */
   private paused = false;
+  /** When the writer's socket was last resumed: its pong waits behind the bytes it queued meanwhile. */
+  private resumedAt = 0;
   private writerDone = false;
   /** When the reader last took bytes (a send completed), or when it started waiting. */
   private readerProgressAt = Date.now();
@@ -240,6 +242,7 @@ export class Channel {
     const windowOpen = this.heldBytes <= reopensAt(this.limits.windowBytes, this.limits.maxFrameBytes) && this.heldFrames <= this.maxFrames / 2;
     if (windowOpen && budgetRoom) {
       this.paused = false;
+      this.resumedAt = Date.now();
       this.writer.resume();
     }
   }
@@ -324,11 +327,12 @@ export class Channel {
 
   /**
    * How a socket that did not answer the last ping is judged. A writer we paused cannot answer
-   * (we do not read it); a reader with bytes pending is being slowed by its own backpressure (an
+   * (we do not read it), nor can one resumed less than readerStallMs ago whose pong still waits
+   * behind the bytes it queued while paused (any frame counts as an answer: channel-endpoint.ts); a reader with bytes pending is being slowed by its own backpressure (an
    * SDK pauses its socket), so it is given readerStallMs without taking anything before it goes.
    */
   silence(ws: WebSocket): 'excused' | 'lost' {
-    if (ws === this.writer) return this.paused ? 'excused' : 'lost';
+    if (ws === this.writer) return this.paused || Date.now() - this.resumedAt < this.limits.readerStallMs ? 'excused' : 'lost';
     if (this.heldBytes > 0 && Date.now() - this.readerProgressAt < this.limits.readerStallMs) return 'excused';
     return 'lost';
   }
