@@ -214,6 +214,49 @@ def test_a_result_that_is_not_utf8_is_an_error_and_costs_no_other_answer(
     assert all(thread.is_alive() for thread in pool._workers), "a handler thread died"
 
 
+def _nested(depth: int) -> Any:
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_result_nested_too_deep_to_encode_is_an_error_and_costs_no_other_answer(
+    make_worker: WorkerFactory, is_async: bool
+) -> None:
+    """json.dumps raises RecursionError (not TypeError or ValueError) on a value nested deeper than
+    Python's recursion limit: the answer was never written and the caller waited for its timeout."""
+    server = make_worker(f"deep-server-{int(is_async)}")
+    deep = _nested(100_000)
+
+    def nested(data: Any) -> Any:
+        return deep
+
+    async def nested_async(data: Any) -> Any:
+        return deep
+
+    server.register_function("py::deep", nested_async if is_async else nested)
+    server.register_function("py::echo", lambda data: data)
+    caller = make_worker(f"deep-caller-{int(is_async)}")
+    wait_for(lambda: _registered(caller, "py::echo") and _registered(caller, "py::deep"), what="functions")
+    for _ in range(3):
+        started = time.monotonic()
+        with pytest.raises(InvocationError) as info:
+            caller.trigger({"function_id": "py::deep", "payload": {}, "timeout_ms": 5000})
+        assert info.value.code == "invocation_failed", info.value
+        assert "py::deep" in info.value.message, info.value.message
+        assert "nest" in info.value.message, info.value.message
+        assert time.monotonic() - started < 2, "the caller waited for its timeout"
+        assert caller.trigger({"function_id": "py::echo", "payload": {"n": 1}, "timeout_ms": 3000}) == {"n": 1}
+    with pytest.raises(InvocationError) as info:  # and the same value as a payload is refused before sending
+        caller.trigger({"function_id": "py::echo", "payload": {"v": deep}, "timeout_ms": 3000})
+    assert info.value.code == "invalid_payload", info.value
+    pool = server._invoker.pool
+    wait_for(lambda: pool._running == 0, timeout=3, what="the pool's running count back to 0")
+    assert all(thread.is_alive() for thread in pool._workers), "a handler thread died"
+
+
 def test_an_answer_waits_at_most_a_few_ms_for_others_while_calls_keep_the_thread_busy(
     make_worker: WorkerFactory,
 ) -> None:

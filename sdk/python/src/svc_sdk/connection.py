@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import random
+import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -70,8 +71,16 @@ class Session:
 
         Raises SvcError(payload_too_large), or TypeError/ValueError for values that are not JSON,
         or not UTF-8: a lone surrogate ("\\ud800") is JSON text but would fail the writer instead.
+        A value nested deeper than Python's recursion limit is a ValueError too: json.dumps raises
+        RecursionError there, which callers of this method would not catch (an answer never sent).
         """
-        text = encode(frame)
+        try:
+            text = encode(frame)
+        except RecursionError:
+            raise ValueError(
+                f"it nests arrays and objects deeper than Python can encode (recursion limit "
+                f"{sys.getrecursionlimit()}); the engine takes at most 128 levels in a frame"
+            ) from None
         # A character is at most 4 bytes in UTF-8: most frames skip the exact count.
         if len(text) * 4 > self.max_frame_bytes:
             size = utf8_size(text)  # raises UnicodeEncodeError (a ValueError) on a lone surrogate
