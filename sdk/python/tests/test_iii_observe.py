@@ -42,6 +42,7 @@ def observe(engine: Engine) -> Iterator[Any]:
     yield start
     for w in workers:
         w.stop()
+        HELD.pop(w, None)
 
 
 def call(engine: Engine, *args: str) -> Any:
@@ -53,12 +54,14 @@ def pick(d: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: d.get(k) for k in keys}
 
 
-HELD: dict[int, list[dict[str, Any]]] = {}
+# Keyed by the worker itself, not id(worker): an id is reused once its object is freed, and a later
+# test's worker then got the lines an earlier test's worker had left (seen on Python 3.13).
+HELD: dict[IiiWorker, list[dict[str, Any]]] = {}
 
 
 def next_kind(worker: IiiWorker, kind: str) -> dict[str, Any]:
     """The next line of `kind`; lines of other kinds read meanwhile are kept for their own turn."""
-    held = HELD.setdefault(id(worker), [])
+    held = HELD.setdefault(worker, [])
     for i, line in enumerate(held):
         if line["kind"] == kind:
             return held.pop(i)
