@@ -46,9 +46,11 @@ newer_python() {
   if [ -n "${SVC_PY_NEWER:-}" ]; then echo "$SVC_PY_NEWER"; return; fi
   local root candidates
   root="$(pyenv root 2>/dev/null || true)"
-  for candidates in "$root"/versions/3.1[3-9]*/bin/python3 "$root"/versions/3.12.[3-9]*/bin/python3 "$root"/versions/3.12.1[0-9]*/bin/python3; do
+  # Newest first (a glob lists 3.13 before 3.14, and 3.12.10 before 3.12.3).
+  while IFS= read -r candidates; do
     [ -x "$candidates" ] && { echo "$candidates"; return; }
-  done
+  done < <(printf '%s\n' "$root"/versions/3.1[3-9]*/bin/python3 "$root"/versions/3.12.[3-9]*/bin/python3 \
+    "$root"/versions/3.12.1[0-9]*/bin/python3 | sort -rV)
   for candidates in python3.14 python3.13; do
     command -v "$candidates" >/dev/null 2>&1 && "$candidates" -c 'import sys' >/dev/null 2>&1 && { command -v "$candidates"; return; }
   done
@@ -64,7 +66,7 @@ if [ "$#" -eq 0 ]; then
     [ -x "$newer_venv/bin/python" ] || "$newer" -m venv "$newer_venv"
     (cd "$repo" && "$newer_venv/bin/python" -m pip install --quiet --disable-pip-version-check "./sdk/python" "pytest>=8" "pytest-timeout>=2.3")
     rm -rf "$here/build"
-    "$newer_venv/bin/python" -m pytest tests/test_calls.py tests/test_handler_answers.py tests/test_channels.py \
+    "$newer_venv/bin/python" -m pytest tests/test_async_handlers.py tests/test_calls.py tests/test_handler_answers.py tests/test_channels.py \
       tests/test_trace_context.py tests/test_triggers.py tests/test_logger.py tests/test_pool.py tests/test_reconnect.py \
       tests/test_process.py
     done_stage "pytest (newer Python)"

@@ -53,6 +53,8 @@ THREAD_BATCH = 32
 THREAD_BATCH_SECONDS = 0.001
 
 MAX_STACKTRACE_CHARS = 8192
+"""At most this much of a handler's traceback travels with its error (a deep recursion's is megabytes)."""
+
 # Python 3.12+ can start a task at once (eager_start): an `async def` handler that never waits then
 # costs no scheduling round through the loop. Older versions schedule every call's task.
 EAGER_TASKS = sys.version_info >= (3, 12)
@@ -66,7 +68,14 @@ class _Starting:
 
 
 _STARTING = _Starting()
-"""At most this much of a handler's traceback travels with its error (a deep recursion's is megabytes)."""
+
+
+def _cancelled_from_outside() -> bool:
+    """In a handler's task that caught CancelledError: was the task cancelled (by `Invoker.cancel`,
+    `close` or the loop's end), or did the handler raise it itself (e.g. it awaited a future that
+    something else cancelled)? Only the latter has a caller still waiting for an answer."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def error_body(exc: BaseException, with_stack: bool = True) -> ErrorBody:
@@ -351,8 +360,10 @@ class Invoker:
         error: ErrorBody | None = None
         try:
             result = await start()
-        except asyncio.CancelledError:
-            return  # cancelled by the engine or by shutdown: nobody waits for an answer
+        except asyncio.CancelledError as exc:
+            if _cancelled_from_outside():
+                return  # by shutdown: nobody waits for an answer
+            error = error_body(exc)  # the handler's own: an error, not a caller left to its deadline
         except Exception as exc:
             error = error_body(exc)
         if ctx.invocation_id is not None:
@@ -366,8 +377,10 @@ class Invoker:
         error: ErrorBody | None = None
         try:
             result = await handler(data)
-        except asyncio.CancelledError:
-            return  # cancelled by the engine or by shutdown: nobody waits for an answer
+        except asyncio.CancelledError as exc:
+            if _cancelled_from_outside():
+                return  # by the engine or by shutdown: nobody waits for an answer (finally drops the entry)
+            error = error_body(exc)  # the handler's own: an error, not a caller left to its deadline
         except Exception as exc:
             error = error_body(exc)
         finally:
