@@ -51,8 +51,9 @@ newer_python() {
     [ -x "$candidates" ] && { echo "$candidates"; return; }
   done < <(printf '%s\n' "$root"/versions/3.1[3-9]*/bin/python3 "$root"/versions/3.12.[3-9]*/bin/python3 \
     "$root"/versions/3.12.1[0-9]*/bin/python3 | sort -rV)
-  for candidates in python3.14 python3.13; do
-    command -v "$candidates" >/dev/null 2>&1 && "$candidates" -c 'import sys' >/dev/null 2>&1 && { command -v "$candidates"; return; }
+  for candidates in python3.14 python3.13 python3.12; do
+    command -v "$candidates" >/dev/null 2>&1 && "$candidates" -c 'import sys; sys.exit(sys.version_info < (3, 12, 3))' \
+      >/dev/null 2>&1 && { command -v "$candidates"; return; }
   done
   return 0
 }
