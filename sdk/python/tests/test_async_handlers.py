@@ -75,6 +75,9 @@ def test_what_a_handler_raises_or_returns_before_its_first_await_is_answered(mak
     async def quick(data: Any) -> Any:
         return {"n": data["n"]}
 
+    async def exception_state(data: Any) -> Any:
+        return repr(sys.exc_info()[1])  # an eager start inherits its creator's (CPython gh-155575): none here
+
     async def own_timeout(data: Any) -> Any:
         # asyncio.timeout and TaskGroup find their task (current_task) from the first step on.
         try:
@@ -96,6 +99,7 @@ def test_what_a_handler_raises_or_returns_before_its_first_await_is_answered(mak
         "py::blocking_trigger": blocking_trigger,
         "py::quick": quick,
         "py::own_timeout": own_timeout,
+        "py::exception_state": exception_state,
     }
     for function_id, handler in handlers.items():
         server.register_function(function_id, handler)
@@ -118,6 +122,7 @@ def test_what_a_handler_raises_or_returns_before_its_first_await_is_answered(mak
         assert "trigger_async" in error.message
         assert _call(caller, "py::quick", {"n": 5}) == {"n": 5}
         assert _call(caller, "py::own_timeout") == [0, 1, 2]
+        assert _call(caller, "py::exception_state") == "None"
     wait_for(lambda: _no_entries_left(server), timeout=5, what="the invocation table to empty")
 
 

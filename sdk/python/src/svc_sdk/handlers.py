@@ -285,7 +285,9 @@ class Invoker:
             elif EAGER_TASKS:
                 # Started at once: a handler that finishes without waiting is answered in this turn,
                 # never scheduled (most do: bench/RESULTS.md). The placeholder is in the table
-                # before it starts, so a handler that finishes here finds itself wanted.
+                # before it starts, so a handler that finishes here finds itself wanted. Only ever on the
+                # loop's own thread (the reader): from another, 3.12/3.13 would run the step there and
+                # corrupt the loop's current task (CPython gh-155338).
                 self._tasks[invocation_id] = _STARTING
                 task = asyncio.Task(run, loop=self._loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
                 if not task.done():
