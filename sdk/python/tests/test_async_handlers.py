@@ -295,6 +295,37 @@ def test_fire_and_forget_calls_of_async_handlers_run(make_worker: WorkerFactory)
     assert _no_entries_left(server)
 
 
+@pytest.mark.parametrize("exit_exc", [SystemExit(3), KeyboardInterrupt()])
+def test_a_handler_that_raises_system_exit_fails_only_its_call(
+    make_worker: WorkerFactory, exit_exc: BaseException
+) -> None:
+    """sys.exit() (or a KeyboardInterrupt) raised in a handler is not an Exception: an async one ended
+    the worker's loop thread with its socket left open (later calls timed out until the engine cut the
+    connection), a plain one left its caller to the deadline. Both now fail their own call only."""
+    server = make_worker(f"exit-server-{type(exit_exc).__name__}")
+
+    async def exits_async(data: Any) -> Any:
+        raise exit_exc
+
+    def exits(data: Any) -> Any:
+        raise exit_exc
+
+    async def echo(data: Any) -> Any:
+        return data
+
+    server.register_function("py::exits_async", exits_async)
+    server.register_function("py::exits", exits)
+    server.register_function("py::echo", echo)
+    caller = make_worker(f"exit-caller-{type(exit_exc).__name__}")
+    wait_for(lambda: _registered(caller, "py::exits_async", "py::exits", "py::echo"), what="functions")
+    for function_id in ("py::exits_async", "py::exits", "py::exits_async"):
+        error = _error_of(caller, function_id)
+        assert error.code == "invocation_failed", error
+        assert type(exit_exc).__name__ in error.message, error.message
+        assert _call(caller, "py::echo", {"n": 1}) == {"n": 1}
+    wait_for(lambda: _no_entries_left(server), timeout=3, what="the invoker's tables to empty")
+
+
 @pytest.mark.parametrize("shut_down_from", ["outside", "a handler before its first await"])
 def test_shutdown_cancels_suspended_handlers(make_worker: WorkerFactory, shut_down_from: str) -> None:
     server = make_worker("closing")

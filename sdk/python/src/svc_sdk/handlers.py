@@ -78,6 +78,18 @@ def _cancelled_from_outside() -> bool:
     return task is not None and task.cancelling() > 0
 
 
+def exit_error(exc: BaseException) -> ErrorBody:
+    """A handler raised SystemExit or KeyboardInterrupt (`sys.exit()` in a handler): it fails its own
+    call, as a handler thread could not end the process anyway; unchecked, on the loop it ended the
+    worker's loop thread and left its socket open, so the engine kept sending it calls."""
+    body = error_body(exc)
+    body["message"] = (
+        f"{type(exc).__name__}({exc}) raised by the handler: it fails this call only; "
+        "a worker is stopped by worker.shutdown(), Ctrl-C or SIGTERM"
+    )
+    return body
+
+
 def error_body(exc: BaseException, with_stack: bool = True) -> ErrorBody:
     """How an exception raised by a handler travels: its string `code` attribute, else invocation_failed."""
     code = getattr(exc, "code", None)
@@ -341,6 +353,8 @@ class Invoker:
             result = call.fn.handler(call.data)
         except Exception as exc:
             error = error_body(exc)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            error = exit_error(exc)
         finally:
             invocation_var.reset(token)
         if inspect.isawaitable(result):  # a plain function that returned a coroutine: finish on the loop
@@ -368,6 +382,8 @@ class Invoker:
             error = error_body(exc)  # the handler's own: an error, not a caller left to its deadline
         except Exception as exc:
             error = error_body(exc)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            error = exit_error(exc)
         if ctx.invocation_id is not None:
             self._sync.pop(ctx.invocation_id, None)
         self._answer(session, ctx, result, error)
@@ -385,6 +401,8 @@ class Invoker:
             error = error_body(exc)  # the handler's own: an error, not a caller left to its deadline
         except Exception as exc:
             error = error_body(exc)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            error = exit_error(exc)
         finally:
             # Out of the table however it ended; still in it unless cancel() or close() came first.
             wanted = ctx.invocation_id is None or self._tasks.pop(ctx.invocation_id, None) is not None
