@@ -129,11 +129,7 @@ export class Channels {
           refuse: (s, status, code, message) => refuseUpgrade(s, status, code as UpgradeRefusalCode, message),
           opened: (ws, excused) => {
             this.relayed.set(ws, excused);
-            this.alive.add(ws);
-            // Any frame proves the client alive: a pong can wait behind the bytes a pause held back.
-            const heard = (): void => void this.alive.add(ws);
-            ws.on('pong', heard);
-            ws.on('message', heard);
+            this.watchLiveness(ws);
             ws.once('close', () => this.relayed.delete(ws));
           },
           settled: () => this.pendingRelays--,
@@ -150,12 +146,17 @@ export class Channels {
         ws.close(1008, `${late.code}: ${late.message}`.slice(0, 120));
         return;
       }
-      this.alive.add(ws);
-      const heard = (): void => void this.alive.add(ws);
-      ws.on('pong', heard);
-      ws.on('message', heard); // any frame proves it alive, as for relayed sockets above
+      this.watchLiveness(ws);
       c.attach(dir, ws);
     });
+  }
+
+  /** Counts `ws` alive now and whenever it is heard from: any frame, not only a pong, which can wait behind the bytes a pause held back. */
+  private watchLiveness(ws: WebSocket): void {
+    const heard = (): void => void this.alive.add(ws);
+    heard();
+    ws.on('pong', heard);
+    ws.on('message', heard);
   }
 
   /**

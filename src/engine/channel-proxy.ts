@@ -114,10 +114,9 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
       // As Channel.silence judges a direct socket: a client this relay stopped reading cannot answer
       // pings, nor can one just resumed until the bytes it queued meanwhile (its pong is behind them)
       // are read; one being sent bytes it is slow to take is given readerStallMs.
-      const now = (): number => Date.now();
       hooks.opened(
         client,
-        () => fromClient.paused || now() - fromClient.resumedAt < opts.readerStallMs || (client.bufferedAmount > 0 && now() - toClient.progressAt < opts.readerStallMs),
+        () => fromClient.paused || Date.now() - fromClient.resumedAt < opts.readerStallMs || (client.bufferedAmount > 0 && Date.now() - toClient.progressAt < opts.readerStallMs),
       );
     });
   });

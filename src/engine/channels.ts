@@ -328,8 +328,9 @@ export class Channel {
   /**
    * How a socket that did not answer the last ping is judged. A writer we paused cannot answer
    * (we do not read it), nor can one resumed less than readerStallMs ago whose pong still waits
-   * behind the bytes it queued while paused (any frame counts as an answer: channel-endpoint.ts); a reader with bytes pending is being slowed by its own backpressure (an
-   * SDK pauses its socket), so it is given readerStallMs without taking anything before it goes.
+   * behind the bytes it queued while paused (any frame counts as an answer: channel-endpoint.ts).
+   * A reader with bytes pending is being slowed by its own backpressure (an SDK pauses its
+   * socket), so it is given readerStallMs without taking anything before it goes.
    */
   silence(ws: WebSocket): 'excused' | 'lost' {
     if (ws === this.writer) return this.paused || Date.now() - this.resumedAt < this.limits.readerStallMs ? 'excused' : 'lost';

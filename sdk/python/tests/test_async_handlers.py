@@ -46,6 +46,15 @@ def _error_of(worker: Worker, function_id: str, timeout_ms: int = 3000) -> Invoc
     return info.value
 
 
+async def _sleep_until_cancelled(cancelled: threading.Semaphore) -> None:
+    """A handler's wait that only a cancel ends; each cancel is counted on `cancelled`."""
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        cancelled.release()
+        raise
+
+
 def test_what_a_handler_raises_or_returns_before_its_first_await_is_answered(make_worker: WorkerFactory) -> None:
     server = make_worker("edges")
 
@@ -132,11 +141,7 @@ def test_cancels_of_suspended_and_of_finished_calls_leave_nothing_behind(make_wo
     finished_ids: list[str] = []
 
     async def suspended(data: Any) -> Any:
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            cancelled.release()
-            raise
+        await _sleep_until_cancelled(cancelled)
 
     async def finishes_at_once(data: Any) -> Any:
         ctx = current_invocation()
@@ -295,14 +300,14 @@ def test_fire_and_forget_calls_of_async_handlers_run(make_worker: WorkerFactory)
     assert _no_entries_left(server)
 
 
-@pytest.mark.parametrize("exit_exc", [SystemExit(3), KeyboardInterrupt()])
+@pytest.mark.parametrize("exit_exc", [SystemExit(3), SystemExit("a message as its code"), KeyboardInterrupt()])
 def test_a_handler_that_raises_system_exit_fails_only_its_call(
     make_worker: WorkerFactory, exit_exc: BaseException
 ) -> None:
     """sys.exit() (or a KeyboardInterrupt) raised in a handler is not an Exception: an async one ended
     the worker's loop thread with its socket left open (later calls timed out until the engine cut the
     connection), a plain one left its caller to the deadline. Both now fail their own call only."""
-    server = make_worker(f"exit-server-{type(exit_exc).__name__}")
+    server = make_worker(f"exit-server-{type(exit_exc).__name__}-{id(exit_exc)}")
 
     async def exits_async(data: Any) -> Any:
         raise exit_exc
@@ -316,7 +321,7 @@ def test_a_handler_that_raises_system_exit_fails_only_its_call(
     server.register_function("py::exits_async", exits_async)
     server.register_function("py::exits", exits)
     server.register_function("py::echo", echo)
-    caller = make_worker(f"exit-caller-{type(exit_exc).__name__}")
+    caller = make_worker(f"exit-caller-{type(exit_exc).__name__}-{id(exit_exc)}")
     wait_for(lambda: _registered(caller, "py::exits_async", "py::exits", "py::echo"), what="functions")
     for function_id in ("py::exits_async", "py::exits", "py::exits_async"):
         error = _error_of(caller, function_id)
@@ -334,11 +339,7 @@ def test_shutdown_cancels_suspended_handlers(make_worker: WorkerFactory, shut_do
 
     async def suspended(data: Any) -> Any:
         started.release()
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            cancelled.release()
-            raise
+        await _sleep_until_cancelled(cancelled)
 
     async def shuts_down(data: Any) -> Any:
         server.shutdown()  # on the loop thread it only starts the shutdown

@@ -78,24 +78,25 @@ def _cancelled_from_outside() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-def exit_error(exc: BaseException) -> ErrorBody:
-    """A handler raised SystemExit or KeyboardInterrupt (`sys.exit()` in a handler): it fails its own
-    call, as a handler thread could not end the process anyway; unchecked, on the loop it ended the
-    worker's loop thread and left its socket open, so the engine kept sending it calls."""
-    body = error_body(exc)
-    body["message"] = (
-        f"{type(exc).__name__}({exc}) raised by the handler: it fails this call only; "
-        "a worker is stopped by worker.shutdown(), Ctrl-C or SIGTERM"
-    )
-    return body
+#: What a handler may raise that fails its own call. SystemExit and KeyboardInterrupt (`sys.exit()` in a
+#: handler) are not Exceptions: on the loop they ended the worker's loop thread with its socket left
+#: open, so the engine kept sending it calls; a handler thread could not end the process anyway.
+HANDLER_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
 
 
 def error_body(exc: BaseException, with_stack: bool = True) -> ErrorBody:
     """How an exception raised by a handler travels: its string `code` attribute, else invocation_failed."""
-    code = getattr(exc, "code", None)
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):  # SystemExit.code is the exit status, not ours
+        code: object = None
+        message = (
+            f"{type(exc).__name__}({exc}) raised by the handler: it fails this call only; "
+            "a worker is stopped by worker.shutdown(), Ctrl-C or SIGTERM"
+        )
+    else:
+        code = getattr(exc, "code", None)
+        message = exc.message if isinstance(exc, SvcError) else str(exc)
     if not isinstance(code, str) or not code:
         code = ErrorCode.INVOCATION_FAILED
-    message = exc.message if isinstance(exc, SvcError) else str(exc)
     body: ErrorBody = {"code": code, "message": message or type(exc).__name__}
     if with_stack:
         stack = "".join(traceback.format_exception(exc))
@@ -351,10 +352,8 @@ class Invoker:
         token = invocation_var.set(call.ctx)
         try:
             result = call.fn.handler(call.data)
-        except Exception as exc:
+        except HANDLER_ERRORS as exc:
             error = error_body(exc)
-        except (SystemExit, KeyboardInterrupt) as exc:
-            error = exit_error(exc)
         finally:
             invocation_var.reset(token)
         if inspect.isawaitable(result):  # a plain function that returned a coroutine: finish on the loop
@@ -380,10 +379,8 @@ class Invoker:
             if _cancelled_from_outside():
                 return  # by shutdown: nobody waits for an answer
             error = error_body(exc)  # the handler's own: an error, not a caller left to its deadline
-        except Exception as exc:
+        except HANDLER_ERRORS as exc:
             error = error_body(exc)
-        except (SystemExit, KeyboardInterrupt) as exc:
-            error = exit_error(exc)
         if ctx.invocation_id is not None:
             self._sync.pop(ctx.invocation_id, None)
         self._answer(session, ctx, result, error)
@@ -399,10 +396,8 @@ class Invoker:
             if _cancelled_from_outside():
                 return  # by the engine or by shutdown: nobody waits for an answer (finally drops the entry)
             error = error_body(exc)  # the handler's own: an error, not a caller left to its deadline
-        except Exception as exc:
+        except HANDLER_ERRORS as exc:
             error = error_body(exc)
-        except (SystemExit, KeyboardInterrupt) as exc:
-            error = exit_error(exc)
         finally:
             # Out of the table however it ended; still in it unless cancel() or close() came first.
             wanted = ctx.invocation_id is None or self._tasks.pop(ctx.invocation_id, None) is not None
