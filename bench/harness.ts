@@ -4,7 +4,7 @@
  * (bench/run.ts and bench/tracing.ts predate it and keep their own copies.)
  */
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -193,23 +193,27 @@ export function runMain(main: () => Promise<void>): void {
 
 /**
  * The Python that runs bench workers: SVC_BENCH_PYTHON, or a venv at bench/out/python-venv made
- * with `pip install ./sdk/python` when missing (workers run with PYTHONPATH=sdk/python/src, so the
- * working tree's SDK is what is measured).
+ * with `pip install ./sdk/python`, again whenever sdk/python/pyproject.toml changed (workers run
+ * with PYTHONPATH=sdk/python/src, so the working tree's SDK is what is measured, and the venv holds
+ * its dependencies: a venv without uvloop would measure the asyncio loop without saying so).
  */
 export function benchPython(): string {
   if (process.env.SVC_BENCH_PYTHON) return process.env.SVC_BENCH_PYTHON;
   const venv = join(ROOT, 'bench', 'out', 'python-venv');
   const py = join(venv, 'bin', 'python');
-  if (!existsSync(py)) {
-    process.stdout.write(`creating ${venv} (pip install ./sdk/python) ...\n`);
+  const pyproject = readFileSync(join(ROOT, 'sdk', 'python', 'pyproject.toml'), 'utf8');
+  const stamp = join(venv, 'svc-pyproject.toml');
+  if (!existsSync(py) || !existsSync(stamp) || readFileSync(stamp, 'utf8') !== pyproject) {
+    process.stdout.write(`${existsSync(py) ? 'updating' : 'creating'} ${venv} (pip install ./sdk/python) ...\n`);
     mkdirSync(join(ROOT, 'bench', 'out'), { recursive: true });
     for (const [cmd, args] of [
-      ['python3', ['-m', 'venv', venv]],
-      [py, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', join(ROOT, 'sdk', 'python')]],
-    ] as const) {
+      ...(existsSync(py) ? [] : [['python3', ['-m', 'venv', venv]] as const]),
+      [py, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', join(ROOT, 'sdk', 'python')]] as const,
+    ]) {
       const r = spawnSync(cmd, args, { stdio: 'inherit' });
       if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status ?? r.signal}); set SVC_BENCH_PYTHON to a Python 3.11+ with websockets installed`);
     }
+    writeFileSync(stamp, pyproject);
   }
   return py;
 }

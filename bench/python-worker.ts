@@ -85,7 +85,11 @@ async function main(): Promise<void> {
   const o = parseRoundArgs(process.argv.slice(2), { rounds: 5, warmupMs: 1000, measureMs: 3000, inFlight: 64 });
   if (!existsSync(join(HERE, 'caller.js'))) throw new Error('run `npm run build` first');
   const py = benchPython();
-  const pyVersion = spawnSync(py, ['-c', 'import sys, websockets; print(sys.version.split()[0], "websockets", websockets.__version__)'], { encoding: 'utf8' });
+  const pyVersion = spawnSync(
+    py,
+    ['-c', 'import sys, websockets; from svc_sdk import InitOptions; print(sys.version.split()[0], "websockets", websockets.__version__, "svc_sdk event loop", InitOptions(worker_name="x").event_loop)'],
+    { encoding: 'utf8', env: { ...process.env, PYTHONPATH: join(ROOT, 'sdk', 'python', 'src') } },
+  );
   if (pyVersion.status !== 0) throw new Error(`${py} cannot import websockets: ${pyVersion.stderr}`);
   process.stdout.write(
     `svc bench:python: math::add, caller (svc-sdk, ${o.inFlight} in flight) → engine (py-raw: coalescing relay) → callee, separate processes on loopback\n` +

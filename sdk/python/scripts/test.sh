@@ -5,8 +5,9 @@
 # dist/ is missing.
 #   bash sdk/python/scripts/test.sh [pytest args...]
 # Env: SVC_PY_VENV (default: <repo>/sdk/python/.venv-ci), PYTHON (default: python3).
-# A full run (no pytest args) then runs the tests of `async def` handlers again on the newest
-# Python 3.12+ found (SVC_PY_NEWER, or pyenv's), where they start as eager tasks (handlers.py).
+# A full run (no pytest args) then runs the loop-bound tests again on asyncio's own loop (the rest
+# run on uvloop, the default), and the tests of `async def` handlers again on the newest Python
+# 3.12+ found (SVC_PY_NEWER, or pyenv's), where they start as eager tasks (handlers.py).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -39,6 +40,15 @@ done_stage "lint"
 stage "python sdk: pytest"
 "$venv/bin/pytest" "$@"
 done_stage "pytest"
+
+# Workers run on uvloop by default (InitOptions.event_loop); the tests of the paths that touch the
+# loop and its transport run again on asyncio's own loop, which $SVC_EVENT_LOOP=asyncio chooses.
+if [ "$#" -eq 0 ]; then
+  stage "python sdk: loop-bound tests on asyncio's own loop (SVC_EVENT_LOOP=asyncio)"
+  SVC_EVENT_LOOP=asyncio "$venv/bin/pytest" tests/test_calls.py tests/test_handler_answers.py \
+    tests/test_async_handlers.py tests/test_pool.py tests/test_reconnect.py tests/test_channels.py
+  done_stage "pytest (asyncio loop)"
+fi
 
 # Python 3.12+ starts `async def` handlers' tasks eagerly (handlers.py, EAGER_TASKS): a path the
 # default python3 (3.11 here) never takes, so its tests run again on a newer Python when one is here.

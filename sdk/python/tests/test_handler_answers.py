@@ -39,10 +39,12 @@ def _count_direct_writes(session: Any) -> dict[str, int]:
     return counts
 
 
-def test_sync_answers_are_written_by_the_handler_threads(make_worker: WorkerFactory) -> None:
+@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
+def test_sync_answers_are_written_by_the_handler_threads(make_worker: WorkerFactory, event_loop: str) -> None:
     """Plain `def` handlers' answers leave from the pool thread that ran them, which writes what it
-    has once no more calls wait (issue 21): the loop is not woken to answer them."""
-    server = make_worker("direct-server")
+    has once no more calls wait (issue 21): the loop is not woken to answer them. On either loop."""
+    server = make_worker("direct-server", event_loop=event_loop)
+    assert type(server._loop).__module__.split(".")[0] == event_loop
     n = 200
 
     def add(data: Any) -> Any:

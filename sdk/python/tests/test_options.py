@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+
 import pytest
 
 from svc_sdk import DEFAULT_MAX_FRAME_BYTES, InitOptions, ReconnectOptions, default_url
@@ -38,6 +41,18 @@ def test_namespace_defaults_from_env_and_blank_is_unset(monkeypatch: pytest.Monk
     assert InitOptions().namespace is None
 
 
+def test_event_loop_is_uvloop_unless_svc_event_loop_says_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SVC_EVENT_LOOP", raising=False)
+    if sys.platform == "linux":  # a dependency of svc-sdk on CPython here (pyproject.toml)
+        assert importlib.util.find_spec("uvloop") is not None
+    assert InitOptions().event_loop == ("uvloop" if importlib.util.find_spec("uvloop") else "asyncio")
+    monkeypatch.setenv("SVC_EVENT_LOOP", "asyncio")
+    assert InitOptions().event_loop == "asyncio"
+    monkeypatch.setenv("SVC_EVENT_LOOP", "uv")
+    with pytest.raises(ValueError, match=r"got 'uv' \(the default comes from \$SVC_EVENT_LOOP\)"):
+        InitOptions()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -46,6 +61,7 @@ def test_namespace_defaults_from_env_and_blank_is_unset(monkeypatch: pytest.Monk
         ({"max_frame_bytes": 10}, "max_frame_bytes"),
         ({"max_handler_threads": 0}, "max_handler_threads"),
         ({"namespace": "  "}, "namespace"),
+        ({"event_loop": "trio"}, "event_loop must be 'uvloop' or 'asyncio', got 'trio'"),
     ],
 )
 def test_invalid_options_name_the_field(kwargs: dict[str, object], message: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 from dataclasses import dataclass, field
@@ -19,6 +20,17 @@ def default_namespace() -> str | None:
     """$SVC_NAMESPACE; blank reads as unset (a shell's `NS=`), and unset is the default namespace."""
     value = os.environ.get("SVC_NAMESPACE")
     return value if value is not None and value.strip() else None
+
+
+EVENT_LOOPS = ("uvloop", "asyncio")
+
+
+def default_event_loop() -> str:
+    """$SVC_EVENT_LOOP when set, else uvloop where it is installed (a dependency on Linux and macOS)."""
+    chosen = os.environ.get("SVC_EVENT_LOOP", "").strip()
+    if chosen:
+        return chosen
+    return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
 
 
 def default_worker_name() -> str:
@@ -87,6 +99,10 @@ class InitOptions:
     #: (engine::workers::report; the console's Workers page and /metrics show them). Default:
     #: $SVC_PROCESS_REPORT_MS, else 5000. 0 turns it off.
     process_report_interval_ms: int = field(default_factory=lambda: _report_interval_from_env())
+    #: The event loop the connection and `async def` handlers run on: "uvloop" (the default where it
+    #: is installed: it comes with svc-sdk on Linux and macOS, and answers calls faster, issue 21 in
+    #: bench/RESULTS.md) or "asyncio" (the standard library's). Default: $SVC_EVENT_LOOP, else uvloop.
+    event_loop: str = field(default_factory=default_event_loop)
     #: Install SIGINT/SIGTERM handlers (main thread only) that close the connection cleanly.
     handle_signals: bool = True
     #: Sent as `Authorization: Bearer ...` when the engine requires tokens. Default: $SVC_TOKEN.
@@ -120,6 +136,16 @@ class InitOptions:
         if self.process_report_interval_ms < 0:
             raise ValueError(
                 f"InitOptions.process_report_interval_ms must be >= 0, got {self.process_report_interval_ms}"
+            )
+        if self.event_loop not in EVENT_LOOPS:
+            raise ValueError(
+                f"InitOptions.event_loop must be 'uvloop' or 'asyncio', got {self.event_loop!r}"
+                " (the default comes from $SVC_EVENT_LOOP)"
+            )
+        if self.event_loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+            raise ValueError(
+                "InitOptions.event_loop is 'uvloop' but uvloop is not installed here (pip install uvloop);"
+                " set it, or $SVC_EVENT_LOOP, to 'asyncio'"
             )
         if self.max_handler_threads < 1:
             raise ValueError(f"InitOptions.max_handler_threads must be >= 1, got {self.max_handler_threads}")

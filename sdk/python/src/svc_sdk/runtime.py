@@ -21,9 +21,18 @@ from typing import Any
 log = logging.getLogger("svc_sdk")
 
 
+def new_event_loop(kind: str) -> asyncio.AbstractEventLoop:
+    """A loop of the kind InitOptions.event_loop names ("uvloop" or "asyncio"; options.py checks it)."""
+    if kind == "uvloop":
+        import uvloop  # only here: an "asyncio" worker never imports it
+
+        return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
 class LoopThread:
-    def __init__(self, name: str) -> None:
-        self.loop = asyncio.new_event_loop()
+    def __init__(self, name: str, event_loop: str) -> None:
+        self.loop = new_event_loop(event_loop)
         self.thread = threading.Thread(target=self._main, name=name, daemon=False)
         self._coro: Coroutine[Any, Any, None] | None = None
 

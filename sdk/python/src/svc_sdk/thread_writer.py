@@ -5,8 +5,9 @@ wake-up of the loop thread and a GIL hand-over per batch (issue 21; bench/RESULT
 numbers). The thread writes instead, as long as the socket takes the bytes now.
 
 How it stays correct beside the loop's own writes (websockets writes through the transport):
-- Every write to the socket holds one lock: the transport's `write` is wrapped, and a thread's
-  write holds it too, so no frame lands inside another.
+- Every write to the socket holds one lock: websockets and the Session write through a wrapper of
+  the transport (`_LockedTransport`, put in `ws.transport`), and a thread's write holds the lock too,
+  so no frame lands inside another.
 - A thread writes only while the transport has no bytes waiting and the connection is OPEN;
   otherwise it returns False and the loop writes (with flow control).
 - Bytes the socket did not take at once wait in `_leftover`, and the loop writes them ahead of
@@ -23,7 +24,8 @@ import os
 import struct
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
 
 from websockets.asyncio.client import ClientConnection
 from websockets.protocol import State
@@ -51,14 +53,40 @@ def client_frames(texts: Sequence[str]) -> bytes:
     return b"".join(parts)
 
 
+# Transports that write straight to the socket they hold (both try the write at once, and queue only
+# what the socket did not take, which `get_write_buffer_size` then counts).
+_PLAIN_TCP_TRANSPORTS = {
+    ("asyncio.selector_events", "_SelectorSocketTransport"),
+    ("uvloop.loop", "TCPTransport"),
+}
+
+
+class _LockedTransport:
+    """The connection's transport, with every write under the ThreadWriter's lock; the rest is its own."""
+
+    def __init__(self, transport: asyncio.Transport, write: Callable[[bytes | bytearray | memoryview], None]) -> None:
+        self._transport = transport
+        self.write = write
+        # The calls made per frame, bound once (not looked up through __getattr__ each time).
+        self.is_closing = transport.is_closing
+        self.get_write_buffer_size = transport.get_write_buffer_size
+
+    def writelines(self, data: Iterable[bytes | bytearray | memoryview]) -> None:
+        self.write(b"".join(data))  # the transport's own would bypass the lock
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class ThreadWriter:
     @classmethod
     def attach(cls, ws: ClientConnection) -> ThreadWriter | None:
         """A writer for `ws`, or None where threads cannot write beside the loop (TLS, Windows, other loops)."""
         transport = ws.transport
         sock = transport.get_extra_info("socket")
-        # Plain TCP on asyncio's selector loop only: TLS bytes and other loops' transports are theirs alone.
-        if sys.platform == "win32" or sock is None or type(transport).__name__ != "_SelectorSocketTransport":
+        # Plain TCP on asyncio's selector loop or uvloop only: TLS bytes and other transports are theirs alone.
+        kind = (type(transport).__module__, type(transport).__name__)
+        if sys.platform == "win32" or sock is None or kind not in _PLAIN_TCP_TRANSPORTS:
             return None
         try:
             return cls(ws, os.dup(sock.fileno()))
@@ -81,7 +109,8 @@ class ThreadWriter:
                     self._leftover = None
                 write(data)
 
-        transport.write = locked_write  # type: ignore[method-assign]
+        # Set on the connection, not on the transport: uvloop's transport has read-only methods.
+        ws.transport = cast(asyncio.Transport, _LockedTransport(transport, locked_write))
         ws.connection_lost_waiter.add_done_callback(lambda _: self._close())
 
     def _close(self) -> None:

@@ -56,7 +56,7 @@ class Worker:
         # Several engines (a cluster): comma-separated or a sequence; the connection rotates.
         self.url = url if isinstance(url, str) else ",".join(url)
         self.options = options
-        self._runtime = LoopThread(f"svc-worker[{options.worker_name}]")
+        self._runtime = LoopThread(f"svc-worker[{options.worker_name}]", options.event_loop)
         self._loop = self._runtime.loop
         self._invoker = Invoker(options.max_handler_threads, self._loop, tracer_for(options.otel, options.worker_name))
         self._loop.set_default_executor(self._invoker.pool)  # see pool.py: survives interpreter shutdown
