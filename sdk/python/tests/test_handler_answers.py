@@ -6,6 +6,7 @@ import asyncio
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -296,3 +297,34 @@ def test_an_answer_waits_at_most_a_few_ms_for_others_while_calls_keep_the_thread
     first, last = asyncio.run(calls())
     gap = last - first
     assert gap > (n - 1) * 0.0008 / 2, f"the first answer arrived only {gap * 1000:.1f} ms before the last"
+
+
+def test_a_failed_write_of_answers_costs_only_those_answers(make_worker: WorkerFactory) -> None:
+    """If writing a batch of answers raises something unforeseen, that batch is lost (its callers get
+    `timeout`) and logged, but the worker's later answers still go out: the writer is not left
+    marked as running for good."""
+    server = make_worker("write-fault-server")
+
+    async def echo(data: Any) -> Any:
+        return data
+
+    server.register_function("py::echo", echo)
+    caller = make_worker("write-fault-caller")
+    wait_for(lambda: _registered(caller, "py::echo"), what="py::echo")
+    session = server._connection.session
+    assert session is not None
+    real_send_texts = session.send_texts
+    failures = [RuntimeError("injected: the write failed")]
+
+    async def failing_once(texts: Sequence[str]) -> None:
+        if failures:
+            raise failures.pop()
+        await real_send_texts(texts)
+
+    session.write_now = lambda text: False  # type: ignore[method-assign]  # every answer through the outbox's writer
+    session.send_texts = failing_once  # type: ignore[method-assign]
+    with pytest.raises(InvocationError) as lost:
+        caller.trigger({"function_id": "py::echo", "payload": {"n": 1}, "timeout_ms": 500})
+    assert lost.value.code == "timeout"
+    assert not failures, "the injected failure was not reached"
+    assert caller.trigger({"function_id": "py::echo", "payload": {"n": 2}, "timeout_ms": 2000}) == {"n": 2}

@@ -237,6 +237,10 @@ class Outbox:
                     await session.send_texts(texts)
                 except SvcError:
                     pass  # the socket it came on is gone; the engine has already failed these calls
+                except Exception:
+                    # Unforeseen: these answers are lost (their callers get `timeout`), the later ones
+                    # must not be. A writer that ended here would stay `_scheduled` for good.
+                    log.exception("svc: writing %d answer(s) to the engine failed; they are lost", len(texts))
 
 
 def _by_session(batch: list[tuple[Session, str]]) -> list[tuple[Session, list[str]]]:
