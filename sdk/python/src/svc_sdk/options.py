@@ -95,7 +95,7 @@ class InitOptions:
     #: WebSocket keepalive ping interval; None disables it. A dead engine is noticed within 2x this.
     keepalive_interval_ms: int | None = 20_000
     reconnect: ReconnectOptions = field(default_factory=ReconnectOptions)
-    #: How often the worker reports its process's CPU, memory and asyncio loop lag to the engine
+    #: How often the worker reports its process's CPU, memory and event loop lag to the engine
     #: (engine::workers::report; the console's Workers page and /metrics show them). Default:
     #: $SVC_PROCESS_REPORT_MS, else 5000. 0 turns it off.
     process_report_interval_ms: int = field(default_factory=lambda: _report_interval_from_env())
