@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -182,6 +183,49 @@ def test_sync_answers_larger_than_the_socket_takes_arrive_whole(make_worker: Wor
     assert counts["leftover"] > 0, "no answer was taken in part: the test did not reach the loop's hand-over"
     assert server._connection.session is session, "the server's socket was replaced"
     assert caller.trigger({"function_id": "py::big", "payload": {"n": 1}})["blob"] == "B" * 600_000
+
+
+@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
+def test_a_loop_write_behind_a_threads_partial_answer_leaves_after_it(
+    make_worker: WorkerFactory, event_loop: str
+) -> None:
+    """The socket takes part of a thread's answer; before the rest is handed to the transport, the
+    loop writes a frame of its own (as it does `async def` answers and log batches): it leaves after
+    the rest, so both arrive whole, on either loop (the engine closes a socket whose frames interleave)."""
+    server = make_worker("behind-server", event_loop=event_loop)
+    noted: list[Any] = []
+    wrote_behind = threading.Event()
+
+    def big(data: Any) -> Any:
+        server._loop.call_soon_threadsafe(write_behind_the_leftover)
+        return {"blob": "B" * 2_000_000}
+
+    server.register_function("py::big", big)
+    server.register_function("py::note", noted.append)
+    caller = make_worker("behind-caller")
+    wait_for(lambda: _registered(caller, "py::big") and _registered(caller, "py::note"), what="functions")
+    session = server._connection.session
+    assert session is not None
+    writer = session._thread_writer
+    assert writer is not None
+
+    def write_behind_the_leftover() -> None:
+        # On the loop, held until the socket took big's answer in part: the thread's hand-over of the
+        # rest is queued behind this callback, so this frame is written while the rest still waits.
+        deadline = time.monotonic() + 10
+        while writer._leftover is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        note = {"type": "invokefunction", "function_id": "py::note", "data": {"n": 1}, "action": {"type": "void"}}
+        if writer._leftover is not None and session.write_now(json.dumps(note)):
+            wrote_behind.set()
+
+    # A small send buffer: a 2 MB answer never fits at once.
+    session.ws.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16 * 1024)
+
+    assert caller.trigger({"function_id": "py::big", "payload": {}, "timeout_ms": 10_000}) == {"blob": "B" * 2_000_000}
+    assert wrote_behind.is_set(), "the loop wrote no frame while a partial answer waited: the test missed its path"
+    wait_for(lambda: noted == [{"n": 1}], timeout=5, what="the frame written behind the partial answer to arrive")
+    assert server._connection.session is session, "the server's socket was replaced"
 
 
 @pytest.mark.parametrize("is_async", [False, True])

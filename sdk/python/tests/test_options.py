@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
+import tomllib
+from pathlib import Path
 
 import pytest
+from packaging.markers import Marker
+from packaging.requirements import Requirement
 
 from svc_sdk import DEFAULT_MAX_FRAME_BYTES, InitOptions, ReconnectOptions, default_url
 from svc_sdk.connection import backoff_delay
@@ -41,9 +44,45 @@ def test_namespace_defaults_from_env_and_blank_is_unset(monkeypatch: pytest.Monk
     assert InitOptions().namespace is None
 
 
+def _uvloop_marker() -> Marker:
+    """Where pyproject.toml makes uvloop a dependency of svc-sdk (pip evaluates it with `packaging` too)."""
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    [uvloop] = [r for r in map(Requirement, pyproject["project"]["dependencies"]) if r.name == "uvloop"]
+    assert uvloop.marker is not None
+    return uvloop.marker
+
+
+@pytest.mark.parametrize(
+    ("sys_platform", "machine", "implementation", "wanted"),
+    [
+        ("linux", "x86_64", "CPython", True),
+        ("linux", "aarch64", "CPython", True),
+        ("darwin", "arm64", "CPython", True),
+        ("darwin", "x86_64", "CPython", True),
+        # No uvloop wheel on PyPI: pip would build it from source, and without a C compiler (the
+        # python:*-slim images) the install of svc-sdk fails instead of falling back to asyncio.
+        ("linux", "armv7l", "CPython", False),
+        ("linux", "ppc64le", "CPython", False),
+        ("linux", "s390x", "CPython", False),
+        ("freebsd14", "amd64", "CPython", False),
+        ("win32", "AMD64", "CPython", False),
+        ("linux", "x86_64", "PyPy", False),
+    ],
+)
+def test_uvloop_is_a_dependency_only_where_pypi_has_wheels_of_it(
+    sys_platform: str, machine: str, implementation: str, wanted: bool
+) -> None:
+    environment = {
+        "sys_platform": sys_platform,
+        "platform_machine": machine,
+        "platform_python_implementation": implementation,
+    }
+    assert _uvloop_marker().evaluate(environment) is wanted
+
+
 def test_event_loop_is_uvloop_unless_svc_event_loop_says_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SVC_EVENT_LOOP", raising=False)
-    if sys.platform == "linux":  # a dependency of svc-sdk on CPython here (pyproject.toml)
+    if _uvloop_marker().evaluate():  # a dependency of svc-sdk here
         assert importlib.util.find_spec("uvloop") is not None
     assert InitOptions().event_loop == ("uvloop" if importlib.util.find_spec("uvloop") else "asyncio")
     monkeypatch.setenv("SVC_EVENT_LOOP", "asyncio")

@@ -71,11 +71,13 @@ def test_uncaught_exception_in_the_script_ends_the_worker(tmp_path: Path, engine
     assert "RuntimeError: crash after registering" in err
 
 
+@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
 def test_script_worker_reconnects_by_host_name_after_its_last_line(
-    tmp_path: Path, engine: Engine, make_worker: WorkerFactory
+    tmp_path: Path, engine: Engine, make_worker: WorkerFactory, event_loop: str
 ) -> None:
-    # Host names are resolved in an executor: this must still work once the interpreter is past the
-    # script's end (stock executors refuse work then).
+    # asyncio's own loop resolves host names in its default executor: this must still work once the
+    # interpreter is past the script's end (stock executors refuse work then). uvloop resolves them
+    # in libuv's threads, so only the asyncio run tests the executor.
     script = tmp_path / "worker.py"
     script.write_text(SCRIPT)
     url = engine.url.replace("127.0.0.1", "localhost")
@@ -84,7 +86,7 @@ def test_script_worker_reconnects_by_host_name_after_its_last_line(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=python_env(),
+        env={**python_env(), "SVC_EVENT_LOOP": event_loop},
         preexec_fn=_sigint_as_in_a_terminal,
     )
     try:

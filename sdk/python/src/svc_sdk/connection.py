@@ -2,7 +2,7 @@
 
 A `Connection` knows nothing about functions or calls. Each open socket is a `Session`; the worker
 gets `on_open` once the svc handshake (`hello`, then `reattach` on a reconnect) is done, every other
-frame through `on_frame`, and `on_close` when the socket is gone. Everything runs on one asyncio loop.
+frame through `on_frame`, and `on_close` when the socket is gone. Everything runs on one event loop.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ EVENT_LOOPS = ("uvloop", "asyncio")
 
 
 def default_event_loop() -> str:
-    """$SVC_EVENT_LOOP when set, else uvloop where it is installed (a dependency on Linux and macOS)."""
+    """$SVC_EVENT_LOOP when set, else uvloop where it is installed (a dependency where it has wheels)."""
     chosen = os.environ.get("SVC_EVENT_LOOP", "").strip()
     if chosen:
         return chosen
@@ -95,13 +95,14 @@ class InitOptions:
     #: WebSocket keepalive ping interval; None disables it. A dead engine is noticed within 2x this.
     keepalive_interval_ms: int | None = 20_000
     reconnect: ReconnectOptions = field(default_factory=ReconnectOptions)
-    #: How often the worker reports its process's CPU, memory and asyncio loop lag to the engine
+    #: How often the worker reports its process's CPU, memory and event loop lag to the engine
     #: (engine::workers::report; the console's Workers page and /metrics show them). Default:
     #: $SVC_PROCESS_REPORT_MS, else 5000. 0 turns it off.
     process_report_interval_ms: int = field(default_factory=lambda: _report_interval_from_env())
     #: The event loop the connection and `async def` handlers run on: "uvloop" (the default where it
-    #: is installed: it comes with svc-sdk on Linux and macOS, and answers calls faster, issue 21 in
-    #: bench/RESULTS.md) or "asyncio" (the standard library's). Default: $SVC_EVENT_LOOP, else uvloop.
+    #: is installed: it comes with svc-sdk where PyPI has wheels of it, and answers calls faster,
+    #: issue 21 in bench/RESULTS.md) or "asyncio" (the standard library's). Default: $SVC_EVENT_LOOP,
+    #: else uvloop where installed, else asyncio.
     event_loop: str = field(default_factory=default_event_loop)
     #: Install SIGINT/SIGTERM handlers (main thread only) that close the connection cleanly.
     handle_signals: bool = True

@@ -4,7 +4,8 @@ Why not a stock ThreadPoolExecutor: once a script's last line has run, the inter
 shutting down and stock executors refuse new work ("cannot schedule new futures after interpreter
 shutdown"). A worker script's real life starts exactly then: it registered its functions and now
 serves them until interrupted. This pool has no such cut-off, and it is also the loop's default
-executor, which asyncio uses to resolve host names when reconnecting.
+executor, which asyncio's own loop uses to resolve host names when reconnecting (uvloop resolves
+them in libuv's threads).
 
 Why it wakes few threads: with the GIL only one thread runs Python at a time, so for quick handlers
 (the quickstart's `math::add`) one thread working through a read's calls is fastest, and every other

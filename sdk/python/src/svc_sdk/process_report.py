@@ -1,6 +1,6 @@
 """The worker's process metrics, reported to the engine every few seconds (engine::workers::report).
 
-CPU time (user, system), resident memory and the lag of the worker's asyncio loop, which the
+CPU time (user, system), resident memory and the lag of the worker's event loop, which the
 console's Workers page and the engine's /metrics show. The lag is measured by a timer on the loop
 itself: every TICK_S it sleeps and notes how much later than asked it woke (a handler blocking the
 loop, or a busy process, shows here). One small fire-and-forget frame per interval, off the call path.

@@ -1,6 +1,6 @@
 """The background thread a worker's connection lives on, and how the process ends.
 
-`register_worker` returns at once; the connection runs on its own asyncio loop in a non-daemon
+`register_worker` returns at once; the connection runs on its own event loop in a non-daemon
 thread, so a worker script that just registers functions and reaches its end stays alive. Ctrl-C
 (SIGINT) or SIGTERM then close the connection cleanly and let the process exit. An uncaught
 exception in the main script also shuts the worker down instead of leaving a half-set-up process.
