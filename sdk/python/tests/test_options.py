@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 import tomllib
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from packaging.requirements import Requirement
 
 from svc_sdk import DEFAULT_MAX_FRAME_BYTES, InitOptions, ReconnectOptions, default_url
 from svc_sdk.connection import backoff_delay
+from svc_sdk.runtime import new_event_loop
 
 
 def test_default_url_comes_from_svc_url(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,3 +123,10 @@ def test_backoff_grows_caps_and_jitters() -> None:
         delays = [backoff_delay(opts, attempt) for _ in range(200)]
         assert all(base * 0.7 <= d <= base for d in delays), (attempt, min(delays), max(delays))
         assert max(delays) - min(delays) > base * 0.1  # jitter spreads reconnecting workers apart
+
+
+def test_a_uvloop_that_cannot_be_imported_names_the_way_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # `import uvloop` raises ImportError, as a broken build does
+    with pytest.raises(ImportError, match=r"cannot be imported .*\$SVC_EVENT_LOOP to 'asyncio'"):
+        new_event_loop("uvloop")
+    new_event_loop("asyncio").close()

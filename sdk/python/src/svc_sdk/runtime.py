@@ -24,7 +24,13 @@ log = logging.getLogger("svc_sdk")
 def new_event_loop(kind: str) -> asyncio.AbstractEventLoop:
     """A loop of the kind InitOptions.event_loop names ("uvloop" or "asyncio"; options.py checks it)."""
     if kind == "uvloop":
-        import uvloop  # only here: an "asyncio" worker never imports it
+        try:
+            import uvloop  # only here: an "asyncio" worker never imports it
+        except ImportError as exc:  # found but broken (e.g. a venv copied from another machine)
+            raise ImportError(
+                f"svc: uvloop, the worker's default event loop, is installed but cannot be imported ({exc});"
+                " reinstall it, or set InitOptions.event_loop or $SVC_EVENT_LOOP to 'asyncio'"
+            ) from exc
 
         return uvloop.new_event_loop()
     return asyncio.new_event_loop()
