@@ -203,11 +203,12 @@ export function benchPython(): string {
   const py = join(venv, 'bin', 'python');
   const pyproject = readFileSync(join(ROOT, 'sdk', 'python', 'pyproject.toml'), 'utf8');
   const stamp = join(venv, 'svc-pyproject.toml');
-  if (!existsSync(py) || !existsSync(stamp) || readFileSync(stamp, 'utf8') !== pyproject) {
-    process.stdout.write(`${existsSync(py) ? 'updating' : 'creating'} ${venv} (pip install ./sdk/python) ...\n`);
+  const made = existsSync(py);
+  if (!made || !existsSync(stamp) || readFileSync(stamp, 'utf8') !== pyproject) {
+    process.stdout.write(`${made ? 'updating' : 'creating'} ${venv} (pip install ./sdk/python) ...\n`);
     mkdirSync(join(ROOT, 'bench', 'out'), { recursive: true });
     for (const [cmd, args] of [
-      ...(existsSync(py) ? [] : [['python3', ['-m', 'venv', venv]] as const]),
+      ...(made ? [] : [['python3', ['-m', 'venv', venv]] as const]),
       [py, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', join(ROOT, 'sdk', 'python')]] as const,
     ]) {
       const r = spawnSync(cmd, args, { stdio: 'inherit' });

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from svc_sdk import InvocationError
+from svc_sdk.options import EVENT_LOOPS
 
 from .conftest import WorkerFactory, wait_for
 
@@ -41,7 +42,7 @@ def _count_direct_writes(session: Any) -> dict[str, int]:
     return counts
 
 
-@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
+@pytest.mark.parametrize("event_loop", EVENT_LOOPS)
 def test_sync_answers_are_written_by_the_handler_threads(make_worker: WorkerFactory, event_loop: str) -> None:
     """Plain `def` handlers' answers leave from the pool thread that ran them, which writes what it
     has once no more calls wait (issue 21): the loop is not woken to answer them. On either loop."""
@@ -185,7 +186,7 @@ def test_sync_answers_larger_than_the_socket_takes_arrive_whole(make_worker: Wor
     assert caller.trigger({"function_id": "py::big", "payload": {"n": 1}})["blob"] == "B" * 600_000
 
 
-@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
+@pytest.mark.parametrize("event_loop", EVENT_LOOPS)
 def test_a_loop_write_behind_a_threads_partial_answer_leaves_after_it(
     make_worker: WorkerFactory, event_loop: str
 ) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from svc_sdk.options import EVENT_LOOPS
+
 from .conftest import Engine, WorkerFactory, python_env, wait_for
 
 SCRIPT = """
@@ -71,7 +73,7 @@ def test_uncaught_exception_in_the_script_ends_the_worker(tmp_path: Path, engine
     assert "RuntimeError: crash after registering" in err
 
 
-@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
+@pytest.mark.parametrize("event_loop", EVENT_LOOPS)
 def test_script_worker_reconnects_by_host_name_after_its_last_line(
     tmp_path: Path, engine: Engine, make_worker: WorkerFactory, event_loop: str
 ) -> None:

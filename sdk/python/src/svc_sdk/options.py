@@ -25,12 +25,17 @@ def default_namespace() -> str | None:
 EVENT_LOOPS = ("uvloop", "asyncio")
 
 
+def uvloop_installed() -> bool:
+    """Found without importing it (runtime.py imports it when a worker's loop is made)."""
+    return importlib.util.find_spec("uvloop") is not None
+
+
 def default_event_loop() -> str:
     """$SVC_EVENT_LOOP when set, else uvloop where it is installed (a dependency where it has wheels)."""
     chosen = os.environ.get("SVC_EVENT_LOOP", "").strip()
     if chosen:
         return chosen
-    return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
+    return "uvloop" if uvloop_installed() else "asyncio"
 
 
 def default_worker_name() -> str:
@@ -143,7 +148,7 @@ class InitOptions:
                 f"InitOptions.event_loop must be 'uvloop' or 'asyncio', got {self.event_loop!r}"
                 " (the default comes from $SVC_EVENT_LOOP)"
             )
-        if self.event_loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+        if self.event_loop == "uvloop" and not uvloop_installed():
             raise ValueError(
                 "InitOptions.event_loop is 'uvloop' but uvloop is not installed here (pip install uvloop);"
                 " set it, or $SVC_EVENT_LOOP, to 'asyncio'"
