@@ -85,8 +85,14 @@ export function countByTime(fired: Fired[]): Map<string, number> {
 }
 
 /**
+ * How late a fire may run. A fire that waited for a killed replica's lease (3 s) would be seconds
+ * late; 100 ms failed once in 31 fires (101 ms) with the 2-core machine at load average 7.
+ */
+const LATE_MS = 250;
+
+/**
  * Every `periodMs` from the first fire to the last ran exactly once (nothing else ran), the fires
- * span at least `spanMs`, and each ran within 100 ms of its scheduled time.
+ * span at least `spanMs`, and each ran within LATE_MS of its scheduled time.
  */
 export function assertEachOnceOnTime(fired: Fired[], periodMs: number, spanMs: number): void {
   const counts = countByTime(fired);
@@ -100,5 +106,5 @@ export function assertEachOnceOnTime(fired: Fired[], periodMs: number, spanMs: n
   }
   assert.equal(counts.size, (last - first) / periodMs + 1, 'fires at times off the schedule');
   const late = fired.map((f) => f.at - Date.parse(f.scheduled_time));
-  assert.ok(Math.max(...late) <= 100, `latest fire ran ${Math.max(...late)} ms after its time (all: ${late.join(',')})`);
+  assert.ok(Math.max(...late) <= LATE_MS, `latest fire ran ${Math.max(...late)} ms after its time (all: ${late.join(',')})`);
 }
