@@ -156,6 +156,7 @@ export class Engine {
       maxTotalBytes: this.opts.maxChannelBytes,
       readerStallMs: this.opts.channelReaderStallMs,
       ownerGraceMs: this.opts.channelOwnerGraceMs,
+      handshakeTimeoutMs: this.opts.handshakeTimeoutMs,
     });
     installChannelBuiltins(this.registry, this.channels);
     if (this.opts.cluster) {
