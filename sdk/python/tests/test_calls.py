@@ -54,6 +54,23 @@ def test_async_handler_and_json_values(make_worker: WorkerFactory) -> None:
         assert w.trigger({"function_id": "py::echo", "payload": value}) == {"got": value, "ctx": "py::echo"}
 
 
+def test_a_call_without_payload_reaches_handlers_as_an_empty_dict(make_worker: WorkerFactory) -> None:
+    """As in the TypeScript SDK and iii's: no payload, or None, is `{}` for the handler (plain or async)."""
+    w = make_worker("no-payload")
+    got: list[Any] = []
+
+    async def on_async(data: Any) -> Any:
+        got.append(data)
+
+    w.register_function("py::plain_sink", got.append)
+    w.register_function("py::async_sink", on_async)
+    wait_for(lambda: _registered(w, "py::async_sink"), what="py::async_sink")
+    for function_id in ("py::plain_sink", "py::async_sink"):
+        w.trigger({"function_id": function_id})
+        w.trigger({"function_id": function_id, "payload": None})
+    assert got == [{}, {}, {}, {}]
+
+
 def test_handler_exception_becomes_invocation_error(make_worker: WorkerFactory) -> None:
     w = make_worker("failing")
 

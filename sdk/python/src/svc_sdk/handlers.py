@@ -291,12 +291,15 @@ class Invoker:
             baggage if isinstance(baggage, str) else None,
             span,
         )
+        data = frame.get("data")
+        if data is None:
+            data = {}  # a call without payload, or with null: as the TypeScript SDK's handlers get it
         fn = self.functions.get(function_id)
         if fn is None:
             error: ErrorBody = {"code": ErrorCode.FUNCTION_NOT_FOUND, "message": f"Function {function_id} not found"}
             self._answer(session, ctx, None, error)
         elif fn.is_async:
-            run = self._run_handler(session, fn.handler, frame.get("data"), ctx)
+            run = self._run_handler(session, fn.handler, data, ctx)
             if invocation_id is None:
                 spawn(run)
             elif EAGER_TASKS:
@@ -314,7 +317,7 @@ class Invoker:
                 # itself when done, and cancel() removes it, so no done-callback per call.
                 self._tasks[invocation_id] = self._loop.create_task(run)
         else:
-            call = _SyncCall(fn, frame.get("data"), ctx, session)
+            call = _SyncCall(fn, data, ctx, session)
             if invocation_id is not None:
                 self._sync[invocation_id] = call
             self.pool.run_soon(self._run_sync, call)
