@@ -12,6 +12,7 @@
  */
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { VENDORED_SDK_FILE } from '../supervisor/install.js';
 import { loadManifest } from '../supervisor/manifest.js';
 import { sdkPackage, type SdkLanguage, type SdkPackage } from './sdk-packages.js';
 
@@ -20,7 +21,7 @@ export const VENDOR_DIR = 'vendor';
 /** A requirement line that names svc-sdk in any form: by name (with `@ url` or a version) or by a wheel's path. */
 const PY_REQUIREMENT = /^[ \t]*(?:svc[-_]sdk(?:[ \t]*(?:@|[<>=!~]).*)?|\S*svc_sdk-[^/\s]+\.whl)[ \t]*$/im;
 /** The package file names each SDK's tool writes: any version of it. */
-const PACKAGE_FILE: Record<SdkLanguage, RegExp> = { python: /^svc_sdk-[^-]+-.*\.whl$/, typescript: /^svc-sdk-.+\.tgz$/ };
+const PACKAGE_FILE: Record<SdkLanguage, RegExp> = VENDORED_SDK_FILE;
 
 export interface VendorResult {
   dir: string;

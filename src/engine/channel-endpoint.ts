@@ -123,7 +123,8 @@ export class Channels {
       // wrong advertise_url would otherwise send it round in a loop).
       const engineUrl = req.headers[RELAY_HEADER] === undefined ? this.cluster?.channelEngineUrl(id) : null;
       if (engineUrl) {
-        const relay = { maxFrameBytes: this.limits.maxFrameBytes, windowBytes: this.limits.windowBytes, readerStallMs: this.limits.readerStallMs };
+        const { maxFrameBytes, windowBytes, readerStallMs, handshakeTimeoutMs } = this.limits;
+        const relay = { maxFrameBytes, windowBytes, readerStallMs, handshakeTimeoutMs };
         this.pendingRelays++;
         return relayChannel(req, socket, head, engineUrl, this.wss, relay, {
           refuse: (s, status, code, message) => refuseUpgrade(s, status, code as UpgradeRefusalCode, message),

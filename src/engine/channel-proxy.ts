@@ -20,6 +20,11 @@ export interface RelayOptions {
   windowBytes: number;
   /** How long a client with bytes pending may take none of them before it is judged lost (channels.ts). */
   readerStallMs: number;
+  /**
+   * How long the engine holding the channel may take to answer the upgrade (engine.handshake_timeout_ms:
+   * the bound that engine sets its own clients, this one among them); then `channel_engine_unreachable`.
+   */
+  handshakeTimeoutMs: number;
 }
 
 export interface RelayHooks {
@@ -63,7 +68,7 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
       headers: { [RELAY_HEADER]: '1', ...(typeof auth === 'string' ? { authorization: auth } : {}) },
       maxPayload: opts.maxFrameBytes,
       perMessageDeflate: false,
-      handshakeTimeout: 10_000,
+      handshakeTimeout: opts.handshakeTimeoutMs,
     });
   } catch (e) {
     // ws refuses some request targets HTTP lets through (a fragment): this one is not relayed.

@@ -34,6 +34,8 @@ export interface ChannelLimits {
   openTimeoutMs: number;
   /** Channels one peer may have created and not yet ended. */
   maxPerWorker: number;
+  /** Cluster mode: how long a relay waits for the engine holding a channel to answer its upgrade (channel-proxy.ts). */
+  handshakeTimeoutMs: number;
 }
 
 /**

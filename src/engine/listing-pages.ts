@@ -33,7 +33,7 @@ export function installListingPages(registry: Registry, maxChars: number): void 
       const { limit, after } = pageArgs(fid, data);
       const answer = (await original(data, caller, frameChars)) as Entry;
       const all = answer[key] as Entry[];
-      if (limit === undefined && after === undefined && JSON.stringify(all).length <= maxChars) return answer;
+      if (limit === undefined && after === undefined && encodesWithin(all, maxChars)) return answer;
       const rest = all.filter((e) => after === undefined || id(e) > after).sort((a, b) => (id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0));
       const page: Entry[] = [];
       let chars = 0;
@@ -47,6 +47,25 @@ export function installListingPages(registry: Registry, maxChars: number): void 
       return { ...answer, [key]: page, ...(page.length < rest.length ? { next: id(page[page.length - 1]!) } : {}) };
     }, entry.inOrder === true);
   }
+}
+
+/** Entries encoded together while measuring a listing: fewer calls than one per entry, and little encoded past the bound. */
+const MEASURE_CHUNK = 64;
+
+/**
+ * Whether `entries` encode to at most `maxChars` characters as a JSON array (as JSON.stringify of
+ * it), without encoding a listing far over it whole: the count stops at the first chunk past the
+ * bound, so deciding costs about `maxChars` of encoding at most, whatever the registrations.
+ */
+export function encodesWithin(entries: Entry[], maxChars: number): boolean {
+  // A chunk of k entries encodes to their text, k - 1 commas and 2 brackets: less 1, its entries with a comma
+  // each. The array is all entries, one comma fewer, and its 2 brackets: 1 more than the sum.
+  let chars = entries.length === 0 ? 2 : 1;
+  for (let i = 0; i < entries.length; i += MEASURE_CHUNK) {
+    chars += JSON.stringify(entries.slice(i, i + MEASURE_CHUNK)).length - 1;
+    if (chars > maxChars) return false;
+  }
+  return chars <= maxChars;
 }
 
 function pageArgs(fid: string, data: unknown): { limit: number | undefined; after: string | undefined } {

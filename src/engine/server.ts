@@ -1,18 +1,16 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket } from 'ws';
+import type { Socket } from 'node:net';
+import type { WebSocket } from 'ws';
 import { SvcError } from 'svc-sdk';
 import { ENGINE_RESTART_CLOSE } from 'svc-sdk/protocol';
-import { admitConnection } from './admission.js';
-import { isLoopbackHost, presentedToken, TokenTable, type Access } from './auth.js';
+import { isLoopbackHost, TokenTable, type Access } from './auth.js';
 import { cutString, StoredValues } from './budgets.js';
 import { installBuiltins } from './builtins.js';
-import { Channels, installChannelBuiltins, refuseUpgrade } from './channel-endpoint.js';
+import { Channels, installChannelBuiltins } from './channel-endpoint.js';
 import { Cluster, ClusterError } from './cluster/cluster.js';
 import { EngineRun, type RunIdentity } from './engine-run.js';
-import { answerHealth, type NotReady } from './health.js';
+import type { NotReady } from './health.js';
 import { installClusterBuiltins } from './cluster/listing.js';
+import { EngineListener } from './listener.js';
 import { installListingPages, listAll } from './listing-pages.js';
 import { Invocations } from './invocations.js';
 import { storeTelemetryFrame } from './otlp-logs.js';
@@ -26,13 +24,13 @@ import { EngineTelemetry } from './telemetry/engine-telemetry.js';
 import { SpanRing } from './hot/span-ring.js';
 import type { LogEntry } from './logs.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from './options.js';
-import { normalizeOrigin, originRefusal } from './origin.js';
 import { printable } from './printable.js';
 import { NamespaceRules } from './namespaces.js';
 import { Registry } from './registry.js';
 import { Router } from './router.js';
 import { EngineTriggerProvider } from './engine-triggers.js';
 import { Session } from './session.js';
+import { SessionWatch } from './session-watch.js';
 import { Triggers } from './triggers.js';
 import { installTraceBuiltins } from './trace-builtins.js';
 
@@ -60,8 +58,8 @@ export class Engine {
   private readonly telemetry: TelemetrySockets;
   /** Budgets of what registrations store (budgets.ts). */
   readonly stored: StoredValues;
-  private wss: WebSocketServer | null = null;
-  private http: Server | null = null;
+  /** The HTTP server and the upgrades (listener.ts); null until start() has bound it. */
+  private listener: EngineListener | null = null;
   /** Tokens in force; the supervisor adds its own at start. */
   readonly tokens: TokenTable;
   /** This run's id and the run secrets it issued to the instances it started and to its own clients. */
@@ -73,8 +71,8 @@ export class Engine {
   readonly otlp: EngineTelemetry | null = null;
   /** Frames and bytes of the connections (/metrics). */
   private readonly traffic = new Traffic();
-  private liveness: NodeJS.Timeout | null = null;
-  private sendBufferWatch: NodeJS.Timeout | null = null;
+  /** Liveness and slow consumers (session-watch.ts). */
+  private readonly watch: SessionWatch;
   private stopping: Promise<void> | null = null;
   private started = false;
   readonly startedAt = Date.now();
@@ -158,6 +156,7 @@ export class Engine {
       maxTotalBytes: this.opts.maxChannelBytes,
       readerStallMs: this.opts.channelReaderStallMs,
       ownerGraceMs: this.opts.channelOwnerGraceMs,
+      handshakeTimeoutMs: this.opts.handshakeTimeoutMs,
     });
     installChannelBuiltins(this.registry, this.channels);
     if (this.opts.cluster) {
@@ -175,6 +174,13 @@ export class Engine {
     }
     // A character of JSON is at most 3 bytes of UTF-8: a page stays well under a frame.
     installListingPages(this.registry, Math.floor(this.opts.maxFrameBytes / 4));
+    this.watch = new SessionWatch({
+      opts: this.opts,
+      sessions: () => this.sessions.values(),
+      drop: (s, why) => this.cleanup(s, why, true),
+      warn,
+      pingTelemetry: () => this.telemetry.ping(),
+    });
   }
 
   /** Listen; resolves with the bound address once ready. */
@@ -185,79 +191,21 @@ export class Engine {
         `engine.host is ${this.opts.host} but no tokens are configured (engine.auth.tokens): anyone who can reach port ${this.opts.port} could register or call any function. Configure tokens (docs/security.md) or listen on 127.0.0.1.`,
       );
     }
-    // Our own HTTP server, so that a client that opens a socket and never finishes the upgrade
-    // is cut off after handshake_timeout_ms instead of holding a connection forever.
-    const http = createServer({ connectionsCheckingInterval: Math.max(100, Math.min(1000, this.opts.handshakeTimeoutMs / 2)) }, (req, res) => {
-      if (answerHealth(req, res, () => this.notReady())) return;
-      res.writeHead(426, { 'content-type': 'text/plain', upgrade: 'websocket' });
-      res.end('svc engine: connect with a WebSocket (docs/protocol.md)\n');
-    });
-    http.headersTimeout = this.opts.handshakeTimeoutMs;
-    http.requestTimeout = this.opts.handshakeTimeoutMs;
-    this.http = http;
-    await new Promise<void>((resolve, reject) => {
-      http.once('error', reject);
-      http.listen(this.opts.port, this.opts.host, () => {
-        http.off('error', reject);
-        resolve();
-      });
-    });
-    const allowedOrigins = new Set(this.opts.allowedOrigins.map((o) => normalizeOrigin(o) ?? o));
-    const wss = new WebSocketServer({
-      noServer: true,
-      // Frames between max_frame_bytes and this hard cap are read and refused with a clear error;
-      // only beyond it does ws close the connection (1009) to protect memory.
-      maxPayload: this.opts.maxFrameBytes * 4,
-      perMessageDeflate: false,
-    });
-    // Workers connect on `/`; iii SDKs also open `/otel` for telemetry and `/ws/channels/…` for
-    // channels. Other paths are refused at the upgrade with 404.
-    http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      socket.on('error', () => {});
-      // A web page (it sends Origin) from an origin not allowed: refused before it is a connection.
-      const refusal = originRefusal(req, allowedOrigins);
-      if (refusal) return refuseUpgrade(socket, 403, 'origin_not_allowed', refusal);
-      const path = (req.url ?? '/').split('?')[0]!;
-      if (path === '/' || path === '' || path === '/otel') {
-        wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
-        return;
-      }
-      if (!path.startsWith('/ws/channels/')) return refuseUpgrade(socket, 404, 'not_found', 'svc serves workers on / and channels on /ws/channels/<channel_id> (docs/protocol.md)');
-      if (this.stopping) return refuseUpgrade(socket, 503, 'shutting_down', 'The engine is shutting down');
-      // A channel's socket is a connection like any other: it counts against max_connections.
-      if (this.connectionCount >= this.opts.maxConnections) {
-        return refuseUpgrade(socket, 503, 'overloaded', `The engine has ${this.connectionCount} connections, channel sockets included (engine.limits.max_connections); retry later`);
-      }
-      // With tokens configured a channel's socket presents one too; its key is the right to the channel.
-      if (this.tokens.enabled && !this.tokens.find(presentedToken(req))) {
-        return refuseUpgrade(socket, 401, 'unauthorized', 'This engine requires a token on channel sockets too: Authorization: Bearer <token> or ?token=');
-      }
-      try {
-        this.channels.upgrade(req, socket, head);
-      } catch (e) {
-        // Nothing an upgrade carries may end the engine: a bug here costs this socket only.
-        this.event('error', `channel upgrade failed: ${(e as Error).message}`);
-        socket.destroy();
-      }
-    });
-    this.wss = wss;
-    wss.on('error', (err) => this.event('error', `server error: ${err.message}`));
-    wss.on('connection', (ws, req) => {
-      const path = (req.url ?? '/').split('?')[0];
-      const admitted = admitConnection(ws, req, { connections: this.connectionCount, maxConnections: this.opts.maxConnections, run: this.run, tokens: this.tokens, warn: (m) => this.event('warn', m) });
-      if (!admitted) return;
-      if (path === '/otel') {
+    this.listener = await EngineListener.listen(this.opts, {
+      notReady: () => this.notReady(),
+      stopping: () => this.stopping !== null,
+      connectionCount: () => this.connectionCount,
+      tokens: this.tokens,
+      run: this.run,
+      channels: this.channels,
+      event: (level, message) => this.event(level, message),
+      telemetry: (ws) => {
         if (this.stopping) ws.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
         else this.telemetry.accept(ws);
-        return;
-      }
-      this.accept(ws, req.socket, admitted.access, admitted.identity);
+      },
+      session: (ws, socket, access, identity) => this.accept(ws, socket, access, identity),
     });
-    this.liveness = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
-    this.liveness.unref();
-    // Not checked per frame: the call path stays as it was, and a buffer grows at most a tick's worth.
-    this.sendBufferWatch = setInterval(() => this.checkSendBuffers(), Math.max(20, Math.min(250, this.opts.slowConsumerMs / 4)));
-    this.sendBufferWatch.unref();
+    this.watch.start();
     const calls = this.callMetrics;
     const sources = calls
       ? engineMetricSources({
@@ -301,11 +249,8 @@ export class Engine {
   }
 
   address(): { host: string; port: number; url: string } {
-    const a = this.http?.address() as AddressInfo | undefined;
-    if (!a) throw new SvcError('internal_error', 'The engine is not listening: address() is known once start() has resolved');
-    const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
-    const shown = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
-    return { host: a.address, port: a.port, url: `ws://${shown}:${a.port}` };
+    if (!this.listener) throw new SvcError('internal_error', 'The engine is not listening: address() is known once start() has resolved');
+    return this.listener.address();
   }
 
   /** Where Prometheus scrapes this engine (engine.metrics); null when metrics are off. */
@@ -377,42 +322,6 @@ export class Engine {
     if (s.role !== 'client') this.event('info', `worker ${s.name} left: ${why}`, { worker_id: s.id });
   }
 
-  private checkLiveness(): void {
-    for (const s of this.sessions.values()) {
-      if (!s.alive) {
-        this.cleanup(s, 'did not answer pings', true);
-        continue;
-      }
-      s.alive = false;
-      s.ping();
-    }
-    this.telemetry.ping();
-  }
-
-  /**
-   * Slow consumers (as NATS names them): a peer that does not read what the engine writes to it
-   * makes the engine hold it. One whose unsent bytes stay over max_send_buffer_bytes for
-   * slow_consumer_ms, or reach four times that, is closed; its calls end as on any disconnect.
-   */
-  private checkSendBuffers(): void {
-    const limit = this.opts.maxSendBufferBytes;
-    const now = Date.now();
-    for (const s of this.sessions.values()) {
-      const bytes = s.buffered;
-      if (bytes <= limit) {
-        s.slowSince = 0;
-        continue;
-      }
-      if (s.slowSince === 0) s.slowSince = now;
-      const ms = now - s.slowSince;
-      if (ms < this.opts.slowConsumerMs && bytes <= 4 * limit) continue;
-      const why = `slow consumer: ${bytes} bytes not read for ${ms} ms (engine.limits.max_send_buffer_bytes = ${limit}, slow_consumer_ms = ${this.opts.slowConsumerMs})`;
-      this.event('warn', `closing ${s.name}: ${why}`, { worker_id: s.id });
-      s.close(1008, 'slow consumer');
-      this.cleanup(s, why, true);
-    }
-  }
-
   /** The engine's own log line: stored with worker logs and printed. */
   event(level: LogEntry['level'], message: string, data?: Record<string, unknown>): void {
     // A line may quote what a peer sent (an id, a name): within the budget of any stored value.
@@ -434,8 +343,7 @@ export class Engine {
     if (this.stopping) return this.stopping;
     this.stopping = (async () => {
       this.invocations.draining = true;
-      if (this.liveness) clearInterval(this.liveness);
-      if (this.sendBufferWatch) clearInterval(this.sendBufferWatch);
+      this.watch.stop();
       // The other engines stop routing here while what is in flight finishes.
       await this.cluster?.withdraw();
       if (this.invocations.size > 0) {
@@ -452,25 +360,7 @@ export class Engine {
       }
       this.telemetry.closeAll(ENGINE_RESTART_CLOSE, 'engine shutting down');
       this.channels.close();
-      const wss = this.wss;
-      const http = this.http;
-      if (wss) {
-        // Give peers a moment to complete the close handshake, then cut the rest.
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(() => {
-            for (const c of wss.clients) c.terminate();
-          }, 1000);
-          wss.close(() => {
-            clearTimeout(t);
-            resolve();
-          });
-        });
-      }
-      if (http) {
-        const closed = new Promise<void>((resolve) => http.close(() => resolve()));
-        http.closeAllConnections();
-        await closed;
-      }
+      await this.listener?.close();
       for (const s of [...this.sessions.values()]) this.cleanup(s, 'engine stopped', true);
       this.engineTriggers.stop();
       await this.cluster?.stop();

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { Manifest } from './manifest.js';
 import { SvcError } from 'svc-sdk';
@@ -8,7 +8,14 @@ import { SvcError } from 'svc-sdk';
 /**
  * Installing a worker's dependencies: Python workers into their own virtual environment
  * (`<dir>/.venv`), TypeScript workers with npm into `<dir>/node_modules`. Skipped when the
- * dependency files hash to what the last successful install recorded.
+ * dependency files, and the svc SDK package the worker vendors, hash to what the last successful
+ * install recorded.
+ *
+ * The SDKs' version stays 0.1.0 while their code changes (a new svc, a developer's checkout), and
+ * pip and npm keep a package they installed at the same version: pip says it is already installed,
+ * npm reinstalls it from its cache by the integrity package-lock.json recorded, even with
+ * node_modules removed. So when the vendored package's bytes differ from the ones the environment
+ * was installed with, it is installed again explicitly (refreshSdk).
  */
 
 export class InstallError extends SvcError {
@@ -23,12 +30,34 @@ const DEP_FILES: Record<Manifest['runtime']['kind'], string[]> = {
   typescript: ['package.json', 'package-lock.json'],
 };
 
+/** The svc SDK package files a worker vendors (src/cli/vendor.ts), in `<dir>/vendor/`. */
+export const VENDORED_SDK_FILE: Record<Manifest['runtime']['kind'], RegExp> = { python: /^svc_sdk-[^-]+-.*\.whl$/, typescript: /^svc-sdk-.+\.tgz$/ };
+/** How the dependency file names a vendored package (vendor.ts `reference`). */
+const SDK_REFERENCE: Record<Manifest['runtime']['kind'], (file: string) => string> = { python: (f) => `./vendor/${f}`, typescript: (f) => `file:vendor/${f}` };
+
 function envDir(m: Manifest): string {
   return m.runtime.kind === 'python' ? join(m.dir, '.venv') : join(m.dir, 'node_modules');
 }
 
 function markerFile(m: Manifest): string {
   return join(envDir(m), '.svc-install-hash');
+}
+
+/** Records the hash of the vendored SDK package the environment was last installed with. */
+function sdkMarkerFile(m: Manifest): string {
+  return join(envDir(m), '.svc-sdk-hash');
+}
+
+/** The vendored SDK package that the worker's dependency file names, and the hash of its bytes; null if none. */
+function vendoredSdk(m: Manifest): { file: string; hash: string } | null {
+  const vendor = join(m.dir, 'vendor');
+  if (!existsSync(vendor)) return null;
+  const depFile = join(m.dir, DEP_FILES[m.runtime.kind][0]!);
+  const deps = existsSync(depFile) ? readFileSync(depFile, 'utf8') : '';
+  for (const file of readdirSync(vendor).filter((f) => VENDORED_SDK_FILE[m.runtime.kind].test(f)).sort()) {
+    if (deps.includes(SDK_REFERENCE[m.runtime.kind](file))) return { file, hash: createHash('sha256').update(readFileSync(join(vendor, file))).digest('hex') };
+  }
+  return null;
 }
 
 export function dependencyHash(m: Manifest): string {
@@ -40,6 +69,9 @@ export function dependencyHash(m: Manifest): string {
     if (existsSync(p)) h.update(readFileSync(p));
     h.update('\0');
   }
+  // The dependency file names the SDK's package by a path that stays the same from one build to the next.
+  const sdk = vendoredSdk(m);
+  if (sdk) h.update(`${sdk.file}\0${sdk.hash}\0`);
   return h.digest('hex');
 }
 
@@ -72,17 +104,38 @@ export async function ensureInstalled(m: Manifest, opts: { force?: boolean; onLi
   const t0 = Date.now();
   if (!opts.force && isInstalled(m)) return { status: 'cached', seconds: 0 };
   const onLine = opts.onLine ?? (() => {});
+  // An environment installed before holds whichever build of the SDK it was installed with.
+  const installedBefore = existsSync(markerFile(m));
   if (m.runtime.kind === 'python' && !existsSync(join(m.dir, '.venv', 'bin', 'python'))) {
     onLine(`creating virtual environment ${join(m.dir, '.venv')}`);
     await run('python3 -m venv .venv', m.dir, process.env as Record<string, string>, onLine);
   }
   onLine(`$ ${m.scripts.install}`);
   await run(m.scripts.install, m.dir, workerEnv(m), onLine);
+  const sdk = vendoredSdk(m);
+  if (sdk) {
+    const sdkMarker = sdkMarkerFile(m);
+    const had = existsSync(sdkMarker) ? readFileSync(sdkMarker, 'utf8').trim() : null;
+    if (installedBefore && had !== sdk.hash) await refreshSdk(m, sdk.file, onLine);
+    mkdirSync(envDir(m), { recursive: true });
+    writeFileSync(sdkMarker, sdk.hash + '\n');
+  }
   // Hash after installing: npm writes package-lock.json, which is part of the hash.
   // npm install of a package.json without dependencies creates no node_modules.
   mkdirSync(envDir(m), { recursive: true });
   writeFileSync(markerFile(m), dependencyHash(m) + '\n');
   return { status: 'installed', seconds: (Date.now() - t0) / 1000 };
+}
+
+/** Install the vendored SDK package again, though its version is the one installed (see the top of this file). */
+async function refreshSdk(m: Manifest, file: string, onLine: (line: string) => void): Promise<void> {
+  const command =
+    m.runtime.kind === 'python'
+      ? `python -m pip install --force-reinstall --no-deps ./vendor/${file}`
+      : // Rewrites package-lock.json's integrity for the package, and package.json's reference to the same text.
+        `npm install --no-audit --no-fund ./vendor/${file}`;
+  onLine(`the vendored SDK changed since the last install: $ ${command}`);
+  await run(command, m.dir, workerEnv(m), onLine);
 }
 
 function run(command: string, cwd: string, env: Record<string, string>, onLine: (line: string) => void): Promise<void> {

@@ -75,13 +75,13 @@ describe('svc sdk update', { timeout: 120_000 }, () => {
     assert.equal(readFileSync(join(math, 'requirements.txt'), 'utf8'), before);
   });
 
-  test('a package replaced under the same version, with the worker installed: says the install keeps the old one', async () => {
+  test('a package replaced under the same version, with the worker installed: says a restart installs it (test/supervisor/install.test.ts)', async () => {
     // A changed SDK of the same version (a developer's checkout): pip and npm keep what they installed.
     writeFileSync(join(math, 'vendor', WHEEL), 'an older build of the same version');
     mkdirSync(join(math, '.venv'), { recursive: true });
     const r = await runSvc(['sdk', 'update', './workers/math-worker'], { cwd: proj, timeoutMs: 60_000 });
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /workers\/math-worker\/\.venv still holds the SDK installed before \(same version\): remove it, then svc worker restart <name>/);
+    assert.match(r.stdout, /workers\/math-worker\/\.venv holds the SDK installed before \(same version\): svc worker restart <name> installs this one/);
   });
 
   test('a requirements.txt without the SDK gets it appended; a directory without a manifest is refused (exit 2)', async () => {

@@ -243,6 +243,10 @@ describe(`published iii-sdk@${III_VERSION} against the svc engine`, { timeout: 9
       assert.equal(((await iii.trigger({ function_id: 'iii::durable::publish', payload: { topic: 'iii-orders', data: { id: 9 } } })) as { copies: number }).copies, 1);
       await until('the iii subscriber to get its copy', () => got.length === 1);
       assert.deepEqual(got[0], { id: 9 });
+      // Without data: {} (docs/queues.md), as an iii handler called without payload gets.
+      await iii.trigger({ function_id: 'iii::durable::publish', payload: { topic: 'iii-orders' } });
+      await until('the iii subscriber to get the copy without data', () => got.length === 2);
+      assert.deepEqual(got[1], {});
     } finally {
       await queue.shutdown();
       rmSync(dir, { recursive: true, force: true });

@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { InvocationError, type Worker } from 'svc-sdk';
-import { listAll } from '../../src/engine/listing-pages.js';
+import { encodesWithin, listAll } from '../../src/engine/listing-pages.js';
 import { startEngine } from '../helpers/engine.js';
 import { eventually, WorkerPool } from '../helpers/util.js';
 
@@ -61,4 +61,14 @@ describe('listings in pages', () => {
     assert.equal(r.next, undefined);
     assert.deepEqual(r.workers.map((w) => w.name), ['registers-a-lot', 'lister'], 'connection order, as before');
   });
+});
+
+test("measuring a listing: encodesWithin agrees with the length of JSON.stringify exactly, at the bound and one under", () => {
+  const entry = (i: number): Record<string, unknown> => ({ id: `e${i}`, text: 'é\n"'.repeat(i % 7), n: i, nested: i % 3 ? { a: [i] } : null });
+  for (const n of [0, 1, 2, 63, 64, 65, 128, 129, 300]) {
+    const all = Array.from({ length: n }, (_, i) => entry(i));
+    const chars = JSON.stringify(all).length;
+    assert.equal(encodesWithin(all, chars), true, `${n} entries in ${chars} characters`);
+    assert.equal(encodesWithin(all, chars - 1), false, `${n} entries not in ${chars - 1} characters`);
+  }
 });

@@ -54,6 +54,23 @@ def test_async_handler_and_json_values(make_worker: WorkerFactory) -> None:
         assert w.trigger({"function_id": "py::echo", "payload": value}) == {"got": value, "ctx": "py::echo"}
 
 
+def test_a_call_without_payload_reaches_handlers_as_an_empty_dict(make_worker: WorkerFactory) -> None:
+    """As in the TypeScript SDK and iii's: no payload, or None, is `{}` for the handler (plain or async)."""
+    w = make_worker("no-payload")
+    got: list[Any] = []
+
+    async def on_async(data: Any) -> Any:
+        got.append(data)
+
+    w.register_function("py::plain_sink", got.append)
+    w.register_function("py::async_sink", on_async)
+    wait_for(lambda: _registered(w, "py::async_sink"), what="py::async_sink")
+    for function_id in ("py::plain_sink", "py::async_sink"):
+        w.trigger({"function_id": function_id})
+        w.trigger({"function_id": function_id, "payload": None})
+    assert got == [{}, {}, {}, {}]
+
+
 def test_handler_exception_becomes_invocation_error(make_worker: WorkerFactory) -> None:
     w = make_worker("failing")
 
@@ -112,6 +129,50 @@ def test_timeout_answers_quickly_and_cancels_the_callee(make_worker: WorkerFacto
     assert time.monotonic() - started < 5, "the deadline was not enforced"
     # svc extension `cancel`: the engine tells the callee to stop
     assert cancelled.wait(5), "the slow handler was never cancelled"
+
+
+def test_a_def_returning_a_coroutine_is_cancelled_with_its_call(make_worker: WorkerFactory) -> None:
+    """A plain `def` that returns a coroutine: the engine's `cancel` cancels the coroutine as it does an
+    `async def` handler, and one that came while the `def` ran keeps the coroutine from starting, so
+    nothing more is sent for the call either way."""
+    server = make_worker("slow-def")
+    cancelled, finished, started_late = threading.Event(), threading.Event(), threading.Event()
+
+    async def wait_then_finish() -> str:
+        try:
+            await asyncio.sleep(1.0)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        finished.set()  # only now would the answer go out
+        return "too late"
+
+    async def mark_started() -> str:
+        started_late.set()
+        return "too late"
+
+    def slow_coroutine(data: Any) -> Any:
+        return wait_then_finish()
+
+    def slow_def(data: Any) -> Any:
+        time.sleep(0.8)  # the engine's cancel arrives meanwhile
+        return mark_started()
+
+    server.register_function("py::slow_coroutine", slow_coroutine)
+    server.register_function("py::slow_def", slow_def)
+    caller = make_worker("impatient-def")
+    wait_for(lambda: _registered(caller, "py::slow_def"), what="py::slow_def")
+    for function_id in ("py::slow_coroutine", "py::slow_def"):
+        with pytest.raises(InvocationError) as info:
+            caller.trigger({"function_id": function_id, "payload": {}, "timeout_ms": 300})
+        assert info.value.code == "timeout"
+    assert cancelled.wait(5), "the coroutine was not cancelled"
+    time.sleep(1.5)  # past when either would have finished
+    assert not finished.is_set(), "the coroutine ran on after its call was cancelled"
+    assert not started_late.is_set(), "the coroutine of a call cancelled while its def ran was started"
+    invoker: Any = server._invoker
+    assert not invoker._tasks
+    assert not invoker._sync
 
 
 def test_default_timeout_from_options(make_worker: WorkerFactory) -> None:

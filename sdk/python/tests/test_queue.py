@@ -89,3 +89,6 @@ def test_publish_reaches_a_durable_subscriber(queue_engine: Engine, make_worker:
     assert result["copies"] == 1
     assert result["topic"] == "orders"
     wait_for(lambda: got == [{"id": 3}], what="the subscriber to get its copy")
+    # Without data: the subscriber gets {}, as a call without payload does (docs/queues.md).
+    assert publish(sub, "orders")["copies"] == 1
+    wait_for(lambda: got == [{"id": 3}, {}], what="the subscriber to get the copy without data")

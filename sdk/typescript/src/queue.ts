@@ -16,7 +16,10 @@ export const TriggerAction = {
   Void: (): { type: 'void' } => ({ type: 'void' }),
 } as const;
 
-/** Publish `data` to a durable topic: every function subscribed with a `durable:subscriber` trigger gets its own copy. */
-export function publish(worker: Worker, topic: string, data: unknown, options: Pick<CallRequest, 'timeoutMs' | 'parent' | 'signal'> = {}): Promise<PublishResult> {
+/**
+ * Publish `data` to a durable topic: every function subscribed with a `durable:subscriber` trigger gets its own copy.
+ * Without `data` (or with null) each subscriber's handler gets `{}`, as a call without payload does.
+ */
+export function publish(worker: Worker, topic: string, data?: unknown, options: Pick<CallRequest, 'timeoutMs' | 'parent' | 'signal'> = {}): Promise<PublishResult> {
   return worker.trigger<PublishResult>({ ...options, function_id: 'queue::publish', payload: { topic, data } });
 }

@@ -109,6 +109,18 @@ describe('durable topics (durable:subscriber)', () => {
     ]);
   });
 
+  test('a message published without data reaches the subscriber as {}, as a call without payload does', async () => {
+    const got: unknown[] = [];
+    const sub = make('sub-empty');
+    sub.registerFunction('sub::empty', async (data: unknown) => void got.push(data));
+    await sub.registerTrigger({ type: 'durable:subscriber', function_id: 'sub::empty', config: { topic: 'empty' } });
+    assert.equal((await publish(client, 'empty')).copies, 1);
+    assert.equal((await client.trigger<{ copies: number }>({ function_id: 'queue::publish', payload: { topic: 'empty', data: null } })).copies, 1);
+    await client.trigger({ function_id: 'sub::empty' });
+    await until('both copies and the call', () => got.length === 3);
+    assert.deepEqual(got, [{}, {}, {}]);
+  });
+
   test('bindings with a bad config are refused with a clear error', async () => {
     const w = make('sub-bad');
     w.registerFunction('sub::bad', async () => null);

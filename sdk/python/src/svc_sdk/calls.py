@@ -126,6 +126,8 @@ class Caller:
             raise InvocationError(exc.code, exc.message, function_id) from None
 
         payload, metadata = request.get("payload"), request.get("metadata")
+        if payload is None:
+            payload = {}  # as the TypeScript SDK and iii's send a call without payload
         traceparent = parent.traceparent if parent is not None else None
         baggage = parent.baggage if parent is not None else None
         # With export on, the traceparent sent names our CLIENT span: the engine's span is its child.

@@ -291,12 +291,15 @@ class Invoker:
             baggage if isinstance(baggage, str) else None,
             span,
         )
+        data = frame.get("data")
+        if data is None:
+            data = {}  # a call without payload, or with null: as the TypeScript SDK's handlers get it
         fn = self.functions.get(function_id)
         if fn is None:
             error: ErrorBody = {"code": ErrorCode.FUNCTION_NOT_FOUND, "message": f"Function {function_id} not found"}
             self._answer(session, ctx, None, error)
         elif fn.is_async:
-            run = self._run_handler(session, fn.handler, frame.get("data"), ctx)
+            run = self._run_handler(session, fn.handler, data, ctx)
             if invocation_id is None:
                 spawn(run)
             elif EAGER_TASKS:
@@ -314,7 +317,7 @@ class Invoker:
                 # itself when done, and cancel() removes it, so no done-callback per call.
                 self._tasks[invocation_id] = self._loop.create_task(run)
         else:
-            call = _SyncCall(fn, frame.get("data"), ctx, session)
+            call = _SyncCall(fn, data, ctx, session)
             if invocation_id is not None:
                 self._sync[invocation_id] = call
             self.pool.run_soon(self._run_sync, call)
@@ -371,23 +374,25 @@ class Invoker:
         self._answer(call.session, call.ctx, result, error)
 
     def _finish_awaitable(self, call: _SyncCall, awaitable: Awaitable[Any]) -> None:
-        spawn(self._run_async(call.session, lambda: awaitable, call.ctx))
+        """On the loop: a plain `def` returned an awaitable; it finishes as an `async def` call does.
 
-    async def _run_async(self, session: Session, start: Callable[[], Awaitable[Any]], ctx: InvocationContext) -> None:
-        invocation_var.set(ctx)  # this task's own context: nothing to reset
-        result: Any = None
-        error: ErrorBody | None = None
-        try:
-            result = await start()
-        except asyncio.CancelledError as exc:
-            if _cancelled_from_outside():
-                return  # by shutdown: nobody waits for an answer
-            error = error_body(exc)  # the handler's own: an error, not a caller left to its deadline
-        except HANDLER_ERRORS as exc:
-            error = error_body(exc)
-        if ctx.invocation_id is not None:
-            self._sync.pop(ctx.invocation_id, None)
-        self._answer(session, ctx, result, error)
+        Its task takes the call's place in the table, so a `cancel` from the engine (or shutdown)
+        cancels it and nothing is sent; one that came while the `def` ran leaves nothing to run.
+        """
+        invocation_id = call.ctx.invocation_id
+
+        async def result(_data: Any) -> Any:
+            return await awaitable
+
+        run = self._run_handler(call.session, result, None, call.ctx)
+        if invocation_id is None:
+            spawn(run)
+        elif self._sync.pop(invocation_id, None) is None or call.cancelled:  # by the engine, or the worker closed
+            run.close()
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()  # never awaited: no "never awaited" warning, no work started
+        else:
+            self._tasks[invocation_id] = self._loop.create_task(run)
 
     async def _run_handler(self, session: Session, handler: Handler, data: Any, ctx: InvocationContext) -> None:
         """An `async def` handler's call, in a task of its own (so with a context of its own)."""

@@ -43,13 +43,15 @@ class TriggerAction:
         return {"type": "void"}
 
 
-def publish(worker: Worker, topic: str, data: Any, timeout_ms: int | None = None) -> PublishResult:
-    """Publish `data` to a durable topic: every function subscribed with a `durable:subscriber` trigger gets a copy."""
+def publish(worker: Worker, topic: str, data: Any = None, timeout_ms: int | None = None) -> PublishResult:
+    """Publish `data` to a durable topic: every function subscribed with a `durable:subscriber` trigger gets a copy.
+
+    Without `data` (or with None) each subscriber's handler gets `{}`, as a call without payload does."""
     result: PublishResult = worker.trigger(_request(topic, data, timeout_ms))
     return result
 
 
-async def publish_async(worker: Worker, topic: str, data: Any, timeout_ms: int | None = None) -> PublishResult:
+async def publish_async(worker: Worker, topic: str, data: Any = None, timeout_ms: int | None = None) -> PublishResult:
     """`publish` for async code (inside `async def` handlers)."""
     result: PublishResult = await worker.trigger_async(_request(topic, data, timeout_ms))
     return result

@@ -16,7 +16,8 @@ project's directory and every path worker of config.yaml), puts the SDK package 
 DIR/vendor/ (the wheel for python, the npm tarball for typescript; other versions there are removed)
 and rewrites the one line naming svc-sdk in requirements.txt / package.json to its relative path.
 Also turns a project made by an older svc (absolute paths to a checkout) into a portable one. Prints
-what changed; run \`svc worker restart <name>\` (or re-add) for running workers to reinstall.
+what changed; run \`svc worker restart <name>\` (or re-add) for running workers to reinstall (a
+changed package of the same version too: pip and npm are made to take it).
 Exit 2 when a directory has no valid svc.worker.yaml or a package cannot be built.`;
   static override examples = ['svc sdk update', 'svc sdk update ./workers/math-worker'];
   static override strict = false;
@@ -36,9 +37,9 @@ Exit 2 when a directory has no valid svc.worker.yaml or a package cannot be buil
         }
         this.log(`${shown}: ${v.package}${v.removed.length ? ` (removed ${v.removed.join(', ')})` : ''}`);
         if (v.before !== v.after) this.log(`  ${v.dependencyFile}: ${v.before ?? '(none)'} → ${v.after}`);
-        // pip and npm keep a version they have installed: a package replaced under the same name is not picked up.
+        // The same version, other bytes: the worker's next install puts them in (supervisor/install.ts).
         const installed = ['.venv', 'node_modules'].find((d) => existsSync(join(v.dir, d)));
-        if (v.before === v.after && installed) this.log(`  ${join(shown, installed)} still holds the SDK installed before (same version): remove it, then svc worker restart <name>`);
+        if (v.before === v.after && installed) this.log(`  ${join(shown, installed)} holds the SDK installed before (same version): svc worker restart <name> installs this one`);
       }
     } catch (e) {
       if (e instanceof SvcError) fail(`${e.code}: ${e.message}`, 2);
