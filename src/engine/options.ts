@@ -73,6 +73,14 @@ export interface EngineOptions {
    * `overloaded` while over, so one caller cannot take all of maxInFlightBytes from the others.
    */
   maxInFlightBytesPerWorker: number;
+  /**
+   * Calls, and their bytes, that one client (a token, a supervised instance, or without tokens a
+   * remote address: src/engine/client-budgets.ts) has in flight over all its connections; its new
+   * calls are refused with `overloaded` while over, so that opening more connections does not take
+   * more of maxInFlightTotal / maxInFlightBytes.
+   */
+  maxInFlightPerClient: number;
+  maxInFlightBytesPerClient: number;
   /** Bytes the engine holds per channel before it stops reading the writer (backpressure). */
   channelWindowBytes: number;
   /** Largest frame on a channel socket; a larger one closes that socket (1009) unread. */
@@ -127,6 +135,9 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   maxInFlightBytes: 256 * 1024 * 1024,
   // A quarter of the engine's: it takes four connections to fill it, and four of the largest frames fit.
   maxInFlightBytesPerWorker: 64 * 1024 * 1024,
+  // Half of the engine's: no one client, however many connections it opens, leaves the others nothing.
+  maxInFlightPerClient: 50_000,
+  maxInFlightBytesPerClient: 128 * 1024 * 1024,
   channelWindowBytes: 1024 * 1024,
   // iii's SDKs send 64 KiB frames; a Python reader (websockets) takes at most 1 MiB.
   maxChannelFrameBytes: 1024 * 1024,

@@ -341,6 +341,7 @@ export class Engine {
     const s = new Session(ws, ip, socket);
     s.access = access;
     s.identity = identity;
+    s.client = this.invocations.clients.join(access, identity, ip);
     this.sessions.set(s.id, s);
     ws.on('message', (data, isBinary) => {
       s.alive = true;
@@ -371,6 +372,7 @@ export class Engine {
     this.sessions.delete(s.id);
     this.traffic.closed(s);
     this.invocations.halt(s, `${s.name} ${why.startsWith('worker') ? why.slice(7) : why}`.trim());
+    if (s.client) this.invocations.clients.leave(s.client);
     this.registry.removeAll(s);
     this.triggers.removePeer(s);
     this.channels.ownerLeft(s);

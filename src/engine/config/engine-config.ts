@@ -47,6 +47,8 @@ export const LIMIT_KEYS: Readonly<Record<string, keyof EngineOptions>> = {
   slow_consumer_ms: 'slowConsumerMs',
   max_in_flight_bytes: 'maxInFlightBytes',
   max_in_flight_bytes_per_worker: 'maxInFlightBytesPerWorker',
+  max_in_flight_per_client: 'maxInFlightPerClient',
+  max_in_flight_bytes_per_client: 'maxInFlightBytesPerClient',
   channel_window_bytes: 'channelWindowBytes',
   max_channel_frame_bytes: 'maxChannelFrameBytes',
   channel_open_timeout_ms: 'channelOpenTimeoutMs',
