@@ -107,3 +107,36 @@ test('main: a flood of connections that takes every file descriptor does not end
     if (child.exitCode === null) child.kill('SIGKILL');
   }
 });
+
+test('main: connections over max_connections are closed as they arrive, with a warning, and served again after', async () => {
+  const p = run({ SVC_URL: engine.url, SVC_WORKER_CONFIG: JSON.stringify({ port: 0, request_log: false, max_connections: 20 }) });
+  const sockets: Socket[] = [];
+  const w = registerWorker(engine.url, { workerName: 'max-conn-test', echoLogs: false });
+  try {
+    const deadline = Date.now() + 10_000;
+    let m: RegExpExecArray | null = null;
+    while (!(m = /svc-http listening on http:\/\/127\.0\.0\.1:(\d+) \(engine ws:/.exec(p.out())) && Date.now() < deadline) await sleep(20);
+    assert.ok(m, `no listening line: ${p.out()} ${p.err()}`);
+    const port = Number(m[1]);
+    w.registerFunction('maxconn::hi', () => ({ status_code: 200, body: 'hi' }));
+    await w.registerTrigger({ type: 'http', function_id: 'maxconn::hi', config: { api_path: '/hi', http_method: 'GET' } });
+    let closed = 0;
+    for (let i = 0; i < 60; i++) {
+      const s = connect(port, '127.0.0.1');
+      s.on('error', () => {});
+      s.on('close', () => closed++);
+      sockets.push(s);
+    }
+    // 20 held open by svc-http, the other 40 closed at once, before any request.
+    await eventually(() => assert.equal(closed, 40));
+    await sleep(200);
+    assert.equal(closed, 40);
+    await eventually(() => assert.match(p.out() + p.err(), /svc-http has 20 connections open \(max_connections\): closed \d+ more as they arrived/));
+    for (const s of sockets) s.destroy();
+    await eventually(async () => assert.equal((await fetch(`http://127.0.0.1:${port}/hi`)).status, 200));
+  } finally {
+    for (const s of sockets) s.destroy();
+    await w.shutdown();
+    if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  }
+});
