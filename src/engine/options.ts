@@ -66,6 +66,11 @@ export interface EngineOptions {
   /** A peer whose unsent bytes stay over this for slowConsumerMs (or reach four times it) is closed. */
   maxSendBufferBytes: number;
   slowConsumerMs: number;
+  /**
+   * Frames peers have begun and not finished sending, all together; over it the peers with the
+   * largest unfinished messages are closed (1013) until it holds (src/engine/socket-buffers.ts).
+   */
+  maxPartialFrameBytes: number;
   /** Frames of the calls in flight together; new calls are refused with `overloaded` while over. */
   maxInFlightBytes: number;
   /**
@@ -132,6 +137,8 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   // Two frames of the largest size: one frame a peer is reading is never a slow consumer.
   maxSendBufferBytes: 32 * 1024 * 1024,
   slowConsumerMs: 5000,
+  // Four frames of the largest size a peer may send (four times max_frame_bytes).
+  maxPartialFrameBytes: 256 * 1024 * 1024,
   maxInFlightBytes: 256 * 1024 * 1024,
   // A quarter of the engine's: it takes four connections to fill it, and four of the largest frames fit.
   maxInFlightBytesPerWorker: 64 * 1024 * 1024,

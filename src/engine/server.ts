@@ -33,6 +33,7 @@ import { Registry } from './registry.js';
 import { Router } from './router.js';
 import { EngineTriggerProvider } from './engine-triggers.js';
 import { Session } from './session.js';
+import { closeOverPartialFrames, closeSlowConsumers } from './socket-buffers.js';
 import { Triggers } from './triggers.js';
 import { installTraceBuiltins } from './trace-builtins.js';
 
@@ -256,7 +257,10 @@ export class Engine {
     this.liveness = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
     this.liveness.unref();
     // Not checked per frame: the call path stays as it was, and a buffer grows at most a tick's worth.
-    this.sendBufferWatch = setInterval(() => this.checkSendBuffers(), Math.max(20, Math.min(250, this.opts.slowConsumerMs / 4)));
+    this.sendBufferWatch = setInterval(() => {
+      closeSlowConsumers(this.sessions.values(), this.opts, this.closeForBuffers);
+      closeOverPartialFrames(this.sessions.values(), this.opts, this.closeForBuffers);
+    }, Math.max(20, Math.min(250, this.opts.slowConsumerMs / 4)));
     this.sendBufferWatch.unref();
     const calls = this.callMetrics;
     const sources = calls
@@ -391,29 +395,12 @@ export class Engine {
     this.telemetry.ping();
   }
 
-  /**
-   * Slow consumers (as NATS names them): a peer that does not read what the engine writes to it
-   * makes the engine hold it. One whose unsent bytes stay over max_send_buffer_bytes for
-   * slow_consumer_ms, or reach four times that, is closed; its calls end as on any disconnect.
-   */
-  private checkSendBuffers(): void {
-    const limit = this.opts.maxSendBufferBytes;
-    const now = Date.now();
-    for (const s of this.sessions.values()) {
-      const bytes = s.buffered;
-      if (bytes <= limit) {
-        s.slowSince = 0;
-        continue;
-      }
-      if (s.slowSince === 0) s.slowSince = now;
-      const ms = now - s.slowSince;
-      if (ms < this.opts.slowConsumerMs && bytes <= 4 * limit) continue;
-      const why = `slow consumer: ${bytes} bytes not read for ${ms} ms (engine.limits.max_send_buffer_bytes = ${limit}, slow_consumer_ms = ${this.opts.slowConsumerMs})`;
-      this.event('warn', `closing ${s.name}: ${why}`, { worker_id: s.id });
-      s.close(1008, 'slow consumer');
-      this.cleanup(s, why, true);
-    }
-  }
+  /** A peer closed for what it makes the engine hold in its socket's buffers (socket-buffers.ts). */
+  private readonly closeForBuffers = (s: Session, code: number, reason: string, why: string): void => {
+    this.event('warn', `closing ${s.name}: ${why}`, { worker_id: s.id });
+    s.close(code, reason);
+    this.cleanup(s, why, true);
+  };
 
   /** The engine's own log line: stored with worker logs and printed. */
   event(level: LogEntry['level'], message: string, data?: Record<string, unknown>): void {

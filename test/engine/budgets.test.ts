@@ -351,3 +351,39 @@ describe('bytes in flight', () => {
     }
   });
 });
+
+describe('frames peers have begun and not finished sending (max_partial_frame_bytes)', () => {
+  test('over the budget, the connections with the largest unfinished messages are closed (1013, overloaded) until it holds; the others go on', async () => {
+    // Fragments answer pings between them: before, each connection held its unfinished message
+    // (up to four times max_frame_bytes) for as long as it liked, and nothing bounded the sum.
+    const eng = await startEngine({ maxPartialFrameBytes: 10 * MiB });
+    const canary = await RawClient.connect(eng.url);
+    const senders: RawClient[] = [];
+    const closes: Array<Promise<[number, string]>> = [];
+    try {
+      const chunk = Buffer.alloc(MiB, 'a');
+      // 3, 3, 3 and 5 MiB: 14 MiB, 4 over the budget. The 5 MiB one goes (9 left); the rest stay.
+      for (const mib of [3, 3, 3, 5]) {
+        const c = await RawClient.connect(eng.url);
+        closes.push(new Promise((r) => c.ws.once('close', (code, why) => r([code, why.toString()]))));
+        c.ws.send('{"type":"invokefunction","function_id":"x::y","data":"', { fin: false });
+        for (let i = 0; i < mib; i++) await new Promise((r) => c.ws.send(chunk, { fin: false }, r));
+        senders.push(c);
+      }
+      const [code, reason] = await Promise.race([closes[3]!, sleep(5000).then((): [number, string] => [0, 'still open after 5 s'])]);
+      assert.equal(code, 1013);
+      assert.equal(reason, 'overloaded: engine.limits.max_partial_frame_bytes');
+      const refusal = senders[3]!.frames.find((f) => f.type === 'error');
+      assert.match((refusal?.error as { message: string }).message, /hold \d+ bytes \(engine\.limits\.max_partial_frame_bytes = 10485760\); this connection's unfinished message holds \d+: retry later$/);
+      await sleep(600);
+      assert.deepEqual(senders.slice(0, 3).map((c) => c.ws.readyState), [WebSocket.OPEN, WebSocket.OPEN, WebSocket.OPEN]);
+      // Everyone else is served meanwhile.
+      canary.send({ type: 'invokefunction', invocation_id: 'k1', function_id: 'engine::health::check', data: {} });
+      assert.equal((await canary.next((f) => f.invocation_id === 'k1')).error, undefined);
+    } finally {
+      canary.close();
+      for (const c of senders) c.ws.terminate();
+      await eng.stop();
+    }
+  });
+});

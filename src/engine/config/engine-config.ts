@@ -45,6 +45,7 @@ export const LIMIT_KEYS: Readonly<Record<string, keyof EngineOptions>> = {
   max_trace_bytes: 'maxTraceBytes',
   max_send_buffer_bytes: 'maxSendBufferBytes',
   slow_consumer_ms: 'slowConsumerMs',
+  max_partial_frame_bytes: 'maxPartialFrameBytes',
   max_in_flight_bytes: 'maxInFlightBytes',
   max_in_flight_bytes_per_worker: 'maxInFlightBytesPerWorker',
   max_in_flight_per_client: 'maxInFlightPerClient',
