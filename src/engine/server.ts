@@ -33,7 +33,7 @@ import { Registry } from './registry.js';
 import { Router } from './router.js';
 import { EngineTriggerProvider } from './engine-triggers.js';
 import { Session } from './session.js';
-import { closeOverPartialFrames, closeSlowConsumers } from './socket-buffers.js';
+import { both, closeOverPartialFrames, closeSlowConsumers } from './socket-buffers.js';
 import { Triggers } from './triggers.js';
 import { installTraceBuiltins } from './trace-builtins.js';
 
@@ -259,7 +259,7 @@ export class Engine {
     // Not checked per frame: the call path stays as it was, and a buffer grows at most a tick's worth.
     this.sendBufferWatch = setInterval(() => {
       closeSlowConsumers(this.sessions.values(), this.opts, this.closeForBuffers);
-      closeOverPartialFrames(this.sessions.values(), this.opts, this.closeForBuffers);
+      closeOverPartialFrames(both(this.sessions.values(), this.telemetry.all), (p) => (p instanceof Session ? p.webSocket : p), this.opts.maxPartialFrameBytes, this.refusePartial);
     }, Math.max(20, Math.min(250, this.opts.slowConsumerMs / 4)));
     this.sendBufferWatch.unref();
     const calls = this.callMetrics;
@@ -394,6 +394,17 @@ export class Engine {
     }
     this.telemetry.ping();
   }
+
+  /** A socket over max_partial_frame_bytes (socket-buffers.ts): a worker's, or an `/otel` one. */
+  private readonly refusePartial = (p: Session | WebSocket, why: string): void => {
+    const reason = 'overloaded: engine.limits.max_partial_frame_bytes';
+    if (p instanceof Session) {
+      p.sendError({ code: 'overloaded', message: why });
+      return this.closeForBuffers(p, 1013, reason, why);
+    }
+    this.event('warn', `closing an /otel socket: ${why}`);
+    p.close(1013, reason);
+  };
 
   /** A peer closed for what it makes the engine hold in its socket's buffers (socket-buffers.ts). */
   private readonly closeForBuffers = (s: Session, code: number, reason: string, why: string): void => {

@@ -35,15 +35,9 @@ export class Session extends Peer {
     return this.ws.bufferedAmount;
   }
 
-  /**
-   * Bytes of the message it is in the middle of sending, as ws's receiver holds them (read on a
-   * timer, never per frame): the lengths its frames' headers declared so far (the fragments held,
-   * and the frame under way counted whole: what the peer committed to send), or the bytes buffered
-   * when more. 0 between messages.
-   */
-  get receiving(): number {
-    const r = (this.ws as unknown as { _receiver?: { _totalPayloadLength?: number; _bufferedBytes?: number } })._receiver;
-    return r === undefined ? 0 : Math.max(r._totalPayloadLength ?? 0, r._bufferedBytes ?? 0);
+  /** Its socket (socket-buffers.ts reads what its receiver holds). */
+  get webSocket(): WebSocket {
+    return this.ws;
   }
 
   get open(): boolean {
