@@ -10,6 +10,7 @@ import { ChurnMap, exceedsBytes } from './hot/shared-with-sdk.js';
 import type { SpanRing } from './hot/span-ring.js';
 import { NO_DECLARED_PARENT } from './traces.js';
 import { counterOf, IdGenerator } from './ids.js';
+import { ClientBudgets, type ClientBudget } from './client-budgets.js';
 import type { CallMetrics } from './metrics/call-metrics.js';
 import { functionNotFound } from './namespaces.js';
 import type { EngineOptions } from './options.js';
@@ -51,6 +52,8 @@ export class Invocations {
   /** Invocation, span and trace ids: the span ring's generator, so that its numbers render the same. */
   private readonly ids: IdGenerator;
   private idleWaiters: Array<() => void> = [];
+  /** What each client has in flight over all its connections (engine.limits.max_in_flight_per_client). */
+  readonly clients = new ClientBudgets();
   /** The callee frames of the calls in flight together (engine.limits.max_in_flight_bytes). */
   private bytesInFlight = 0;
   /** Set during shutdown: new top-level calls are refused. */
@@ -199,6 +202,8 @@ export class Invocations {
     if (caller !== null && caller.outgoingBytes >= this.opts.maxInFlightBytesPerWorker && caller.node === undefined) {
       return engineErrors.overloaded(`The calls ${caller.name} has in flight carry ${caller.outgoingBytes} bytes (engine.limits.max_in_flight_bytes_per_worker = ${this.opts.maxInFlightBytesPerWorker}); retry later`);
     }
+    const client = caller === null ? null : caller.client;
+    if (client !== null && (client.calls >= this.opts.maxInFlightPerClient || client.bytes >= this.opts.maxInFlightBytesPerClient)) return this.clientOverloaded(client);
     // A call another engine forwarded (its caller is that engine's RemotePeer) is served here or not at all.
     const callee = this.registry.pick(entry, caller?.node !== undefined);
     if (!callee) return functionNotFound(this.registry, fid, msg.namespace);
@@ -276,7 +281,18 @@ export class Invocations {
     callee.incoming.set(idNumber, call);
     this.bytesInFlight += call.bytes;
     if (caller) caller.outgoingBytes += call.bytes;
+    if (client !== null) {
+      client.calls++;
+      client.bytes += call.bytes;
+    }
     return null;
+  }
+
+  /** Why a client's new call cannot start: its connections together hold as many calls, or bytes, as one client may. */
+  private clientOverloaded(client: ClientBudget): ErrorBody {
+    return client.calls >= this.opts.maxInFlightPerClient
+      ? engineErrors.overloaded(`The connections of ${client.label} have ${client.calls} calls in flight (engine.limits.max_in_flight_per_client = ${this.opts.maxInFlightPerClient}); retry later`)
+      : engineErrors.overloaded(`The calls the connections of ${client.label} have in flight carry ${client.bytes} bytes (engine.limits.max_in_flight_bytes_per_client = ${this.opts.maxInFlightBytesPerClient}); retry later`);
   }
 
   /** Why a call cannot start now: the engine holds as many calls, or as many bytes of them, as it may. */
@@ -415,7 +431,14 @@ export class Invocations {
     if (this.metrics) this.metrics.ended(call.functionId, status, performance.now() - call.startedAt, error?.code);
     this.calls.delete(call.idNumber);
     this.bytesInFlight -= call.bytes;
-    if (call.caller) call.caller.outgoingBytes -= call.bytes;
+    if (call.caller) {
+      call.caller.outgoingBytes -= call.bytes;
+      const client = call.caller.client;
+      if (client !== null) {
+        client.bytes -= call.bytes;
+        if (--client.calls === 0 && client.peers === 0) this.clients.forget(client);
+      }
+    }
     call.callee.incoming.delete(call.idNumber);
     if (call.caller && call.callerInvocationId !== undefined) call.caller.outgoing.delete(call.callerInvocationId);
     if (this.calls.size === 0 && this.idleWaiters.length > 0) {

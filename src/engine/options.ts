@@ -66,6 +66,11 @@ export interface EngineOptions {
   /** A peer whose unsent bytes stay over this for slowConsumerMs (or reach four times it) is closed. */
   maxSendBufferBytes: number;
   slowConsumerMs: number;
+  /**
+   * Frames peers have begun and not finished sending, all together; over it the peers with the
+   * largest unfinished messages are closed (1013) until it holds (src/engine/socket-buffers.ts).
+   */
+  maxPartialFrameBytes: number;
   /** Frames of the calls in flight together; new calls are refused with `overloaded` while over. */
   maxInFlightBytes: number;
   /**
@@ -73,6 +78,14 @@ export interface EngineOptions {
    * `overloaded` while over, so one caller cannot take all of maxInFlightBytes from the others.
    */
   maxInFlightBytesPerWorker: number;
+  /**
+   * Calls, and their bytes, that one client (a token, a supervised instance, or without tokens a
+   * remote address: src/engine/client-budgets.ts) has in flight over all its connections; its new
+   * calls are refused with `overloaded` while over, so that opening more connections does not take
+   * more of maxInFlightTotal / maxInFlightBytes.
+   */
+  maxInFlightPerClient: number;
+  maxInFlightBytesPerClient: number;
   /** Bytes the engine holds per channel before it stops reading the writer (backpressure). */
   channelWindowBytes: number;
   /** Largest frame on a channel socket; a larger one closes that socket (1009) unread. */
@@ -124,9 +137,14 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   // Two frames of the largest size: one frame a peer is reading is never a slow consumer.
   maxSendBufferBytes: 32 * 1024 * 1024,
   slowConsumerMs: 5000,
+  // Four frames of the largest size a peer may send (four times max_frame_bytes).
+  maxPartialFrameBytes: 256 * 1024 * 1024,
   maxInFlightBytes: 256 * 1024 * 1024,
   // A quarter of the engine's: it takes four connections to fill it, and four of the largest frames fit.
   maxInFlightBytesPerWorker: 64 * 1024 * 1024,
+  // Half of the engine's: no one client, however many connections it opens, leaves the others nothing.
+  maxInFlightPerClient: 50_000,
+  maxInFlightBytesPerClient: 128 * 1024 * 1024,
   channelWindowBytes: 1024 * 1024,
   // iii's SDKs send 64 KiB frames; a Python reader (websockets) takes at most 1 MiB.
   maxChannelFrameBytes: 1024 * 1024,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DEFAULT_NAMESPACE, type ErrorBody, type Feature, type Message } from 'svc-sdk/protocol';
 import { OPEN_ACCESS, type Access } from './auth.js';
 import type { Call } from './call.js';
+import type { ClientBudget } from './client-budgets.js';
 import type { RunIdentity } from './engine-run.js';
 import { ChurnMap } from './hot/shared-with-sdk.js';
 import { counterOf } from './ids.js';
@@ -56,6 +57,11 @@ export abstract class Peer {
   readonly outgoing = new ChurnMap<string, Call>();
   /** The bytes of the calls it made that are in flight, fire-and-forget ones too (engine.limits.max_in_flight_bytes_per_worker). */
   outgoingBytes = 0;
+  /**
+   * What its client (all connections of its token, instance or address: client-budgets.ts) has in
+   * flight. null for another engine's peer: its calls were held to their client's budget there.
+   */
+  client: ClientBudget | null = null;
   /** What this peer's registrations store, per key, in characters (budgets.ts StoredValues). */
   readonly stored = new Map<string, number>();
   storedBytes = 0;

@@ -180,6 +180,7 @@ export class Engine {
       drop: (s, why) => this.cleanup(s, why, true),
       warn,
       pingTelemetry: () => this.telemetry.ping(),
+      telemetrySockets: () => this.telemetry.all,
     });
   }
 
@@ -286,6 +287,7 @@ export class Engine {
     const s = new Session(ws, ip, socket);
     s.access = access;
     s.identity = identity;
+    s.client = this.invocations.clients.join(access, identity, ip);
     this.sessions.set(s.id, s);
     ws.on('message', (data, isBinary) => {
       s.alive = true;
@@ -316,6 +318,7 @@ export class Engine {
     this.sessions.delete(s.id);
     this.traffic.closed(s);
     this.invocations.halt(s, `${s.name} ${why.startsWith('worker') ? why.slice(7) : why}`.trim());
+    if (s.client) this.invocations.clients.leave(s.client);
     this.registry.removeAll(s);
     this.triggers.removePeer(s);
     this.channels.ownerLeft(s);

@@ -1,5 +1,7 @@
+import type { WebSocket } from 'ws';
 import type { EngineOptions } from './options.js';
-import type { Session } from './session.js';
+import { Session } from './session.js';
+import { both, closeOverPartialFrames, closeSlowConsumers } from './socket-buffers.js';
 
 export interface SessionWatchDeps {
   opts: EngineOptions;
@@ -7,13 +9,15 @@ export interface SessionWatchDeps {
   /** Ends a session: the engine's cleanup, with the socket terminated. */
   drop(s: Session, why: string): void;
   warn(message: string, data?: Record<string, unknown>): void;
-  /** The `/otel` sockets are pinged with the sessions. */
+  /** The `/otel` sockets are pinged with the sessions, and their unfinished frames count with theirs. */
   pingTelemetry(): void;
+  telemetrySockets(): Iterable<WebSocket>;
 }
 
 /**
- * The engine's two watches over its sessions, on timers rather than per frame: liveness (a peer
- * that answers no ping for a whole interval is dropped) and slow consumers.
+ * The engine's watches over its sessions, on timers rather than per frame: liveness (a peer that
+ * answers no ping for a whole interval is dropped), and what peers make it hold in their sockets'
+ * buffers (socket-buffers.ts: slow consumers, unfinished frames).
  */
 export class SessionWatch {
   private liveness: NodeJS.Timeout | null = null;
@@ -47,27 +51,27 @@ export class SessionWatch {
     this.deps.pingTelemetry();
   }
 
-  /**
-   * Slow consumers (as NATS names them): a peer that does not read what the engine writes to it
-   * makes the engine hold it. One whose unsent bytes stay over max_send_buffer_bytes for
-   * slow_consumer_ms, or reach four times that, is closed; its calls end as on any disconnect.
-   */
   private checkSendBuffers(): void {
-    const { maxSendBufferBytes: limit, slowConsumerMs } = this.deps.opts;
-    const now = Date.now();
-    for (const s of this.deps.sessions()) {
-      const bytes = s.buffered;
-      if (bytes <= limit) {
-        s.slowSince = 0;
-        continue;
-      }
-      if (s.slowSince === 0) s.slowSince = now;
-      const ms = now - s.slowSince;
-      if (ms < slowConsumerMs && bytes <= 4 * limit) continue;
-      const why = `slow consumer: ${bytes} bytes not read for ${ms} ms (engine.limits.max_send_buffer_bytes = ${limit}, slow_consumer_ms = ${slowConsumerMs})`;
-      this.deps.warn(`closing ${s.name}: ${why}`, { worker_id: s.id });
-      s.close(1008, 'slow consumer');
-      this.deps.drop(s, why);
-    }
+    const { opts } = this.deps;
+    closeSlowConsumers(this.deps.sessions(), opts, this.closeForBuffers);
+    closeOverPartialFrames(both(this.deps.sessions(), this.deps.telemetrySockets()), (p) => (p instanceof Session ? p.webSocket : p), opts.maxPartialFrameBytes, this.refusePartial);
   }
+
+  /** A socket over max_partial_frame_bytes (socket-buffers.ts): a worker's, or an `/otel` one. */
+  private readonly refusePartial = (p: Session | WebSocket, why: string): void => {
+    const reason = 'overloaded: engine.limits.max_partial_frame_bytes';
+    if (p instanceof Session) {
+      p.sendError({ code: 'overloaded', message: why });
+      return this.closeForBuffers(p, 1013, reason, why);
+    }
+    this.deps.warn(`closing an /otel socket: ${why}`);
+    p.close(1013, reason);
+  };
+
+  /** A peer closed for what it makes the engine hold in its socket's buffers. */
+  private readonly closeForBuffers = (s: Session, code: number, reason: string, why: string): void => {
+    this.deps.warn(`closing ${s.name}: ${why}`, { worker_id: s.id });
+    s.close(code, reason);
+    this.deps.drop(s, why);
+  };
 }

@@ -35,6 +35,11 @@ export class Session extends Peer {
     return this.ws.bufferedAmount;
   }
 
+  /** Its socket (socket-buffers.ts reads what its receiver holds). */
+  get webSocket(): WebSocket {
+    return this.ws;
+  }
+
   get open(): boolean {
     return !this.closed && this.ws.readyState === WebSocket.OPEN;
   }

@@ -23,6 +23,10 @@ export class TelemetrySockets {
     return this.sockets.size;
   }
 
+  get all(): Iterable<WebSocket> {
+    return this.sockets.keys();
+  }
+
   accept(ws: WebSocket): void {
     this.sockets.set(ws, true);
     const alive = (): void => {

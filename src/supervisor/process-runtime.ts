@@ -38,6 +38,13 @@ export class ProcessRuntime implements Runtime {
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
     });
+    // Listened for at once: a spawn that fails (no such cwd; EMFILE while every descriptor is in
+    // use, when it also has no stdio) reports it on the next tick, and unheard it ended the engine.
+    const spawnFailed = new Promise<ExitInfo>((resolve) => child.once('error', (err) => resolve({ code: 127, signal: `spawn failed: ${err.message}` })));
+    if (!child.pid) {
+      const info = await spawnFailed;
+      throw new Error(`could not start ${spec.name}: ${info.signal ?? 'unknown error'}`);
+    }
     const output = child.stdout && child.stderr ? appendStamped(spec.logFile, spec.replica, [child.stdout, child.stderr]) : Promise.resolve();
     // Our end of the liveness pipe: never written, never keeping the engine's event loop alive,
     // closed by the kernel when the engine exits (node opens it close-on-exec, so no other child
@@ -48,21 +55,17 @@ export class ProcessRuntime implements Runtime {
     });
     (liveness as unknown as { unref?: () => void }).unref?.();
     const pid = child.pid;
-    const started = pid ? processStartToken(pid) : null;
+    const started = processStartToken(pid);
     const exited = new Promise<ExitInfo>((resolve) => {
       child.once('exit', (code, signal) => {
         // The leader is gone; take anything it left behind in its group with it.
-        if (pid) killGroup(pid, 'SIGKILL');
+        killGroup(pid, 'SIGKILL');
         liveness.destroy();
         // Its last lines in the log file before the exit is reported (the report quotes them).
         void outputWritten(output).then(() => resolve({ code, signal }));
       });
-      child.once('error', (err) => resolve({ code: 127, signal: `spawn failed: ${err.message}` }));
+      void spawnFailed.then(resolve);
     });
-    if (!pid) {
-      const info = await exited;
-      throw new Error(`could not start ${spec.name}: ${info.signal ?? 'unknown error'}`);
-    }
     return {
       pid,
       id: String(pid),

@@ -185,7 +185,7 @@ export class Supervisor {
     const now = Date.now();
     m.exits = m.exits.filter((t) => now - t < this.options.crashWindowMs);
     m.exits.push(now);
-    const how = signal ? `signal ${signal}` : `exit code ${code}`;
+    const how = signal === null ? `exit code ${code}` : signal.startsWith('start failed') ? signal : `signal ${signal}`;
     const output = lastOutputLines(logFileOf(this.options.configFile, m.entry.name), i);
     m.lastExit = { replica: i, code, signal, at: now, how, output };
     const lastLine = output.at(-1);
@@ -211,9 +211,11 @@ export class Supervisor {
           if (m.replicas.every((r) => r.instance)) m.status = 'running';
         })
         .catch((e: Error) => {
-          m.lastError = e.message;
           this.options.log('error', `restart of ${m.entry.name} failed: ${e.message}`);
-          this.onExit(m, i, inst, null, 'start failed');
+          // An exit of its own: retried after the backoff, and counted toward the crash loop.
+          // (onExit acts only for the replica's current instance, which this failed start left as none.)
+          rep.instance = inst;
+          this.onExit(m, i, inst, null, `start failed: ${e.message}`);
         });
     }, delay);
   }

@@ -351,3 +351,43 @@ describe('bytes in flight', () => {
     }
   });
 });
+
+describe('frames peers have begun and not finished sending (max_partial_frame_bytes)', () => {
+  test('over the budget, the connections with the largest unfinished messages are closed (1013, overloaded) until it holds; the others go on', async () => {
+    // Fragments answer pings between them: before, each connection held its unfinished message
+    // (up to four times max_frame_bytes) for as long as it liked, and nothing bounded the sum.
+    const eng = await startEngine({ maxPartialFrameBytes: 10 * MiB });
+    const canary = await RawClient.connect(eng.url);
+    const senders: WebSocket[] = [];
+    const frames: string[] = [];
+    const closes: Array<Promise<[number, string]>> = [];
+    try {
+      const chunk = Buffer.alloc(MiB, 'a');
+      // 3 and 3 MiB on workers' sockets, 5 on an iii SDK's /otel socket, 6 on a worker's: 17 MiB,
+      // 7 over the budget. The 6 MiB one goes, then the 5 MiB one (6 left); the others stay.
+      for (const [mib, path] of [[3, ''], [3, ''], [5, '/otel'], [6, '']] as const) {
+        // An /otel socket gets no workerregistered frame: a bare socket.
+        const ws = path === '' ? (await RawClient.connect(eng.url)).ws : new WebSocket(eng.url + path);
+        if (ws.readyState !== WebSocket.OPEN) await new Promise((r) => ws.once('open', r));
+        closes.push(new Promise((r) => ws.once('close', (code, why) => r([code, why.toString()]))));
+        if (mib === 6) ws.on('message', (d) => frames.push(d.toString()));
+        ws.send('{"type":"invokefunction","function_id":"x::y","data":"', { fin: false });
+        for (let i = 0; i < mib; i++) await new Promise((r) => ws.send(chunk, { fin: false }, r));
+        senders.push(ws);
+      }
+      const within5s = (p: Promise<[number, string]>) => Promise.race([p, sleep(5000).then((): [number, string] => [0, 'still open after 5 s'])]);
+      for (const i of [3, 2]) assert.deepEqual(await within5s(closes[i]!), [1013, 'overloaded: engine.limits.max_partial_frame_bytes'], `sender ${i}`);
+      const refusal = frames.map((f) => JSON.parse(f) as { type: string; error?: { message: string } }).find((f) => f.type === 'error');
+      assert.match(refusal?.error?.message ?? '', /hold \d+ bytes \(engine\.limits\.max_partial_frame_bytes = 10485760\); this connection's unfinished message holds \d+: retry later$/);
+      await sleep(600);
+      assert.deepEqual(senders.slice(0, 2).map((ws) => ws.readyState), [WebSocket.OPEN, WebSocket.OPEN]);
+      // Everyone else is served meanwhile.
+      canary.send({ type: 'invokefunction', invocation_id: 'k1', function_id: 'engine::health::check', data: {} });
+      assert.equal((await canary.next((f) => f.invocation_id === 'k1')).error, undefined);
+    } finally {
+      canary.close();
+      for (const ws of senders) ws.terminate();
+      await eng.stop();
+    }
+  });
+});

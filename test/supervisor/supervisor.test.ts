@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadManifest, ManifestError } from '../../src/supervisor/manifest.js';
@@ -235,6 +235,29 @@ setInterval(() => {}, 1000);`,
     await s.stopAll();
     assert.equal(alive(pid2), false);
     assert.equal(s.get('steady')!.status, 'stopped');
+  });
+
+  test('a restart that cannot start the process is retried after the backoff, not given up on', async () => {
+    const dir = workerDir('vanishing', nodeManifest('vanishing', 'node w.mjs'), { 'w.mjs': 'setInterval(() => {}, 1000);' });
+    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    const cfg = join(root, 'vanishing.yaml');
+    writeFileSync(cfg, 'workers: []\n');
+    const logs: string[] = [];
+    const s = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', restartDelayMs: 100, crashLoopExits: 5, crashWindowMs: 10_000, log: (_l, msg) => logs.push(msg) });
+    const [entry] = parseWorkerEntries(cfg, [{ name: 'vanishing', path: dir }]);
+    const pid = s.describe(await s.start(entry!)).pid as number;
+    // Its directory gone when it is restarted: the start fails (as a spawn does with EMFILE while a
+    // flood holds every descriptor). Before, that restart was the last: the worker stayed down for good.
+    renameSync(dir, `${dir}.away`);
+    process.kill(pid, 'SIGKILL');
+    await eventually(() => assert.ok(logs.some((l) => /^restart of vanishing failed: /.test(l)), logs.join('\n')), 5000);
+    renameSync(`${dir}.away`, dir);
+    await eventually(() => {
+      const d = s.get('vanishing')!;
+      assert.equal(d.status, 'running');
+      assert.notEqual(d.pid, pid);
+    }, 5000);
+    await s.stopAll();
   });
 
   test('a worker that keeps crashing is reported as a crash loop and not restarted forever', async () => {

@@ -60,8 +60,16 @@ export class ProcessReporter {
   /** Report now (after connecting, so the console has numbers at once); the interval goes on. */
   readonly send = (): void => {
     if (!this.connected()) return;
-    const cpu = process.cpuUsage();
-    const mem = process.memoryUsage();
+    let cpu: NodeJS.CpuUsage;
+    let mem: NodeJS.MemoryUsage;
+    try {
+      cpu = process.cpuUsage();
+      mem = process.memoryUsage();
+    } catch {
+      // memoryUsage() reads /proc/self and throws EMFILE while every descriptor is taken (a flood
+      // of connections to svc-http); thrown from this timer, it ended the worker. Skip this report.
+      return;
+    }
     const lagged = this.lagCount > 0;
     const sample = {
       cpu_user_seconds: cpu.user / 1e6,

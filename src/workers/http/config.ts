@@ -33,6 +33,11 @@ export interface HttpWorkerConfig {
    * (`engine.invocation_timeout_ms`).
    */
   timeoutMs?: number;
+  /**
+   * TCP connections open at once; more are closed as they arrive (Node's server.maxConnections), so
+   * that a flood of idle or slow connections holds a bounded amount of memory and descriptors.
+   */
+  maxConnections: number;
   /** Send one log line per request to the engine's logs. */
   requestLog: boolean;
   /**
@@ -51,6 +56,8 @@ export const DEFAULT_HTTP_CONFIG: HttpWorkerConfig = {
   cors: null,
   bodyLimitBytes: 1024 * 1024,
   streamBodyLimitBytes: DEFAULT_STREAM_BODY_LIMIT,
+  // As the engine's engine.limits.max_connections.
+  maxConnections: 10_000,
   requestLog: true,
   streaming: 'routes',
 };
@@ -64,7 +71,7 @@ export class HttpConfigError extends SvcError {
   }
 }
 
-const KEYS = ['host', 'port', 'cors', 'body_limit_bytes', 'timeout_ms', 'request_log', 'streaming', 'stream_body_limit_bytes'];
+const KEYS = ['host', 'port', 'cors', 'body_limit_bytes', 'timeout_ms', 'request_log', 'streaming', 'stream_body_limit_bytes', 'max_connections'];
 const CORS_KEYS = ['origins', 'methods', 'headers', 'expose_headers', 'credentials', 'max_age'];
 
 /** Validate the snake_case config object; absent keys take DEFAULT_HTTP_CONFIG. Throws HttpConfigError. */
@@ -84,6 +91,7 @@ export function parseHttpWorkerConfig(raw: unknown): HttpWorkerConfig {
   if (c.body_limit_bytes !== undefined) out.bodyLimitBytes = int(c.body_limit_bytes, 'body_limit_bytes', 1, 1024 ** 3);
   if (c.stream_body_limit_bytes !== undefined) out.streamBodyLimitBytes = int(c.stream_body_limit_bytes, 'stream_body_limit_bytes', 1, 2 ** 50);
   if (c.timeout_ms !== undefined) out.timeoutMs = int(c.timeout_ms, 'timeout_ms', 1, 24 * 3600 * 1000);
+  if (c.max_connections !== undefined) out.maxConnections = int(c.max_connections, 'max_connections', 1, 1_000_000);
   if (c.request_log !== undefined) {
     if (typeof c.request_log !== 'boolean') throw new HttpConfigError('svc-http config: request_log must be true or false');
     out.requestLog = c.request_log;

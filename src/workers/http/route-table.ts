@@ -66,8 +66,12 @@ export function parseHttpTriggerConfig(config: unknown): HttpTriggerConfig {
  * written with raw non-ASCII characters or spaces is encoded the way clients send it; existing
  * `%XX` escapes stay as written.
  */
+/** A UTF-16 surrogate not in a pair (with the u flag, a pair is one code point and does not match). */
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
+
 function normalizeApiPath(raw: string): string {
   const p = raw.startsWith('/') ? raw : '/' + raw;
+  if (LONE_SURROGATE.test(p)) throw new TriggerConfigError('invalid_trigger_config', `http trigger config: api_path ${JSON.stringify(raw)} is not valid Unicode (it holds a lone surrogate)`);
   const encoded = p.replace(/[^\x21-\x7e]+/gu, (s) => encodeURIComponent(s));
   return encoded.length > 1 && encoded.endsWith('/') ? encoded.slice(0, -1) : encoded;
 }

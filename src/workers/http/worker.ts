@@ -73,6 +73,7 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
     throw e;
   }
   const port = (server.address() as AddressInfo).port;
+  boundConnections(server, config.maxConnections, worker.logger);
 
   // Bindings arrive only after the server listens, so an accepted route is immediately served.
   await worker.registerTriggerType(
@@ -155,6 +156,28 @@ function listen(app: ReturnType<typeof createHttpApp>, port: number, host: strin
     server.once('error', (e: NodeJS.ErrnoException) => {
       reject(e.code === 'EADDRINUSE' ? Object.assign(new Error(`port ${port} on ${host} is already in use; set port in its config`), { code: 'port_in_use' }) : e);
     });
+  });
+}
+
+/** How often at most a flood of refused connections is logged. */
+const DROP_WARN_MS = 10_000;
+
+/**
+ * At most `max` connections at once: Node closes further ones as they arrive, before any request
+ * is read (without a bound, a flood of idle connections took every descriptor or all memory). Each
+ * refusal is counted; a warning says so at most every DROP_WARN_MS.
+ */
+function boundConnections(server: Server, max: number, logger: { warn(message: string, data?: Record<string, unknown>): void }): void {
+  server.maxConnections = max;
+  let dropped = 0;
+  let warnedAt = 0;
+  server.on('drop', () => {
+    dropped++;
+    const now = Date.now();
+    if (now - warnedAt < DROP_WARN_MS) return;
+    logger.warn(`svc-http has ${max} connections open (max_connections): closed ${dropped} more as they arrived`, { max_connections: max, dropped });
+    warnedAt = now;
+    dropped = 0;
   });
 }
 

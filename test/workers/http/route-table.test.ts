@@ -25,6 +25,8 @@ test('config: bad configs are refused with invalid_trigger_config naming the inp
     [{ api_path: '/a/(x)', http_method: 'GET' }, /"\/a\/\(x\)" is not a valid route pattern/],
     [{ api_path: '/a/:', http_method: 'GET' }, /not a valid route pattern: Missing parameter name/],
     [{ api_path: '/a', http_method: 'GET', stream: 'yes' }, /stream must be true or false, got "yes"/],
+    // A lone surrogate cannot be percent-encoded: encodeURIComponent's bare "URI malformed" escaped.
+    [{ api_path: '/a/\ud800', http_method: 'GET' }, /api_path "\/a\/\\ud800" is not valid Unicode \(it holds a lone surrogate\)/],
   ];
   const table = new RouteTable();
   for (const [config, re] of cases) {
