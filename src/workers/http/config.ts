@@ -38,6 +38,11 @@ export interface HttpWorkerConfig {
    * that a flood of idle or slow connections holds a bounded amount of memory and descriptors.
    */
   maxConnections: number;
+  /**
+   * Longest time to receive a request whose body svc-http reads (every route but a streaming one,
+   * whose body streams to the function for as long as its call runs: `timeoutMs`); later gets 408.
+   */
+  requestTimeoutMs: number;
   /** Send one log line per request to the engine's logs. */
   requestLog: boolean;
   /**
@@ -58,6 +63,8 @@ export const DEFAULT_HTTP_CONFIG: HttpWorkerConfig = {
   streamBodyLimitBytes: DEFAULT_STREAM_BODY_LIMIT,
   // As the engine's engine.limits.max_connections.
   maxConnections: 10_000,
+  // Node's own default for a whole request (server.requestTimeout), which svc-http turns off (worker.ts).
+  requestTimeoutMs: 300_000,
   requestLog: true,
   streaming: 'routes',
 };
@@ -71,7 +78,7 @@ export class HttpConfigError extends SvcError {
   }
 }
 
-const KEYS = ['host', 'port', 'cors', 'body_limit_bytes', 'timeout_ms', 'request_log', 'streaming', 'stream_body_limit_bytes', 'max_connections'];
+const KEYS = ['host', 'port', 'cors', 'body_limit_bytes', 'timeout_ms', 'request_log', 'streaming', 'stream_body_limit_bytes', 'max_connections', 'request_timeout_ms'];
 const CORS_KEYS = ['origins', 'methods', 'headers', 'expose_headers', 'credentials', 'max_age'];
 
 /** Validate the snake_case config object; absent keys take DEFAULT_HTTP_CONFIG. Throws HttpConfigError. */
@@ -92,6 +99,7 @@ export function parseHttpWorkerConfig(raw: unknown): HttpWorkerConfig {
   if (c.stream_body_limit_bytes !== undefined) out.streamBodyLimitBytes = int(c.stream_body_limit_bytes, 'stream_body_limit_bytes', 1, 2 ** 50);
   if (c.timeout_ms !== undefined) out.timeoutMs = int(c.timeout_ms, 'timeout_ms', 1, 24 * 3600 * 1000);
   if (c.max_connections !== undefined) out.maxConnections = int(c.max_connections, 'max_connections', 1, 1_000_000);
+  if (c.request_timeout_ms !== undefined) out.requestTimeoutMs = int(c.request_timeout_ms, 'request_timeout_ms', 1, 24 * 3600 * 1000);
   if (c.request_log !== undefined) {
     if (typeof c.request_log !== 'boolean') throw new HttpConfigError('svc-http config: request_log must be true or false');
     out.requestLog = c.request_log;

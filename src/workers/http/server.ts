@@ -35,6 +35,8 @@ export interface HttpAppOptions {
    */
   invoke(functionId: string, payload: HttpRequestPayload, bindingId: string, signal?: AbortSignal): Promise<unknown>;
   bodyLimitBytes: number;
+  /** Longest time to receive a request whose body svc-http reads (`request_timeout_ms`); later: 408. */
+  requestTimeoutMs?: number;
   /** Most bytes of a streaming route's request body (`stream_body_limit_bytes`). */
   streamBodyLimitBytes?: number;
   /** Only used in the 504 message; the deadline itself is enforced by `invoke` (and the engine). */
@@ -52,6 +54,8 @@ export interface HttpAppOptions {
 interface Locals {
   match?: RouteMatch;
   errorCode?: string;
+  /** Lifts the request's deadline (requestDeadline): a streaming call now bounds its body. */
+  unbounded?: () => void;
 }
 
 export function createHttpApp(opts: HttpAppOptions): express.Express {
@@ -63,6 +67,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   app.set('query parser', 'simple');
 
   if (opts.onRequestLog) app.use(requestLogger(opts.onRequestLog));
+  if (opts.requestTimeoutMs !== undefined) app.use(requestDeadline(opts.requestTimeoutMs));
   if (opts.cors) app.use(corsMiddleware(opts.cors));
 
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -110,6 +115,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
         if (!Buffer.isBuffer(req.body)) {
           checkEncoding(req);
           checkDeclaredLength(req, streamLimit);
+          (res.locals as Locals).unbounded?.();
         }
         await serveStreamed({
           res,
@@ -178,6 +184,33 @@ function send(res: Response, spec: HttpResponseSpec): void {
 function sendError(res: Response, err: HttpError): void {
   (res.locals as Locals).errorCode = err.code;
   send(res, errorResponse(err));
+}
+
+/**
+ * A request must arrive whole within `ms`, unless a streaming route's call takes its body over
+ * (`Locals.unbounded`): that body streams for as long as the call runs, bounded by its timeout_ms.
+ * Late: 408 `request_timeout` (or, if an answer went out already, nothing more), and the connection
+ * is closed.
+ */
+function requestDeadline(ms: number) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (req.complete) return next();
+    const timer = setTimeout(() => {
+      if (req.complete) return;
+      if (res.headersSent) {
+        req.socket.destroy();
+        return;
+      }
+      res.setHeader('connection', 'close');
+      res.once('finish', () => req.socket.destroy());
+      sendError(res, new HttpError(408, 'request_timeout', `The request was not received within ${ms} ms (svc-http's request_timeout_ms)`));
+    }, ms);
+    const lift = (): void => clearTimeout(timer);
+    (res.locals as Locals).unbounded = lift;
+    req.once('end', lift);
+    req.once('close', lift);
+    next();
+  };
 }
 
 function requestLogger(log: (entry: RequestLogEntry) => void) {

@@ -26,11 +26,15 @@ export interface HttpWorkerHandle {
   host: string;
   worker: Worker;
   routes: RouteTable;
+  /** The HTTP server (its timeouts and bounds are svc-http's; tests read them). */
+  server: Server;
   shutdown(): Promise<void>;
 }
 
 export const HTTP_TRIGGER_TYPE = 'http';
 const SHUTDOWN_GRACE_MS = 5_000;
+/** Node's default for a request's headers (server.headersTimeout): a client sending them slowly is cut. */
+export const HEADERS_TIMEOUT_MS = 60_000;
 
 export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<HttpWorkerHandle> {
   const config: HttpWorkerConfig = { ...DEFAULT_HTTP_CONFIG, ...stripUndefined(opts) };
@@ -51,6 +55,7 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
     // is the binding's: the engine runs it with the rights of the worker that bound the route.
     invoke: (functionId, payload, bindingId, signal) => worker.trigger({ function_id: functionId, payload, bindingId, ...(signal ? { signal } : {}) }),
     bodyLimitBytes: config.bodyLimitBytes,
+    requestTimeoutMs: config.requestTimeoutMs,
     streamBodyLimitBytes: config.streamBodyLimitBytes,
     timeoutMs: () => worker.defaultTimeoutMs,
     cors: config.cors,
@@ -112,6 +117,7 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
     host: config.host,
     worker,
     routes,
+    server,
     shutdown: () =>
       (stopped ??= (async () => {
         // Requests in flight get a grace period to receive their function's answer, then are cut.
@@ -139,7 +145,11 @@ function listen(app: ReturnType<typeof createHttpApp>, port: number, host: strin
   return new Promise((resolve, reject) => {
     // Node answers an HTTP/1.1 request without Host with a bare 400 before express sees it; the
     // check is done here instead, so that this refusal too is a JSON error like every other.
-    const server = createServer({ requireHostHeader: false }, (req: IncomingMessage, res: ServerResponse) => {
+    // Node's requestTimeout (300 s by default) bounds every request of the server, so it cut
+    // streaming uploads however long their route's timeout_ms; it is off, and the app bounds the
+    // requests whose body it reads (request_timeout_ms, server.ts). Headers keep Node's bound, set
+    // here because with requestTimeout 0 Node's default for headersTimeout is 0 (none) too.
+    const server = createServer({ requireHostHeader: false, requestTimeout: 0, headersTimeout: HEADERS_TIMEOUT_MS }, (req: IncomingMessage, res: ServerResponse) => {
       if (req.httpVersion === '1.1' && req.headers.host === undefined) {
         const body = JSON.stringify({ error: { code: 'bad_request', message: 'An HTTP/1.1 request must carry a Host header' } });
         res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);

@@ -124,8 +124,8 @@ test('worker config: defaults, snake_case keys, refusals', () => {
   assert.equal(DEFAULT_HTTP_CONFIG.host, '127.0.0.1');
   assert.equal(DEFAULT_HTTP_CONFIG.bodyLimitBytes, 1048576);
   assert.equal(DEFAULT_HTTP_CONFIG.timeoutMs, undefined, "the engine's default deadline");
-  const c = parseHttpWorkerConfig({ host: '0.0.0.0', port: 8080, body_limit_bytes: 10, timeout_ms: 5, request_log: false, cors: { origins: 'https://a.example' }, streaming: 'all', stream_body_limit_bytes: 20, max_connections: 7 });
-  assert.deepEqual(c, { host: '0.0.0.0', port: 8080, bodyLimitBytes: 10, streamBodyLimitBytes: 20, maxConnections: 7, timeoutMs: 5, requestLog: false, streaming: 'all', cors: { origins: ['https://a.example'] } });
+  const c = parseHttpWorkerConfig({ host: '0.0.0.0', port: 8080, body_limit_bytes: 10, timeout_ms: 5, request_log: false, cors: { origins: 'https://a.example' }, streaming: 'all', stream_body_limit_bytes: 20, max_connections: 7, request_timeout_ms: 9000 });
+  assert.deepEqual(c, { host: '0.0.0.0', port: 8080, bodyLimitBytes: 10, streamBodyLimitBytes: 20, maxConnections: 7, requestTimeoutMs: 9000, timeoutMs: 5, requestLog: false, streaming: 'all', cors: { origins: ['https://a.example'] } });
   assert.equal(DEFAULT_HTTP_CONFIG.maxConnections, 10_000);
   assert.throws(() => parseHttpWorkerConfig({ max_connections: 0 }), /max_connections must be an integer from 1 to 1000000, got 0/);
   assert.equal(DEFAULT_HTTP_CONFIG.streamBodyLimitBytes, 1024 ** 3);
