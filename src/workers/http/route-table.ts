@@ -9,6 +9,7 @@
  */
 import { match as compileMatcher, parse, pathToRegexp, type MatchFunction, type ParamData } from 'path-to-regexp';
 import { SvcError } from 'svc-sdk';
+import { hasLoneSurrogate } from '../shared/describe.js';
 
 /** Methods a route may be bound to. CONNECT is missing on purpose: it opens a proxy tunnel, never reaches a route. */
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'] as const;
@@ -67,11 +68,10 @@ export function parseHttpTriggerConfig(config: unknown): HttpTriggerConfig {
  * `%XX` escapes stay as written.
  */
 /** A UTF-16 surrogate not in a pair (with the u flag, a pair is one code point and does not match). */
-const LONE_SURROGATE = /[\ud800-\udfff]/u;
 
 function normalizeApiPath(raw: string): string {
   const p = raw.startsWith('/') ? raw : '/' + raw;
-  if (LONE_SURROGATE.test(p)) throw new TriggerConfigError('invalid_trigger_config', `http trigger config: api_path ${JSON.stringify(raw)} is not valid Unicode (it holds a lone surrogate)`);
+  if (hasLoneSurrogate(p)) throw new TriggerConfigError('invalid_trigger_config', `http trigger config: api_path ${JSON.stringify(raw)} is not valid Unicode (it holds a lone surrogate)`);
   const encoded = p.replace(/[^\x21-\x7e]+/gu, (s) => encodeURIComponent(s));
   return encoded.length > 1 && encoded.endsWith('/') ? encoded.slice(0, -1) : encoded;
 }

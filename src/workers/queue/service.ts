@@ -3,7 +3,7 @@
  * and the store. worker.ts puts them on the wire; tests call them directly too. Names follow
  * docs/queues.md; iii's names (iii-protocol.md §4) are aliases of the same handlers.
  */
-import { describe } from '../shared/describe.js';
+import { describe, hasLoneSurrogate } from '../shared/describe.js';
 import { DEFAULT_QUEUE, settingsView, type QueueSettings, type QueueWorkerConfig } from './config.js';
 import type { Dispatcher } from './dispatcher.js';
 import { jobId } from './job-id.js';
@@ -55,6 +55,7 @@ function name(fn: string, field: string, v: unknown): string {
   if (v.length > MAX_NAME_BYTES || Buffer.byteLength(v) > MAX_NAME_BYTES || CONTROL.test(v)) {
     throw new QueueError('invalid_payload', `${fn}: "${field}" must be at most ${MAX_NAME_BYTES} bytes without control characters, got ${describe(v)}`);
   }
+  if (hasLoneSurrogate(v)) throw new QueueError('invalid_payload', `${fn}: "${field}" ${describe(v)} is not valid Unicode (lone surrogate)`);
   return v;
 }
 

@@ -19,6 +19,7 @@ import type { TriggerBinding } from 'svc-sdk';
 import { DEFAULT_QUEUE, type QueueWorkerConfig } from './config.js';
 import { UndeliverableCopyError } from './policy.js';
 import { MAX_NAME_BYTES, QueueError, type ClaimedJob, type QueueStore, type Subscription } from './store.js';
+import { hasLoneSurrogate } from '../shared/describe.js';
 
 export const HEARTBEAT_MS = 10_000;
 /** How long the store's subscription list is reused while deciding about copies without a binding. */
@@ -50,8 +51,8 @@ export function parseSubscriberBinding(b: TriggerBinding, config: QueueWorkerCon
     if (!CONFIG_KEYS.includes(k)) throw refuse('invalid_payload', `unknown config key ${JSON.stringify(k)}; known keys: topic, queue`);
   }
   const topic = o.topic;
-  if (typeof topic !== 'string' || topic === '' || Buffer.byteLength(topic) > MAX_NAME_BYTES || CONTROL.test(topic)) {
-    throw refuse('invalid_payload', `config.topic must be a non-empty string of at most ${MAX_NAME_BYTES} bytes without control characters, got ${JSON.stringify(topic)}`);
+  if (typeof topic !== 'string' || topic === '' || Buffer.byteLength(topic) > MAX_NAME_BYTES || CONTROL.test(topic) || hasLoneSurrogate(topic)) {
+    throw refuse('invalid_payload', `config.topic must be a non-empty string of at most ${MAX_NAME_BYTES} bytes without control characters or lone surrogates, got ${JSON.stringify(topic)}`);
   }
   const queue = o.queue ?? DEFAULT_QUEUE;
   if (typeof queue !== 'string' || !config.queues.has(queue)) {

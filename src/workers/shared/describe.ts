@@ -7,3 +7,13 @@ export function describe(v: unknown): string {
   if (typeof v === 'object') return 'an object';
   return `${typeof v} ${String(v)}`;
 }
+
+/**
+ * A lone surrogate (half of a UTF-16 pair) cannot be encoded as UTF-8: stored or sent, it comes back
+ * as U+FFFD, so two different names would become one. The built-ins refuse names that hold one.
+ * (With the `u` flag a well-paired surrogate is one code point and does not match.)
+ */
+export function hasLoneSurrogate(s: string): boolean {
+  return LONE_SURROGATE.test(s);
+}
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;

@@ -8,7 +8,7 @@
  * well-formed scopes, keys and normalized ops.
  */
 import { SvcError } from 'svc-sdk';
-import { describe } from '../shared/describe.js';
+import { describe, hasLoneSurrogate } from '../shared/describe.js';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
 
@@ -132,8 +132,6 @@ export function payloadObject(fn: string, data: unknown): Record<string, unknown
   return data as Record<string, unknown>;
 }
 
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
-
 function checkName(fn: string, field: 'scope' | 'key', v: unknown, max: number): string {
   if (typeof v !== 'string' || v.length === 0) {
     throw new StateError('invalid_payload', `${fn}: "${field}" must be a non-empty string, got ${describe(v)}`);
@@ -144,7 +142,7 @@ function checkName(fn: string, field: 'scope' | 'key', v: unknown, max: number):
     if (bytes > max) throw new StateError('key_too_large', `${fn}: ${field} ${quote(v)} is ${bytes} bytes; the limit is ${max}`);
   }
   // A lone surrogate cannot be encoded as UTF-8 and would come back as U+FFFD: refuse it.
-  if (LONE_SURROGATE.test(v)) {
+  if (hasLoneSurrogate(v)) {
     throw new StateError('invalid_payload', `${fn}: ${field} ${quote(v)} is not valid Unicode (lone surrogate)`);
   }
   return v;

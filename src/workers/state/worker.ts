@@ -9,6 +9,7 @@ import { openRedisStore } from './redis-store.js';
 import { ANSWER_FRAME_ROOM, FUNCTION_DESCRIPTIONS, newStateCounts, stateFunctions, type CallParent, type StateEvent, type StateFunctions } from './service.js';
 import { StateError, type StateStore } from './store.js';
 import { parseStateConfig, type StateConfig } from './config.js';
+import { hasLoneSurrogate } from '../shared/describe.js';
 
 export interface StateWorkerOptions {
   /** Engine address; default env SVC_URL, else ws://localhost:49134. */
@@ -60,6 +61,8 @@ function parseBinding(b: TriggerBinding): Binding {
     const v = c[f];
     if (v === undefined || v === null) continue;
     if (typeof v !== 'string' || v === '') throw refuse(`config.${f} must be a non-empty string, got ${JSON.stringify(v)}`);
+    // state::* refuses such a scope or key, so a binding to one would never fire.
+    if (hasLoneSurrogate(v)) throw refuse(`config.${f} ${JSON.stringify(v)} is not valid Unicode (lone surrogate)`);
     out[f] = v;
   }
   return out;

@@ -134,6 +134,17 @@ describe('durable topics (durable:subscriber)', () => {
       assert.match(e.message, /config\.topic must be a non-empty string/);
       return true;
     });
+    // A lone surrogate would be stored as U+FFFD: two topics would become one.
+    await assert.rejects(w.registerTrigger({ type: 'durable:subscriber', function_id: 'sub::bad', config: { topic: 'half\ud800' } }), (e: Error & { code?: string }) => {
+      assert.equal(e.code, 'invalid_payload');
+      assert.match(e.message, /config\.topic .*lone surrogates/);
+      return true;
+    });
+    await assert.rejects(client.trigger({ function_id: 'queue::publish', payload: { topic: 'half\udc00', data: {} } }), (e: Error & { code?: string }) => {
+      assert.equal(e.code, 'invalid_payload');
+      assert.match(e.message, /"topic" .* is not valid Unicode \(lone surrogate\)/);
+      return true;
+    });
     // iii's shape: queue_config is accepted (settings come from svc-queue's config).
     await w.registerTrigger({ type: 'durable:subscriber', function_id: 'sub::bad', config: { topic: 'iii-style', queue_config: { max_retries: 5 } } });
     assert.equal((await client.trigger<{ copies: number }>({ function_id: 'iii::durable::publish', payload: { topic: 'iii-style', data: { ok: true } } })).copies, 1);

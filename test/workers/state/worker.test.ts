@@ -135,6 +135,10 @@ describe('svc-state through the engine (embedded store)', () => {
       const refused = await callError(watcher.registerTrigger({ type: 'state', function_id: 'watch::scope', config: { scope: 7 } }));
       assert.equal(refused.code, 'invalid_payload');
       assert.match(refused.message, /config\.scope/);
+      // state::* refuses such a scope, so this binding could never fire.
+      const lone = await callError(watcher.registerTrigger({ type: 'state', function_id: 'watch::scope', config: { scope: 'half\uD800' } }));
+      assert.equal(lone.code, 'invalid_payload');
+      assert.match(lone.message, /config\.scope .* is not valid Unicode \(lone surrogate\)/);
 
       await call('state::set', { scope: 'watched', key: 'a', value: 1 });
       await call('state::update', { scope: 'watched', key: 'a', ops: [{ type: 'increment' }] });
