@@ -5,7 +5,8 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { InvocationError, SvcError, Worker, type CallRequest, type TriggerInput, type TriggerTypeDefinition, type TriggerTypeHandler } from 'svc-sdk';
+import { startEngine } from '../helpers/engine.js';
+import { InvocationError, registerWorker, SvcError, Worker, type CallRequest, type TriggerInput, type TriggerTypeDefinition, type TriggerTypeHandler } from 'svc-sdk';
 
 describe('bad arguments', () => {
   // Never connects: every check below happens before the connection matters.
@@ -38,5 +39,27 @@ describe('bad arguments', () => {
     const handler: TriggerTypeHandler = { registerTrigger: () => {}, unregisterTrigger: () => {} };
     await assert.rejects(w.registerTriggerType({ id: '' }, handler), is('invalid_argument', /registerTriggerType\(\) needs \{id/));
     await assert.rejects(w.registerTriggerType({ id: 't' } as TriggerTypeDefinition, {} as TriggerTypeHandler), is('invalid_argument', /must have registerTrigger and unregisterTrigger/));
+  });
+});
+
+describe('payloads that cannot be encoded', () => {
+  test('one nested too deeply for JSON.stringify is invalid_payload naming the depth the engine accepts, not the stack', async () => {
+    const engine = await startEngine();
+    const w = registerWorker(engine.url, { workerName: 'deep', echoLogs: false });
+    try {
+      w.registerFunction('deep::echo', (d: unknown) => d);
+      let deep: object = {};
+      for (let i = 0; i < 20_000; i++) deep = { a: deep };
+      await assert.rejects(w.trigger({ function_id: 'deep::echo', payload: deep }), (e: unknown) => {
+        assert.ok(e instanceof InvocationError && e.code === 'invalid_payload', String(e));
+        assert.match(e.message, /nested too deeply to encode \(the engine accepts 128 levels of arrays and objects\)/);
+        return true;
+      });
+      // The worker is unharmed.
+      assert.deepEqual(await w.trigger({ function_id: 'deep::echo', payload: { a: 1 } }), { a: 1 });
+    } finally {
+      await w.shutdown();
+      await engine.stop();
+    }
   });
 });

@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import { InvocationError } from './errors.js';
-import { MAX_RECEIVED_FRAME_DEPTH, STALE_WORKER_CLOSE, UNAUTHORIZED_CLOSE } from './protocol/constants.js';
+import { MAX_FRAME_DEPTH, MAX_RECEIVED_FRAME_DEPTH, STALE_WORKER_CLOSE, UNAUTHORIZED_CLOSE } from './protocol/constants.js';
 import { decodeFrame } from './protocol/decode.js';
 import type { Message } from './protocol/messages.js';
 import { exceedsBytes, sendCoalesced } from './transport.js';
@@ -222,7 +222,10 @@ export class Connection {
     try {
       text = JSON.stringify(msg);
     } catch (e) {
-      throw new InvocationError('invalid_payload', `Payload is not JSON-serializable: ${(e as Error).message}`, functionId);
+      // JSON.stringify recurses: a value nested some thousands deep overflows the stack, which the
+      // engine would refuse anyway (MAX_FRAME_DEPTH); say that rather than "call stack size".
+      const why = e instanceof RangeError && /call stack/i.test(e.message) ? `nested too deeply to encode (the engine accepts ${MAX_FRAME_DEPTH} levels of arrays and objects)` : (e as Error).message;
+      throw new InvocationError('invalid_payload', `Payload is not JSON-serializable: ${why}`, functionId);
     }
     const size = exceedsBytes(text, this.opts.maxFrameBytes);
     if (size !== false) {
