@@ -137,6 +137,15 @@ describe('console: Host, Origin and CSRF token', { timeout: 90_000 }, () => {
     assert.equal(await password(), 'hunter2');
   });
 
+  test('a body over the API limit is 413 payload_too_large naming it, and nothing is called', async () => {
+    const big = { function_id: 'state::set', payload: { scope: 'bank', key: 'password', value: 'x'.repeat(9 * 1024 * 1024) } };
+    const r = await send(console_.port, 'POST', '/api/call', { host, 'x-csrf-token': token }, big);
+    assert.equal(r.status, 413);
+    assert.equal(r.body.error?.code, 'payload_too_large');
+    assert.match(r.body.error!.message, /over the console's limit of 8mb/);
+    assert.equal(await password(), 'hunter2');
+  });
+
   test('loopback names, IP addresses and --allowed-host names are served; the page cannot be framed', async () => {
     for (const h of [`localhost:${console_.port}`, `[::1]:${console_.port}`, `LOCALHOST:${console_.port}`, `10.1.2.3:${console_.port}`, `console.example.com:${console_.port}`, 'console.example.com']) {
       const r = await send(console_.port, 'GET', '/api/status', { host: h, 'x-csrf-token': token });

@@ -46,6 +46,8 @@ export interface ConsoleServer {
 }
 
 const MAX_TIMEOUT_MS = 5 * 60_000;
+/** The largest request body of the console's API (a call's payload from the Functions page). */
+const API_BODY_LIMIT = '8mb';
 
 export async function startConsoleServer(o: ConsoleServerOptions): Promise<ConsoleServer> {
   const staticDir = o.staticDir ?? DEFAULT_CONSOLE_DIST;
@@ -73,7 +75,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   // Before anything reads a body: a refused request costs nothing.
   app.use(guard.pages());
   app.use('/api', guard.api());
-  app.use('/api', express.json({ limit: '8mb' }));
+  app.use('/api', express.json({ limit: API_BODY_LIMIT }));
 
   // The pages' own periodic reads (state::list, queue::list, cron::list…) go in traces whose id
   // begins with this, so that the Traces page can leave them out: at two a second they would push
@@ -175,8 +177,12 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   });
 
   // A body that is not JSON (or too large) gets a JSON answer naming the problem, not an HTML page.
-  app.use('/api', (err: Error & { status?: number }, _req: Request, res: Response, next: (e?: unknown) => void) => {
+  app.use('/api', (err: Error & { status?: number; type?: string }, _req: Request, res: Response, next: (e?: unknown) => void) => {
     if (!err) return next();
+    if (err.type === 'entity.too.large') {
+      res.status(413).json({ ok: false, error: { code: 'payload_too_large', message: `The request body is over the console's limit of ${API_BODY_LIMIT}` } });
+      return;
+    }
     res.status(err.status ?? 400).json({ ok: false, error: { code: 'invalid_request', message: err.message } });
   });
   app.use('/api', (_req, res) => {
