@@ -76,6 +76,18 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     assert.match(topic.stderr, /did you mean "queue"\?/);
     // Cut short: the command it begins, not the nearest spelling ("start").
     assert.match((await svc(['stat'])).stderr, /did you mean "status"\?/);
+    // Before: `svc triger math::add` was unknown command "triger math  add" (the '::' of the
+    // argument read as topic separators), and `svc worker ad svc-state` suggested "worker".
+    for (const [args, asked, near] of [
+      [['triger', 'math::add', 'a=1'], 'triger', 'trigger'],
+      [['worker', 'ad', 'svc-state'], 'worker ad', 'worker add'],
+      [['queue', 'dql', 'default'], 'queue dql', 'queue dlq'],
+      [['cron', 'rn', 'reports::daily'], 'cron rn', 'cron run'],
+    ] as const) {
+      const r = await svc([...args]);
+      assert.equal(r.code, 2, args.join(' '));
+      assert.equal(r.stderr, `error: unknown command "${asked}" (did you mean "${near}"?); svc --help lists the commands\n`, args.join(' '));
+    }
   });
 
   // Before: oclif's " ›   Error: Nonexistent flag: --bogus" block, wrapped at 80 columns, no code,
