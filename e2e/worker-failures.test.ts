@@ -77,6 +77,8 @@ describe('a worker that fails to start is reported, not celebrated', { timeout: 
     assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stderr, /Worker bad-python exited while starting \(exit code 1\): SyntaxError/);
     assert.match(r.stderr, /│ .*def broken\(:/);
+    // What to do next: it stays in config.yaml, so the next step is a restart (or a remove).
+    assert.match(r.stderr, /\nfull log: svc worker logs bad-python\nfix it, then: svc worker restart bad-python {3}\(or svc worker remove bad-python\)\n$/);
   });
 
   test('svc-http on a port already taken: exit 1 naming the port', async () => {
