@@ -168,6 +168,16 @@ describe('svc trigger', { timeout: 90_000 }, () => {
     assert.equal(r.stdout, '');
     assert.match(r.stderr, /Function math::nope not found/);
     assert.match(r.stderr, /^error: function_not_found: /m);
+    // Nothing registered is close to math::nope: no suggestion.
+    assert.doesNotMatch(r.stderr, /did you mean/);
+  });
+
+  // Before: only "Function test::ecoh not found", though test::echo is registered.
+  test('a mistyped function id: the closest registered one is suggested', async () => {
+    const r = await runSvc(['trigger', 'test::ecoh', '--address', engine.url]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, 'error: function_not_found: Function test::ecoh not found\ndid you mean "test::echo"? (svc worker list shows each worker\'s functions)\n');
   });
 
   test('key=value values are typed as JSON when they parse, else taken as strings', async () => {

@@ -3,6 +3,7 @@ import { ADDRESS_DEFAULT, engineAddress, formatError, withClient, fail } from '.
 import { InvocationError } from 'svc-sdk';
 import { printable, printableJson } from '../../engine/printable.js';
 import { buildPayload } from '../payload.js';
+import { closestKey } from 'svc-sdk/internal';
 
 /** Lines of a callee's stack trace shown without --verbose. */
 const STACK_LINES = 12;
@@ -13,6 +14,13 @@ function stackLines(stack: string, all: boolean): string {
   const shown = all ? lines : lines.slice(0, STACK_LINES);
   const more = lines.length - shown.length;
   return `stack trace (from the function's worker):\n${shown.map((l) => `  │ ${printable(l)}\n`).join('')}${more > 0 ? `  │ … ${more} more line(s): svc trigger --verbose\n` : ''}`;
+}
+
+/** `did you mean "math::add"?` for a mistyped function id: the closest registered one, if any is close. */
+async function nearestFunction(address: string, token: string | undefined, id: string): Promise<string | undefined> {
+  const listed = await withClient(address, (w) => w.trigger<{ functions: Array<{ function_id: string }> }>({ function_id: 'engine::functions::list' }), 5000, token).catch(() => undefined);
+  const ids = [...new Set((listed?.functions ?? []).map((f) => f.function_id))].filter((f) => f !== id);
+  return closestKey(id, ids);
 }
 
 export default class Trigger extends Command {
@@ -34,7 +42,8 @@ exit code is 1 (2 for bad arguments). When the function's worker sent its stack 
 for a handler's exception) and the error is invocation_failed (an exception without a code of its
 own: usually a bug), its first lines follow on stderr; an error with its own code (invalid_payload,
 not_found, ...) says a trace is there. --verbose shows the whole trace for any error. With --json
-the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} instead.`;
+the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} instead. A function id
+that no worker registered (function_not_found) is followed by the closest one that is, if any.`;
   static override examples = [
     'svc trigger math::add a=2 b=3',
     `svc trigger --function-id=math::add --payload='{"a":2,"b":3}'`,
@@ -88,6 +97,10 @@ the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} 
         process.stdout.write(printableJson(JSON.stringify({ error: { code, message: err instanceof Error ? err.message : String(err), ...(stack ? { stacktrace: stack } : {}) } })) + '\n');
       } else {
         process.stderr.write(formatError(err) + '\n');
+        if (err instanceof InvocationError && err.code === 'function_not_found' && flags.enqueue === undefined) {
+          const near = await nearestFunction(engineAddress(flags.address), flags.token, functionId);
+          if (near) process.stderr.write(printable(`did you mean "${near}"? (svc worker list shows each worker's functions)`) + '\n');
+        }
         if (stack && (flags.verbose || (err as InvocationError).code === 'invocation_failed')) {
           process.stderr.write(stackLines(stack, flags.verbose));
         } else if (stack) {
