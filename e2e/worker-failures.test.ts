@@ -9,7 +9,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -62,6 +62,22 @@ describe('a worker that fails to start is reported, not celebrated', { timeout: 
     await engine?.stop();
     taken?.close();
     tmp.remove();
+  });
+
+  // Before: each of these was "<target> is neither a worker directory nor a built-in worker (…)".
+  test('a target that names no worker: what it is instead, and the closest one', async () => {
+    const before = readFileSync(join(tmp.dir, 'config.yaml'), 'utf8');
+    for (const [target, line] of [
+      ['svc-queu', 'svc-queu is not a built-in worker (did you mean "svc-queue"?); built-in workers: svc-state, svc-http, svc-queue, svc-cron'],
+      ['./bad-pythn', './bad-pythn: no such directory (did you mean "./bad-python"?)'],
+      ['./bad-python/worker.py', "./bad-python/worker.py is a file: give the worker's directory (the one holding svc.worker.yaml), e.g. ./bad-python"],
+      ['./workers/greeter', './workers/greeter: no such directory (a worker directory holds svc.worker.yaml; svc worker new ./workers/greeter --language python creates one); built-in workers: svc-state, svc-http, svc-queue, svc-cron'],
+    ] as const) {
+      const r = await svc(['worker', 'add', target]);
+      assert.equal(r.code, 2, target);
+      assert.equal(r.stderr, `error: ${line}\n`, target);
+    }
+    assert.equal(readFileSync(join(tmp.dir, 'config.yaml'), 'utf8'), before);
   });
 
   test('a TypeScript worker without tsx: exit 1, with the exit status and the missing package named', async () => {

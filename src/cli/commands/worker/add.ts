@@ -1,5 +1,6 @@
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { closestKey } from 'svc-sdk/internal';
 import { Args, Command, Flags } from '@oclif/core';
 import { loadConfig } from '../../../daemon/config-file.js';
 import { ConfigFileError } from '../../../engine/config/config-error.js';
@@ -25,6 +26,25 @@ const BUILTIN_CONFIG: Record<string, (raw: unknown) => unknown> = {
   'svc-queue': parseQueueConfig,
   'svc-cron': parseCronConfig,
 };
+
+/** Why `target` names no worker: a mistyped built-in, a file given for its directory, or nothing there. */
+function notAWorker(target: string, dir: string): string {
+  const builtins = `built-in workers: ${BUILTIN_WORKERS.join(', ')}`;
+  const near = closestKey(target, BUILTIN_WORKERS);
+  if (near) return `${target} is not a built-in worker (did you mean "${near}"?); ${builtins}`;
+  if (existsSync(dir)) return `${target} is a file: give the worker's directory (the one holding svc.worker.yaml), e.g. ${dirname(target)}`;
+  const sibling = closestKey(basename(dir), subdirectories(dirname(dir)));
+  if (sibling) return `${target}: no such directory (did you mean "${dirname(target)}/${sibling}"?)`;
+  return `${target}: no such directory (a worker directory holds svc.worker.yaml; svc worker new ${target} --language python creates one); ${builtins}`;
+}
+
+function subdirectories(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  } catch {
+    return [];
+  }
+}
 
 export default class WorkerAdd extends Command {
   static override summary = 'Add a worker to config.yaml, install its dependencies and start it.';
@@ -84,9 +104,7 @@ lines of output, and exits 1.`;
       entry = { name, builtin: name, runtime, ...(flags.replicas ? { replicas: flags.replicas } : {}), ...config };
     } else {
       const dir = resolve(args.target);
-      if (!existsSync(dir) || !statSync(dir).isDirectory()) {
-        fail(`${args.target} is neither a worker directory nor a built-in worker (${BUILTIN_WORKERS.join(', ')})`, 2);
-      }
+      if (!existsSync(dir) || !statSync(dir).isDirectory()) fail(notAWorker(args.target, dir), 2);
       try {
         manifest = loadManifest(dir);
       } catch (e) {
