@@ -3,7 +3,7 @@ import type { Engine } from '../engine/server.js';
 import type { Session } from '../engine/session.js';
 import { processTotals } from '../engine/worker-reports.js';
 import type { Supervisor } from './supervisor.js';
-import type { WorkerEntry } from './worker-entries.js';
+import { notListedMessage, type WorkerEntry } from './worker-entries.js';
 
 function nameOf(data: unknown, fn: string): string {
   const n = (data as { name?: unknown } | null)?.name;
@@ -85,7 +85,7 @@ async function drain(engine: Engine, name: string, graceMs: number): Promise<{ i
 export function installSupervisorFunctions(engine: Engine, sup: Supervisor, configFile: string, readEntries: () => WorkerEntry[]): void {
   const entryFromConfig = (name: string): WorkerEntry => {
     const entry = readEntries().find((e) => e.name === name);
-    if (!entry) throw new EngineError('worker_not_found', `Worker ${name} is not listed in ${configFile}`);
+    if (!entry) throw new EngineError('worker_not_found', notListedMessage(name, readEntries().map((e) => e.name), configFile));
     return entry;
   };
   const registry = engine.registry;
