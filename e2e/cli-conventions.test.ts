@@ -105,6 +105,9 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
       [['status', 'a', 'b'], 'svc status: unexpected arguments "a", "b"'],
       [['-c'], 'svc start: Flag --config expects a value'],
       [['status', '--\u001b[2J'], 'svc status: unknown flag --\\u001b[2J'],
+      // What the commands themselves refuse before doing anything (before: no code, no command).
+      [['worker', 'add', 'svc-queue', '--set', 'foo'], 'svc worker add: --set: argument "foo" is not key=value (e.g. a=2)'],
+      [['trigger', 'math::add', '--payload', '[1]'], 'svc trigger: --payload must be a JSON object like \'{"a":1}\', got an array'],
     ] as const) {
       const r = await svc([...args]);
       const command = what.slice(0, what.indexOf(':'));

@@ -217,21 +217,22 @@ describe('svc trigger', { timeout: 90_000 }, () => {
     for (const bad of ['[1,2]', '42', 'null', '"text"']) {
       const r = await runSvc(['trigger', 'test::echo', `--payload=${bad}`, '--address', engine.url]);
       assert.equal(r.code, 2, `--payload=${bad}: ${r.stderr}`);
-      assert.match(oneLine(r.stderr), /--payload must be a JSON object/);
+      assert.match(r.stderr, /^error: invalid_argument: svc trigger: --payload must be a JSON object like '\{"a":1\}', got .+; svc trigger --help shows its usage\n$/);
       assert.equal(r.stdout, '');
     }
     const r = await runSvc(['trigger', 'test::echo', '--payload={oops', '--address', engine.url]);
     assert.equal(r.code, 2);
-    assert.match(oneLine(r.stderr), /--payload is not valid JSON/);
+    assert.match(r.stderr, /^error: invalid_argument: svc trigger: --payload is not valid JSON: .+; svc trigger --help shows its usage\n$/);
   });
 
   test('bad arguments: a pair without "=", or no function id, exit 2 with a clear error', async () => {
     const noEq = await runSvc(['trigger', 'test::echo', 'oops', '--address', engine.url]);
     assert.equal(noEq.code, 2);
-    assert.match(oneLine(noEq.stderr), /argument "oops" is not key=value/);
+    // In the form of every other parse error (before: no code, no command).
+    assert.equal(noEq.stderr, 'error: invalid_argument: svc trigger: argument "oops" is not key=value (e.g. a=2); svc trigger --help shows its usage\n');
     const noId = await runSvc(['trigger', '--address', engine.url]);
     assert.equal(noId.code, 2);
-    assert.match(oneLine(noId.stderr), /a function id is required/);
+    assert.equal(noId.stderr, 'error: invalid_argument: svc trigger: a function id is required: svc trigger <function_id> [key=value ...] or --function-id=<id>; svc trigger --help shows its usage\n');
   });
 
   test('no engine at the address: "Cannot reach the engine", exit 1, promptly', async () => {

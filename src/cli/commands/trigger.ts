@@ -1,5 +1,6 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { ADDRESS_DEFAULT, engineAddress, formatError, withClient, fail } from '../client.js';
+import { ADDRESS_DEFAULT, engineAddress, formatError, withClient } from '../client.js';
+import { usageLine } from '../usage-error.js';
 import { InvocationError } from 'svc-sdk';
 import { printable, printableJson } from '../../engine/printable.js';
 import { buildPayload } from '../payload.js';
@@ -14,6 +15,12 @@ function stackLines(stack: string, all: boolean): string {
   const shown = all ? lines : lines.slice(0, STACK_LINES);
   const more = lines.length - shown.length;
   return `stack trace (from the function's worker):\n${shown.map((l) => `  │ ${printable(l)}\n`).join('')}${more > 0 ? `  │ … ${more} more line(s): svc trigger --verbose\n` : ''}`;
+}
+
+/** A command line this command cannot use, in the form of every parse error: `error: invalid_argument: svc trigger: …`, exit 2. */
+function usageFail(what: string): never {
+  process.stderr.write(usageLine('trigger', what));
+  process.exit(2);
 }
 
 /** `did you mean "math::add"?` for a mistyped function id: the closest registered one, if any is close. */
@@ -78,10 +85,10 @@ that no worker registered (function_not_found) is followed by the closest one th
       pairs = argv as string[];
     }
     if (!functionId || functionId.includes('=')) {
-      fail('a function id is required: svc trigger <function_id> [key=value ...] or --function-id=<id>', 2);
+      usageFail('a function id is required: svc trigger <function_id> [key=value ...] or --function-id=<id>');
     }
     const built = buildPayload(flags.payload, pairs);
-    if (!built.ok) fail(built.message, 2);
+    if (!built.ok) usageFail(built.message);
     try {
       const result = await withClient(engineAddress(flags.address), (w) =>
         w.trigger({ function_id: functionId, payload: built.payload, ...(flags['timeout-ms'] !== undefined ? { timeoutMs: flags['timeout-ms'] } : {}), ...(flags.enqueue !== undefined ? { action: { type: 'enqueue' as const, queue: flags.enqueue } } : {}) }),

@@ -15,6 +15,7 @@ import { parseStateConfig } from '../../../workers/state/config.js';
 import { parseCronConfig } from '../../../workers/cron/config.js';
 import { fail, failWith } from '../../client.js';
 import { buildPayload } from '../../payload.js';
+import { usageLine } from '../../usage-error.js';
 import { printableJson } from '../../../engine/printable.js';
 import { configFlag, runningEngine } from '../../project.js';
 import { startWorker, waitFlag, whereItRuns } from '../../worker-start.js';
@@ -94,7 +95,10 @@ lines of output, and exits 1.`;
     }
     const runtime = flags.runtime as RuntimeName;
     const settings = buildPayload(undefined, flags.set ?? []);
-    if (!settings.ok) fail(`--set: ${settings.message}`, 2);
+    if (!settings.ok) {
+      process.stderr.write(usageLine('worker:add', `--set: ${settings.message}`));
+      process.exit(2);
+    }
     const config = Object.keys(settings.payload).length > 0 ? { config: settings.payload } : {};
     let name: string;
     let entry: Parameters<typeof upsertWorkerEntry>[1];
