@@ -67,6 +67,19 @@ describe('svc worker remove', { timeout: 120_000 }, () => {
     }
   });
 
+  // Before: "✓ quick auto-started (pid N) and connected", though nothing was started (same pid).
+  test('adding a worker that runs already says so and leaves it alone', async () => {
+    const first = await svc(['worker', 'add', './quick', '--json']);
+    assert.equal(first.code, 0, first.stderr);
+    const pid = (JSON.parse(first.stdout) as { pid: number }).pid;
+    const again = await svc(['worker', 'add', './quick']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, new RegExp(`✓ quick was already running \\(pid ${pid}, connected\\), supervised by the engine at \\S+; left as it is \\(svc worker restart quick restarts it\\)\\n$`));
+    assert.doesNotMatch(again.stdout, /auto-started/);
+    const json = JSON.parse((await svc(['worker', 'add', './quick', '--json'])).stdout) as { started: boolean; pid: number };
+    assert.deepEqual([json.started, json.pid], [false, pid]);
+  });
+
   test('a 3 s call in flight (the issue asks 2 s; 3 s leaves room for the CLI to start on a busy machine) finishes; new calls are not routed to the draining worker', async () => {
     const inFlight = client.trigger<{ waited: number }>({ function_id: 'slow::wait', payload: { ms: 3000 }, timeoutMs: 20_000 });
     await new Promise((r) => setTimeout(r, 300));

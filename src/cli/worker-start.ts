@@ -19,6 +19,8 @@ export interface StartedWorker {
   instances: Array<string | null>;
   status: string;
   ready: boolean;
+  /** add only: it ran before the call, which left it alone. */
+  already_running?: boolean;
 }
 
 interface ExitRow {

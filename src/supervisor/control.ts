@@ -108,11 +108,13 @@ export function installSupervisorFunctions(engine: Engine, sup: Supervisor, conf
     const waitMs = waitOf(data, fn);
     const entry = entryFromConfig(name);
     const since = Date.now();
+    // `svc worker add` of a worker that runs already leaves it alone (sup.start returns it as it is): say so.
+    const already_running = !restart && !force && ['starting', 'running', 'restarting'].includes(String(sup.get(name)?.status));
     const m = restart || force ? await sup.restart(entry, { force }) : await sup.start(entry);
     const worker = sup.describe(m);
     if (worker.status === 'failed') throw new EngineError('worker_start_failed', `Worker ${name} failed to start: ${String(worker.last_error)}`);
     const ready = waitMs > 0 ? await awaitRegistered(engine, sup, name, since, waitMs) : connectionsOf(engine, name).length > 0;
-    return { ...sup.describe(m), ready };
+    return { ...sup.describe(m), ready, already_running };
   };
   registry.addBuiltin(
     'engine::supervisor::add',

@@ -55,7 +55,8 @@ dependencies are installed (Python into <dir>/.venv, TypeScript with npm; skippe
 --force reinstalls), and it is started: by the running engine of this config.yaml at once, or else
 with the engine the next time it starts. With a running engine the command waits (--wait seconds)
 until the worker has registered; if it exits first, the command prints how it exited and its last
-lines of output, and exits 1.`;
+lines of output, and exits 1. A worker that runs already, with its entry unchanged, is left as it is
+(svc worker restart restarts it; --force reinstalls and restarts).`;
   static override examples = [
     'svc worker add svc-state',
     'svc worker add svc-http',
@@ -176,8 +177,9 @@ lines of output, and exits 1.`;
       return;
     }
     const d = await startWorker(engine, 'engine::supervisor::add', { name, force: flags.force || change === 'updated' }, flags.wait);
-    if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: true, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
-    if (d.ready) say(`✓ ${name} auto-started (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
+    if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: !d.already_running, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
+    if (d.already_running) say(`✓ ${name} was already running (${whereItRuns(d)}${d.ready ? ', connected' : ''}), supervised by the engine at ${engine.url}; left as it is (svc worker restart ${name} restarts it)`);
+    else if (d.ready) say(`✓ ${name} auto-started (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
     else say(`✓ ${name} auto-started (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
   }
 }
