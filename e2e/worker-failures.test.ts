@@ -97,6 +97,20 @@ describe('a worker that fails to start is reported, not celebrated', { timeout: 
     assert.match(r.stderr, /\nfull log: svc worker logs bad-python\nfix it, then: svc worker restart bad-python {3}\(or svc worker remove bad-python\)\n$/);
   });
 
+  // Before: "exited while starting (exit code 1): Node.js v20.20.2", and the tail under it held
+  // only esbuild's stack frames: the syntax error itself was in neither.
+  test('a TypeScript worker with a syntax error: exit 1 naming the file, line and the error', async () => {
+    const made = await svc(['worker', 'new', './ts-typo', '--language', 'typescript']);
+    assert.equal(made.code, 0, made.stderr);
+    const file = join(tmp.dir, 'ts-typo', 'src', 'worker.ts');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('registerFunction(', 'registerFunction(((('));
+    const r = await svc(['worker', 'add', './ts-typo']);
+    assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stderr, /Worker ts-typo exited while starting \(exit code 1\): \S*worker\.ts:\d+:\d+: ERROR: /);
+    assert.match(r.stderr, /last output of ts-typo \(exit code 1\):\n[\s\S]*│ \S*worker\.ts:\d+:\d+: ERROR: [\s\S]*│ {5}… \d+ more frames\n/);
+    assert.equal((await svc(['worker', 'remove', 'ts-typo', '--force'])).code, 0);
+  });
+
   test('svc-http on a port already taken: exit 1 naming the port', async () => {
     const r = await svc(['worker', 'add', 'svc-http', '--set', `port=${takenPort}`]);
     assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);

@@ -3,6 +3,7 @@ import type { Engine } from '../engine/server.js';
 import type { Session } from '../engine/session.js';
 import { processTotals } from '../engine/worker-reports.js';
 import type { Supervisor } from './supervisor.js';
+import { tellingLine } from './output-tail.js';
 import { notListedMessage, type WorkerEntry } from './worker-entries.js';
 
 function nameOf(data: unknown, fn: string): string {
@@ -49,7 +50,7 @@ async function awaitRegistered(engine: Engine, sup: Supervisor, name: string, si
   for (;;) {
     const exit = sup.lastExit(name);
     if (exit && exit.at >= since) {
-      const last = exit.output.at(-1);
+      const last = tellingLine(exit.output);
       throw new EngineError('worker_start_failed', `Worker ${name} exited while starting (${exit.how})${last ? `: ${last}` : ''}`);
     }
     const row = sup.get(name);
