@@ -165,4 +165,21 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     assert.equal(after.code, 3);
     assert.match(after.stdout, /No engine is running for config\.yaml/);
   });
+
+  // Before: "No engine is running for config.yaml (start it: svc --config config.yaml, …)" outside
+  // any project, which started an empty project wherever the user stood.
+  test('svc status, stop and worker restart outside a project say there is no config.yaml', async () => {
+    const elsewhere = tempDir();
+    try {
+      const line = `there is no config.yaml in ${elsewhere.dir}: run this in your project's directory (the one holding config.yaml), or pass --config <path>`;
+      const status = await runSvc(['status'], { cwd: elsewhere.dir });
+      assert.deepEqual([status.code, status.stdout], [3, `T${line.slice(1)}\n`]);
+      for (const args of [['stop'], ['worker', 'restart', 'math-worker']]) {
+        const r = await runSvc(args, { cwd: elsewhere.dir });
+        assert.deepEqual([r.code, r.stderr], [1, `error: ${line}\n`], args.join(' '));
+      }
+    } finally {
+      elsewhere.remove();
+    }
+  });
 });
