@@ -111,6 +111,22 @@ describe('a worker that fails to start is reported, not celebrated', { timeout: 
     assert.equal((await svc(['worker', 'remove', 'ts-typo', '--force'])).code, 0);
   });
 
+  // Before: the install's output twice (streamed, then again in the error) and no next step,
+  // though the worker stays in config.yaml.
+  test('an install that fails: its output once, then what to do next', async () => {
+    writeWorker(join(tmp.dir, 'bad-install'), {
+      'svc.worker.yaml': 'name: bad-install\nruntime:\n  kind: typescript\n  entry: w.mjs\nscripts:\n  install: "echo ERROR: no such package zzz; exit 1"\n  start: node w.mjs\n',
+      'w.mjs': '',
+    });
+    const r = await svc(['worker', 'add', './bad-install']);
+    assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+    // The output line once, as it came; not again under the error.
+    assert.match(r.stdout, /\n {2}│ ERROR: no such package zzz\n/);
+    assert.doesNotMatch(r.stderr, /^ERROR: no such package zzz$/m);
+    assert.match(r.stderr, /^error: install_failed: \S+bad-install: "echo ERROR: no such package zzz; exit 1" failed with exit code 1 \(its output is above\)\nfix it, then: svc worker add \.\/bad-install {3}\(bad-install stays listed in config\.yaml; svc worker remove bad-install takes it out\)\n$/);
+    assert.equal((await svc(['worker', 'remove', 'bad-install'])).code, 0);
+  });
+
   test('svc-http on a port already taken: exit 1 naming the port', async () => {
     const r = await svc(['worker', 'add', 'svc-http', '--set', `port=${takenPort}`]);
     assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);

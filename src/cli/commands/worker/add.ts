@@ -155,7 +155,11 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
         const r = await ensureInstalled(manifest, { force: flags.force, onLine: (l) => say(`  │ ${l}`) });
         say(r.status === 'cached' ? '✓ dependencies up to date (unchanged since the last install; --force reinstalls)' : `✓ dependencies installed in ${r.seconds.toFixed(1)}s`);
       } catch (e) {
-        if (e instanceof InstallError) failWith(e, 1);
+        if (e instanceof InstallError) {
+          // Its output was just shown line by line: the first line of the message says the rest.
+          // The entry stays in config.yaml (the engine retries it when it starts): say how to go on.
+          fail(`${e.code}: ${e.message.split('\n')[0]!.replace(/:$/, '')} (its output is above)\nfix it, then: svc worker add ${args.target}   (${name} stays listed in ${flags.config}; svc worker remove ${name} takes it out)`, 1);
+        }
         throw e;
       }
     }
