@@ -181,8 +181,11 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
       return;
     }
     const d = await startWorker(engine, 'engine::supervisor::add', { name, force: flags.force || change === 'updated' }, flags.wait);
-    if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: !d.already_running, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
-    if (d.already_running) say(`✓ ${name} was already running (${whereItRuns(d)}${d.ready ? ', connected' : ''}), supervised by the engine at ${engine.url}; left as it is (svc worker restart ${name} restarts it)`);
+    // Running before this command only counts for an entry it left unchanged: a new entry under
+    // `svc dev` was started by the engine's watch of config.yaml, as this command asked.
+    const alreadyRunning = d.already_running === true && change === 'unchanged';
+    if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: !alreadyRunning, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
+    if (alreadyRunning) say(`✓ ${name} was already running (${whereItRuns(d)}${d.ready ? ', connected' : ''}), supervised by the engine at ${engine.url}; left as it is (svc worker restart ${name} restarts it)`);
     else if (d.ready) say(`✓ ${name} auto-started (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
     else say(`✓ ${name} auto-started (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
   }
