@@ -207,6 +207,16 @@ describe('svc trigger', { timeout: 90_000 }, () => {
     assert.deepEqual(JSON.parse(r.stdout), { a: 5, z: { k: [1] } });
   });
 
+  // Before: "Cannot reach the engine at 127.0.0.1:<port>: nothing listens there", of a running engine.
+  test('--address and SVC_URL without ws:// mean ws://', async () => {
+    const bare = engine.url.replace(/^ws:\/\//, '');
+    const r = await runSvc(['trigger', 'test::echo', 'via=bare', '--address', bare]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { via: 'bare' });
+    const env = await runSvc(['trigger', 'test::echo', 'via=env'], { env: { SVC_URL: bare } });
+    assert.equal(env.code, 0, env.stderr);
+  });
+
   test('SVC_URL is used when --address is absent', async () => {
     const r = await runSvc(['trigger', 'test::echo', 'via=env'], { env: { SVC_URL: engine.url } });
     assert.equal(r.code, 0, r.stderr);
