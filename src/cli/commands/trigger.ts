@@ -10,11 +10,11 @@ import { closestKey } from 'svc-sdk/internal';
 const STACK_LINES = 12;
 
 /** The callee's stack trace (a Python traceback, a JS stack) under the one-line error, each line escaped. */
-function stackLines(stack: string, all: boolean): string {
+function stackLines(stack: string, all: boolean, from: string): string {
   const lines = stack.replace(/\n+$/, '').split('\n');
   const shown = all ? lines : lines.slice(0, STACK_LINES);
   const more = lines.length - shown.length;
-  return `stack trace (from the function's worker):\n${shown.map((l) => `  │ ${printable(l)}\n`).join('')}${more > 0 ? `  │ … ${more} more line(s): svc trigger --verbose\n` : ''}`;
+  return `stack trace (from ${from}):\n${shown.map((l) => `  │ ${printable(l)}\n`).join('')}${more > 0 ? `  │ … ${more} more line(s): svc trigger --verbose\n` : ''}`;
 }
 
 /** A command line this command cannot use, in the form of every parse error: `error: invalid_argument: svc trigger: …`, exit 2. */
@@ -108,12 +108,14 @@ that no worker registered (function_not_found) is followed by the closest one th
           const near = await nearestFunction(engineAddress(flags.address), flags.token, functionId);
           if (near) process.stderr.write(printable(`did you mean "${near}"? (svc worker list shows each worker's functions)`) + '\n');
         }
+        // With --enqueue the call is svc-queue's engine::queue::enqueue: a trace is svc-queue's, not the function's.
+        const from = flags.enqueue !== undefined ? 'svc-queue' : "the function's worker";
         if (stack && (flags.verbose || (err as InvocationError).code === 'invocation_failed')) {
-          process.stderr.write(stackLines(stack, flags.verbose));
+          process.stderr.write(stackLines(stack, flags.verbose, from));
         } else if (stack) {
           // An error with a code of its own was raised on purpose (bad input, not found): where it
           // was raised is noise then, and an uncaught exception (invocation_failed) is where it helps.
-          process.stderr.write("(the function's worker sent a stack trace: svc trigger --verbose)\n");
+          process.stderr.write(`(${from} sent a stack trace: svc trigger --verbose)\n`);
         }
       }
       this.exit(1);
