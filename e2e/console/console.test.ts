@@ -437,6 +437,8 @@ describe('console opened while the engine is down', { timeout: 60_000 }, () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 600 } });
     await page.goto(consoleProc.url);
     await page.locator('[data-testid=banner]').waitFor({ timeout: 10_000 });
+    // Never reached, so never "lost" (before: "Connection to the engine lost").
+    await until('the banner to name the engine', async () => /^Cannot reach the engine at ws:\/\/127\.0\.0\.1:\d+: is svc --config config\.yaml running\?/.test(await page.locator('[data-testid=banner]').innerText()), 10_000);
     for (const nav of ['workers', 'functions', 'triggers', 'queues', 'traces', 'state']) {
       await page.click(`[data-testid=nav-${nav}]`);
       const note = page.locator(`[data-testid=page-${nav}] [data-testid=loading-unreachable]`);
