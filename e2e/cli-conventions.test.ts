@@ -76,6 +76,18 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     assert.match(topic.stderr, /did you mean "queue"\?/);
     // Cut short: the command it begins, not the nearest spelling ("start").
     assert.match((await svc(['stat'])).stderr, /did you mean "status"\?/);
+    // Before: `svc triger math::add` was unknown command "triger math  add" (the '::' of the
+    // argument read as topic separators), and `svc worker ad svc-state` suggested "worker".
+    for (const [args, asked, near] of [
+      [['triger', 'math::add', 'a=1'], 'triger', 'trigger'],
+      [['worker', 'ad', 'svc-state'], 'worker ad', 'worker add'],
+      [['queue', 'dql', 'default'], 'queue dql', 'queue dlq'],
+      [['cron', 'rn', 'reports::daily'], 'cron rn', 'cron run'],
+    ] as const) {
+      const r = await svc([...args]);
+      assert.equal(r.code, 2, args.join(' '));
+      assert.equal(r.stderr, `error: unknown command "${asked}" (did you mean "${near}"?); svc --help lists the commands\n`, args.join(' '));
+    }
   });
 
   // Before: oclif's " ›   Error: Nonexistent flag: --bogus" block, wrapped at 80 columns, no code,
@@ -93,6 +105,9 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
       [['status', 'a', 'b'], 'svc status: unexpected arguments "a", "b"'],
       [['-c'], 'svc start: Flag --config expects a value'],
       [['status', '--\u001b[2J'], 'svc status: unknown flag --\\u001b[2J'],
+      // What the commands themselves refuse before doing anything (before: no code, no command).
+      [['worker', 'add', 'svc-queue', '--set', 'foo'], 'svc worker add: --set: argument "foo" is not key=value (e.g. a=2)'],
+      [['trigger', 'math::add', '--payload', '[1]'], 'svc trigger: --payload must be a JSON object like \'{"a":1}\', got an array'],
     ] as const) {
       const r = await svc([...args]);
       const command = what.slice(0, what.indexOf(':'));
@@ -149,5 +164,22 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     const after = await svc(['status']);
     assert.equal(after.code, 3);
     assert.match(after.stdout, /No engine is running for config\.yaml/);
+  });
+
+  // Before: "No engine is running for config.yaml (start it: svc --config config.yaml, …)" outside
+  // any project, which started an empty project wherever the user stood.
+  test('svc status, stop and worker restart outside a project say there is no config.yaml', async () => {
+    const elsewhere = tempDir();
+    try {
+      const line = `there is no config.yaml in ${elsewhere.dir}: run this in your project's directory (the one holding config.yaml), or pass --config <path>`;
+      const status = await runSvc(['status'], { cwd: elsewhere.dir });
+      assert.deepEqual([status.code, status.stdout], [3, `T${line.slice(1)}\n`]);
+      for (const args of [['stop'], ['worker', 'restart', 'math-worker']]) {
+        const r = await runSvc(args, { cwd: elsewhere.dir });
+        assert.deepEqual([r.code, r.stderr], [1, `error: ${line}\n`], args.join(' '));
+      }
+    } finally {
+      elsewhere.remove();
+    }
   });
 });

@@ -168,6 +168,16 @@ describe('svc trigger', { timeout: 90_000 }, () => {
     assert.equal(r.stdout, '');
     assert.match(r.stderr, /Function math::nope not found/);
     assert.match(r.stderr, /^error: function_not_found: /m);
+    // Nothing registered is close to math::nope: no suggestion.
+    assert.doesNotMatch(r.stderr, /did you mean/);
+  });
+
+  // Before: only "Function test::ecoh not found", though test::echo is registered.
+  test('a mistyped function id: the closest registered one is suggested', async () => {
+    const r = await runSvc(['trigger', 'test::ecoh', '--address', engine.url]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, 'error: function_not_found: Function test::ecoh not found\ndid you mean "test::echo"? (svc worker list shows each worker\'s functions)\n');
   });
 
   test('key=value values are typed as JSON when they parse, else taken as strings', async () => {
@@ -197,6 +207,16 @@ describe('svc trigger', { timeout: 90_000 }, () => {
     assert.deepEqual(JSON.parse(r.stdout), { a: 5, z: { k: [1] } });
   });
 
+  // Before: "Cannot reach the engine at 127.0.0.1:<port>: nothing listens there", of a running engine.
+  test('--address and SVC_URL without ws:// mean ws://', async () => {
+    const bare = engine.url.replace(/^ws:\/\//, '');
+    const r = await runSvc(['trigger', 'test::echo', 'via=bare', '--address', bare]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { via: 'bare' });
+    const env = await runSvc(['trigger', 'test::echo', 'via=env'], { env: { SVC_URL: bare } });
+    assert.equal(env.code, 0, env.stderr);
+  });
+
   test('SVC_URL is used when --address is absent', async () => {
     const r = await runSvc(['trigger', 'test::echo', 'via=env'], { env: { SVC_URL: engine.url } });
     assert.equal(r.code, 0, r.stderr);
@@ -207,21 +227,22 @@ describe('svc trigger', { timeout: 90_000 }, () => {
     for (const bad of ['[1,2]', '42', 'null', '"text"']) {
       const r = await runSvc(['trigger', 'test::echo', `--payload=${bad}`, '--address', engine.url]);
       assert.equal(r.code, 2, `--payload=${bad}: ${r.stderr}`);
-      assert.match(oneLine(r.stderr), /--payload must be a JSON object/);
+      assert.match(r.stderr, /^error: invalid_argument: svc trigger: --payload must be a JSON object like '\{"a":1\}', got .+; svc trigger --help shows its usage\n$/);
       assert.equal(r.stdout, '');
     }
     const r = await runSvc(['trigger', 'test::echo', '--payload={oops', '--address', engine.url]);
     assert.equal(r.code, 2);
-    assert.match(oneLine(r.stderr), /--payload is not valid JSON/);
+    assert.match(r.stderr, /^error: invalid_argument: svc trigger: --payload is not valid JSON: .+; svc trigger --help shows its usage\n$/);
   });
 
   test('bad arguments: a pair without "=", or no function id, exit 2 with a clear error', async () => {
     const noEq = await runSvc(['trigger', 'test::echo', 'oops', '--address', engine.url]);
     assert.equal(noEq.code, 2);
-    assert.match(oneLine(noEq.stderr), /argument "oops" is not key=value/);
+    // In the form of every other parse error (before: no code, no command).
+    assert.equal(noEq.stderr, 'error: invalid_argument: svc trigger: argument "oops" is not key=value (e.g. a=2); svc trigger --help shows its usage\n');
     const noId = await runSvc(['trigger', '--address', engine.url]);
     assert.equal(noId.code, 2);
-    assert.match(oneLine(noId.stderr), /a function id is required/);
+    assert.equal(noId.stderr, 'error: invalid_argument: svc trigger: a function id is required: svc trigger <function_id> [key=value ...] or --function-id=<id>; svc trigger --help shows its usage\n');
   });
 
   test('no engine at the address: "Cannot reach the engine", exit 1, promptly', async () => {

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { InvocationError, registerWorker, type Worker } from 'svc-sdk';
-import { EngineProcess, ROOT, tempDir, until } from './helpers/cli.js';
+import { EngineProcess, ROOT, runSvc, tempDir, until } from './helpers/cli.js';
 
 const SDK = pathToFileURL(join(ROOT, 'sdk', 'typescript', 'dist', 'index.js')).href;
 
@@ -94,5 +94,17 @@ describe('svc dev', { timeout: 120_000 }, () => {
     await answersWithin('other::version', 'function_not_found', 15_000);
     assert.equal(await version('app::version'), 'v2');
     assert.equal(engine.child.exitCode, null, 'the engine kept running');
+  });
+
+  // The engine's watch of config.yaml starts a worker `svc worker add` lists before the command asks
+  // for it (its install takes 1 s here): that is this command's start, not one from before.
+  test('svc worker add of a new worker under svc dev says it started it', async () => {
+    writeWorker(join(tmp.dir, 'added'), 'added', 'a1');
+    writeFileSync(join(tmp.dir, 'added', 'svc.worker.yaml'), 'name: added\nruntime:\n  kind: typescript\n  entry: w.mjs\nscripts:\n  install: sleep 1\n  start: node w.mjs\n');
+    const r = await runSvc(['worker', 'add', './added'], { cwd: tmp.dir, timeoutMs: 60_000 });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /✓ added auto-started \(pid \d+\) and connected/);
+    assert.doesNotMatch(r.stdout, /already running/);
+    assert.match(engine.stdout, /dev: added added to config\.yaml; starting it/);
   });
 });

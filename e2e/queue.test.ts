@@ -91,7 +91,9 @@ describe('durable queues as a new user, through the CLI', { timeout: 300_000 }, 
   test('a queue that is not configured is refused; --set adds one', async () => {
     const refused = await svc(['trigger', '--enqueue', 'emails', 'math::add', 'a=1', 'b=1']);
     assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /error: enqueue_error: engine::queue::enqueue: queue "emails" is not configured; configured queues: default; add it to svc-queue's config \(svc worker add svc-queue --set queues\.emails\.max_attempts=3\)/);
+    assert.match(refused.stderr, /error: enqueue_error: engine::queue::enqueue: queue "emails" is not configured; configured queues: default; add it to svc-queue's config \(svc worker add svc-queue --set queues\.emails\.max_attempts=3\)\n/);
+    // svc-queue refused it, not math::add's worker (before: "(the function's worker sent a stack trace …)").
+    assert.match(refused.stderr, /\n\(svc-queue sent a stack trace: svc trigger --verbose\)\n$/);
     const set = await svc(['worker', 'add', 'svc-queue', '--set', 'queues.emails.max_attempts=5']);
     assert.equal(set.code, 0, set.stderr);
     assert.match(set.stdout, /✓ updated svc-queue in config\.yaml/);

@@ -9,7 +9,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -64,6 +64,22 @@ describe('a worker that fails to start is reported, not celebrated', { timeout: 
     tmp.remove();
   });
 
+  // Before: each of these was "<target> is neither a worker directory nor a built-in worker (…)".
+  test('a target that names no worker: what it is instead, and the closest one', async () => {
+    const before = readFileSync(join(tmp.dir, 'config.yaml'), 'utf8');
+    for (const [target, line] of [
+      ['svc-queu', 'svc-queu is not a built-in worker (did you mean "svc-queue"?); built-in workers: svc-state, svc-http, svc-queue, svc-cron'],
+      ['./bad-pythn', './bad-pythn: no such directory (did you mean "./bad-python"?)'],
+      ['./bad-python/worker.py', "./bad-python/worker.py is a file: give the worker's directory (the one holding svc.worker.yaml), e.g. ./bad-python"],
+      ['./workers/greeter', './workers/greeter: no such directory (a worker directory holds svc.worker.yaml; svc worker new ./workers/greeter --language python creates one); built-in workers: svc-state, svc-http, svc-queue, svc-cron'],
+    ] as const) {
+      const r = await svc(['worker', 'add', target]);
+      assert.equal(r.code, 2, target);
+      assert.equal(r.stderr, `error: ${line}\n`, target);
+    }
+    assert.equal(readFileSync(join(tmp.dir, 'config.yaml'), 'utf8'), before);
+  });
+
   test('a TypeScript worker without tsx: exit 1, with the exit status and the missing package named', async () => {
     const r = await svc(['worker', 'add', './no-tsx']);
     assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
@@ -77,6 +93,38 @@ describe('a worker that fails to start is reported, not celebrated', { timeout: 
     assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stderr, /Worker bad-python exited while starting \(exit code 1\): SyntaxError/);
     assert.match(r.stderr, /│ .*def broken\(:/);
+    // What to do next: it stays in config.yaml, so the next step is a restart (or a remove).
+    assert.match(r.stderr, /\nfull log: svc worker logs bad-python\nfix it, then: svc worker restart bad-python {3}\(or svc worker remove bad-python\)\n$/);
+  });
+
+  // Before: "exited while starting (exit code 1): Node.js v20.20.2", and the tail under it held
+  // only esbuild's stack frames: the syntax error itself was in neither.
+  test('a TypeScript worker with a syntax error: exit 1 naming the file, line and the error', async () => {
+    const made = await svc(['worker', 'new', './ts-typo', '--language', 'typescript']);
+    assert.equal(made.code, 0, made.stderr);
+    const file = join(tmp.dir, 'ts-typo', 'src', 'worker.ts');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('registerFunction(', 'registerFunction(((('));
+    const r = await svc(['worker', 'add', './ts-typo']);
+    assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stderr, /Worker ts-typo exited while starting \(exit code 1\): \S*worker\.ts:\d+:\d+: ERROR: /);
+    assert.match(r.stderr, /last output of ts-typo \(exit code 1\):\n[\s\S]*│ \S*worker\.ts:\d+:\d+: ERROR: [\s\S]*│ {5}… \d+ more frames\n/);
+    assert.equal((await svc(['worker', 'remove', 'ts-typo', '--force'])).code, 0);
+  });
+
+  // Before: the install's output twice (streamed, then again in the error) and no next step,
+  // though the worker stays in config.yaml.
+  test('an install that fails: its output once, then what to do next', async () => {
+    writeWorker(join(tmp.dir, 'bad-install'), {
+      'svc.worker.yaml': 'name: bad-install\nruntime:\n  kind: typescript\n  entry: w.mjs\nscripts:\n  install: "echo ERROR: no such package zzz; exit 1"\n  start: node w.mjs\n',
+      'w.mjs': '',
+    });
+    const r = await svc(['worker', 'add', './bad-install']);
+    assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+    // The output line once, as it came; not again under the error.
+    assert.match(r.stdout, /\n {2}│ ERROR: no such package zzz\n/);
+    assert.doesNotMatch(r.stderr, /^ERROR: no such package zzz$/m);
+    assert.match(r.stderr, /^error: install_failed: \S+bad-install: "echo ERROR: no such package zzz; exit 1" failed with exit code 1 \(its output is above\)\nfix it, then: svc worker add \.\/bad-install {3}\(bad-install stays listed in config\.yaml; svc worker remove bad-install takes it out\)\n$/);
+    assert.equal((await svc(['worker', 'remove', 'bad-install'])).code, 0);
   });
 
   test('svc-http on a port already taken: exit 1 naming the port', async () => {

@@ -46,6 +46,40 @@ describe('svc worker remove', { timeout: 120_000 }, () => {
     tmp.remove();
   });
 
+  // Before: remove said "worker slw is not in config.yaml", restart "Worker slw is not listed in
+  // /…/config.yaml", logs "no logs for worker slw (… does not exist; has it been started?)", and
+  // remove without a config.yaml printed oclif's ENOENT block.
+  test('a mistyped worker name: worker_not_found naming the one meant and those listed', async () => {
+    for (const command of ['remove', 'restart', 'logs']) {
+      const r = await svc(['worker', command, 'slw']);
+      assert.equal(r.code, 1, `${command}: ${r.stderr}`);
+      assert.match(r.stderr, /^error: worker_not_found: Worker slw is not listed in \S*config\.yaml \(did you mean "slow"\?\); it lists: slow, quick\n$/, command);
+    }
+    const elsewhere = tempDir();
+    try {
+      for (const command of ['remove', 'logs']) {
+        const r = await runSvc(['worker', command, 'slow'], { cwd: elsewhere.dir });
+        assert.equal(r.stderr, `error: invalid_config: ${join(elsewhere.dir, 'config.yaml')}: file not found\n`, command);
+        assert.equal(r.code, 2, command);
+      }
+    } finally {
+      elsewhere.remove();
+    }
+  });
+
+  // Before: "✓ quick auto-started (pid N) and connected", though nothing was started (same pid).
+  test('adding a worker that runs already says so and leaves it alone', async () => {
+    const first = await svc(['worker', 'add', './quick', '--json']);
+    assert.equal(first.code, 0, first.stderr);
+    const pid = (JSON.parse(first.stdout) as { pid: number }).pid;
+    const again = await svc(['worker', 'add', './quick']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, new RegExp(`✓ quick was already running \\(pid ${pid}, connected\\), supervised by the engine at \\S+; left as it is \\(svc worker restart quick restarts it\\)\\n$`));
+    assert.doesNotMatch(again.stdout, /auto-started/);
+    const json = JSON.parse((await svc(['worker', 'add', './quick', '--json'])).stdout) as { started: boolean; pid: number };
+    assert.deepEqual([json.started, json.pid], [false, pid]);
+  });
+
   test('a 3 s call in flight (the issue asks 2 s; 3 s leaves room for the CLI to start on a busy machine) finishes; new calls are not routed to the draining worker', async () => {
     const inFlight = client.trigger<{ waited: number }>({ function_id: 'slow::wait', payload: { ms: 3000 }, timeoutMs: 20_000 });
     await new Promise((r) => setTimeout(r, 300));

@@ -3,7 +3,7 @@
 # and make the calls a new user would make, printing each command and what it answered.
 # Embedded defaults only (no Redis, no Docker). Usage: bash scripts/quickstart.sh [DIR] [--keep]
 #   DIR     where to create the project (default: ./quickstart beside this checkout's README)
-#   --keep  leave the engine and workers running at the end (stop them with Ctrl-C / kill)
+#   --keep  leave the engine and workers running at the end (stop them with `svc stop` in DIR)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -73,7 +73,9 @@ echo
 run svc worker logs math-worker --lines 5
 
 if [ "$KEEP" = 1 ]; then
-  step "Still running (engine pid $ENGINE_PID). See it: svc console (http://127.0.0.1:3113/). Stop it with: kill $ENGINE_PID"
+  # The PATH exported above is this script's: the user's shell needs it too before `svc` works there.
+  step "Still running (engine pid $ENGINE_PID). In your shell: export PATH=\"$ROOT/bin:\$PATH\"; cd $DIR
+   then: svc console (http://127.0.0.1:3113/) to see it, svc stop to stop it"
 else
   step "Stopping the engine (its workers stop with it)"
 fi

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { checkStatus, getLinkReason, onLink, type Link } from './api';
+import { checkStatus, engineEverSeen, getLinkReason, onLink, type Link } from './api';
 import { useHashRoute } from './hooks';
 import { FunctionsPage } from './pages/Functions';
 import { LogsPage } from './pages/Logs';
@@ -64,7 +64,13 @@ export function App() {
                 {getLinkReason()}. Start <code>svc console</code> with <code>SVC_TOKEN</code> set to a token of this engine (docs/security.md).
               </>
             ) : (
-              <>Connection to the engine lost{engineUrl ? ` (${engineUrl})` : ''}. Retrying every second; what you see may be out of date.</>
+              engineEverSeen() ? (
+                <>Connection to the engine lost{engineUrl ? ` (${engineUrl})` : ''}. Retrying every second; what you see may be out of date.</>
+              ) : (
+                <>
+                  Cannot reach the engine{engineUrl ? ` at ${engineUrl}` : ''}: is <code>svc --config config.yaml</code> running? (<code>svc console --address</code> picks another.) Retrying every second.
+                </>
+              )
             )}
           </div>
         )}

@@ -32,6 +32,11 @@ let linkReason = '';
 export function getLinkReason(): string {
   return linkReason;
 }
+/** Whether this page has seen the engine connected: a page opened while it is down never lost it. */
+let engineSeen = false;
+export function engineEverSeen(): boolean {
+  return engineSeen;
+}
 
 function setLink(l: Link): void {
   if (l === link) return;
@@ -172,6 +177,7 @@ export async function checkStatus(): Promise<void> {
     }
     engineUrl = s.engine_url;
     linkReason = s.error?.message ?? '';
+    if (s.connected) engineSeen = true;
     const next: Link = s.connected ? 'ok' : 'engine_down';
     if (next !== link) setLink(next);
     else for (const f of listeners) f(link, engineUrl);

@@ -10,10 +10,15 @@ export function Empty({ children, testId }: { children: ReactNode; testId?: stri
   );
 }
 
+/** Whether `error` is the engine or the console server being away, which the banner says. */
+export function isUnreachable(error: Error | undefined): boolean {
+  return error instanceof CallError && (error.code === 'console_unreachable' || error.code === 'engine_unreachable');
+}
+
 /** An error from a load or a call, with its code. Engine-down errors are left to the banner. */
 export function ErrorNote({ error }: { error: Error | undefined }) {
   if (!error) return null;
-  if (error instanceof CallError && (error.code === 'console_unreachable' || error.code === 'engine_unreachable')) return null;
+  if (isUnreachable(error)) return null;
   return (
     <div className="error-note" role="alert">
       {error instanceof CallError ? <code>{error.code}</code> : null} {error.message}
@@ -21,7 +26,18 @@ export function ErrorNote({ error }: { error: Error | undefined }) {
   );
 }
 
-export function Loading() {
+/**
+ * Nothing loaded yet. With the engine (or the console server) away, the page will not load until it
+ * is back: say so, instead of "Loading…" for as long as it stays away.
+ */
+export function Loading({ error }: { error?: Error | undefined }) {
+  if (isUnreachable(error)) {
+    return (
+      <div className="loading" data-testid="loading-unreachable">
+        Nothing to show until the engine answers (see above).
+      </div>
+    );
+  }
   return <div className="loading">Loading…</div>;
 }
 

@@ -417,3 +417,36 @@ describe('console without workers', { timeout: 60_000 }, () => {
     assert.match(await page.locator('[data-testid=page-state] [data-testid=empty]').innerText(), /svc-state is not running/);
   });
 });
+
+// Before: opened while the engine was down, the Workers page showed an empty "Supervised, not
+// connected" table and "Loading…" for as long as the engine stayed away, under the banner.
+describe('console opened while the engine is down', { timeout: 60_000 }, () => {
+  let consoleProc: Awaited<ReturnType<typeof startConsole>>;
+  let browser: Browser;
+
+  before(async () => {
+    consoleProc = await startConsole(`ws://127.0.0.1:${await closedPort()}`);
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    consoleProc?.child.kill('SIGTERM');
+  });
+
+  test('each page says it has nothing to show until the engine answers, and no empty tables', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 600 } });
+    await page.goto(consoleProc.url);
+    await page.locator('[data-testid=banner]').waitFor({ timeout: 10_000 });
+    // Never reached, so never "lost" (before: "Connection to the engine lost").
+    await until('the banner to name the engine', async () => /^Cannot reach the engine at ws:\/\/127\.0\.0\.1:\d+: is svc --config config\.yaml running\?/.test(await page.locator('[data-testid=banner]').innerText()), 10_000);
+    for (const nav of ['workers', 'functions', 'triggers', 'queues', 'traces', 'state']) {
+      await page.click(`[data-testid=nav-${nav}]`);
+      const note = page.locator(`[data-testid=page-${nav}] [data-testid=loading-unreachable]`);
+      await note.waitFor({ timeout: 10_000 });
+      assert.equal(await note.innerText(), 'Nothing to show until the engine answers (see above).', nav);
+    }
+    await page.click('[data-testid=nav-workers]');
+    assert.equal(await page.locator('[data-testid=supervised-down]').count(), 0);
+    await shot(page, 'engine-down-at-start');
+  });
+});

@@ -38,7 +38,20 @@ function configuredAddress(): string | undefined {
  * the default port on localhost.
  */
 export function engineAddress(flag?: string): string {
-  return flag ?? process.env.SVC_URL ?? localEngine()?.url ?? configuredAddress() ?? DEFAULT_ENGINE_URL;
+  const given = flag ?? process.env.SVC_URL;
+  return given !== undefined ? withScheme(given) : (localEngine()?.url ?? configuredAddress() ?? DEFAULT_ENGINE_URL);
+}
+
+/**
+ * `127.0.0.1:49134` as `ws://127.0.0.1:49134` (each of a comma-separated list). Without a scheme,
+ * the URL parser read the host as the scheme and the port as a path, and the command said
+ * "nothing listens there" of an engine that listened there.
+ */
+function withScheme(address: string): string {
+  return address
+    .split(',')
+    .map((a) => (a.trim() === '' || /^[a-z][a-z0-9+.-]*:\/\//i.test(a.trim()) ? a : `ws://${a.trim()}`))
+    .join(',');
 }
 
 /** What --address means, for help texts. */

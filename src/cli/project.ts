@@ -1,10 +1,22 @@
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { printable } from '../engine/printable.js';
 import { readEngineState, type EngineState } from '../daemon/engine-state.js';
 
 /** `--config` as every project command takes it. */
 export const configFlag = Flags.string({ char: 'c', summary: 'Path of config.yaml.', default: 'config.yaml' });
+
+/**
+ * What `svc status|stop|worker restart` say when no engine runs for `config` (as given): that there
+ * is no such file at all, when so. Run outside the project, "No engine is running for config.yaml
+ * (start it: svc --config config.yaml)" sent a new user to start an empty project where they stood.
+ */
+export function noEngineMessage(config: string, start: string): string {
+  const file = resolve(config);
+  if (!existsSync(file)) return `there is no ${config} in ${dirname(file)}: run this in your project's directory (the one holding config.yaml), or pass --config <path>`;
+  return `no engine is running for ${config}${start}`;
+}
 
 /** The engine running for this config.yaml, if any. */
 export function runningEngine(configFile: string): EngineState | null {

@@ -19,6 +19,8 @@ export interface StartedWorker {
   instances: Array<string | null>;
   status: string;
   ready: boolean;
+  /** add only: it ran before the call, which left it alone. */
+  already_running?: boolean;
 }
 
 interface ExitRow {
@@ -49,6 +51,8 @@ export async function startWorker(
         process.stderr.write(`last output of ${payload.name} (${exit.how}):\n${exit.output.map((l) => `  │ ${printable(l)}\n`).join('')}`);
       }
       process.stderr.write(`full log: svc worker logs ${payload.name}\n`);
+      // It stays in config.yaml and the engine keeps retrying it (until it crash-loops): say how to go on.
+      process.stderr.write(`fix it, then: svc worker restart ${payload.name}   (or svc worker remove ${payload.name})\n`);
     }
     process.exit(1);
   }

@@ -59,6 +59,11 @@ export class DaemonStartError extends SvcError {
  * engine options the engine refuses (`insecure_listen`, cluster errors), DaemonStartError when an
  * engine of the project already runs or the address cannot be listened on.
  */
+/** `svc stop` for the config file as it was named (`--config` only when it is not the default). */
+function stopCommand(shownFile: string): string {
+  return shownFile === 'config.yaml' ? 'svc stop' : `svc stop --config ${shownFile}`;
+}
+
 export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   const file = o.configFile;
   const shownFile = o.configName ?? file;
@@ -73,7 +78,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   if (previous?.pid_started && engineAlive(previous)) {
     throw new DaemonStartError(
       'engine_already_running',
-      `an engine of ${shownFile} is already running (pid ${previous.pid}, ${previous.url}); stop it first (kill ${previous.pid}) or start this one from another project directory`,
+      `an engine of ${shownFile} is already running (pid ${previous.pid}, ${previous.url}); stop it first (${stopCommand(shownFile)}, or kill ${previous.pid}) or start this one from another project directory`,
     );
   }
   if (previous) {

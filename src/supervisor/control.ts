@@ -3,7 +3,8 @@ import type { Engine } from '../engine/server.js';
 import type { Session } from '../engine/session.js';
 import { processTotals } from '../engine/worker-reports.js';
 import type { Supervisor } from './supervisor.js';
-import type { WorkerEntry } from './worker-entries.js';
+import { tellingLine } from './output-tail.js';
+import { notListedMessage, type WorkerEntry } from './worker-entries.js';
 
 function nameOf(data: unknown, fn: string): string {
   const n = (data as { name?: unknown } | null)?.name;
@@ -49,7 +50,7 @@ async function awaitRegistered(engine: Engine, sup: Supervisor, name: string, si
   for (;;) {
     const exit = sup.lastExit(name);
     if (exit && exit.at >= since) {
-      const last = exit.output.at(-1);
+      const last = tellingLine(exit.output);
       throw new EngineError('worker_start_failed', `Worker ${name} exited while starting (${exit.how})${last ? `: ${last}` : ''}`);
     }
     const row = sup.get(name);
@@ -85,7 +86,7 @@ async function drain(engine: Engine, name: string, graceMs: number): Promise<{ i
 export function installSupervisorFunctions(engine: Engine, sup: Supervisor, configFile: string, readEntries: () => WorkerEntry[]): void {
   const entryFromConfig = (name: string): WorkerEntry => {
     const entry = readEntries().find((e) => e.name === name);
-    if (!entry) throw new EngineError('worker_not_found', `Worker ${name} is not listed in ${configFile}`);
+    if (!entry) throw new EngineError('worker_not_found', notListedMessage(name, readEntries().map((e) => e.name), configFile));
     return entry;
   };
   const registry = engine.registry;
@@ -108,11 +109,13 @@ export function installSupervisorFunctions(engine: Engine, sup: Supervisor, conf
     const waitMs = waitOf(data, fn);
     const entry = entryFromConfig(name);
     const since = Date.now();
+    // `svc worker add` of a worker that runs already leaves it alone (sup.start returns it as it is): say so.
+    const already_running = !restart && !force && ['starting', 'running', 'restarting'].includes(String(sup.get(name)?.status));
     const m = restart || force ? await sup.restart(entry, { force }) : await sup.start(entry);
     const worker = sup.describe(m);
     if (worker.status === 'failed') throw new EngineError('worker_start_failed', `Worker ${name} failed to start: ${String(worker.last_error)}`);
     const ready = waitMs > 0 ? await awaitRegistered(engine, sup, name, since, waitMs) : connectionsOf(engine, name).length > 0;
-    return { ...sup.describe(m), ready };
+    return { ...sup.describe(m), ready, already_running };
   };
   registry.addBuiltin(
     'engine::supervisor::add',

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { Manifest } from './manifest.js';
 import { SvcError } from 'svc-sdk';
@@ -100,10 +100,64 @@ export interface InstallResult {
   seconds: number;
 }
 
+/** How long an install waits for another one of the same directory before it gives up. */
+const LOCK_WAIT_MS = 15 * 60_000;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Hold `<env dir>/.svc-install.lock` (the pid of its holder) while `fn` runs: one install of a
+ * directory at a time, across processes. `svc worker add` under `svc dev` installs a new worker
+ * while the engine, which saw it appear in config.yaml, starts it: two pip installs into one .venv
+ * ran at once, and the engine launched the worker before its SDK was installed (ModuleNotFoundError,
+ * restarts). A lock whose holder is gone is taken over. Inside the env dir, which `svc dev` does not watch.
+ */
+async function withInstallLock<T>(m: Manifest, onLine: (line: string) => void, fn: () => Promise<T>): Promise<T> {
+  mkdirSync(envDir(m), { recursive: true });
+  const lock = join(envDir(m), '.svc-install.lock');
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  let told = false;
+  for (;;) {
+    try {
+      closeSync(openSync(lock, 'wx'));
+      writeFileSync(lock, `${process.pid}\n`);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const holder = Number(readFileSync(lock, 'utf8').trim());
+    if (Number.isInteger(holder) && holder > 0 && !alive(holder)) {
+      rmSync(lock, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) throw new InstallError(`${m.dir}: another install of it (pid ${holder}) has held ${lock} for ${LOCK_WAIT_MS / 60_000} minutes`);
+    if (!told) onLine(`waiting for another install of ${m.dir} to finish (pid ${holder})`);
+    told = true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
 export async function ensureInstalled(m: Manifest, opts: { force?: boolean; onLine?: (line: string) => void } = {}): Promise<InstallResult> {
   const t0 = Date.now();
   if (!opts.force && isInstalled(m)) return { status: 'cached', seconds: 0 };
   const onLine = opts.onLine ?? (() => {});
+  // Another process may have installed it while this one waited for the lock.
+  return withInstallLock(m, onLine, () => (!opts.force && isInstalled(m) ? Promise.resolve({ status: 'cached' as const, seconds: 0 }) : install(m, onLine, t0)));
+}
+
+async function install(m: Manifest, onLine: (line: string) => void, t0: number): Promise<InstallResult> {
   // An environment installed before holds whichever build of the SDK it was installed with.
   const installedBefore = existsSync(markerFile(m));
   if (m.runtime.kind === 'python' && !existsSync(join(m.dir, '.venv', 'bin', 'python'))) {

@@ -45,10 +45,56 @@ export function lastOutputLines(logFile: string, replica = 0, maxLines = TAIL_LI
   for (const l of lines.slice(mark + 1)) {
     const stamp = STAMP.exec(l);
     if (stamp) {
-      if (Number(stamp[1]) === replica) out.push(l.slice(stamp[0].length));
+      // Blank lines say nothing and would take room in the tail.
+      if (Number(stamp[1]) === replica && l.length > stamp[0].length && l.slice(stamp[0].length).trim() !== '') out.push(l.slice(stamp[0].length));
     } else if (startOf(l) === -1 && !l.startsWith('[install] ') && !l.startsWith('[build] ')) {
       out.push(l);
     }
   }
-  return out.slice(-maxLines).map((l) => (l.length > LINE_BYTES ? l.slice(0, LINE_BYTES) + '…' : l));
+  return collapseFrames(out)
+    .slice(-maxLines)
+    .map((l) => (l.length > LINE_BYTES ? l.slice(0, LINE_BYTES) + '…' : l));
+}
+
+/** A JavaScript stack frame line (`    at fn (file:1:2)`). */
+const FRAME = /^\s+at /;
+/** Frames kept of each run: where it was thrown; the rest would push the error out of the tail. */
+const FRAMES_KEPT = 2;
+
+/**
+ * Runs of JavaScript stack frames cut to their first FRAMES_KEPT lines and a count. A TypeScript
+ * worker with a syntax error prints the error, then ten frames of esbuild's, then `Node.js v20…`:
+ * a tail of its last 12 lines showed only the frames, never the error.
+ */
+function collapseFrames(lines: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < lines.length; ) {
+    if (!FRAME.test(lines[i]!)) {
+      out.push(lines[i++]!);
+      continue;
+    }
+    let end = i;
+    while (end < lines.length && FRAME.test(lines[end]!)) end++;
+    const run = end - i;
+    out.push(...lines.slice(i, i + (run > FRAMES_KEPT + 1 ? FRAMES_KEPT : run)));
+    if (run > FRAMES_KEPT + 1) out.push(`    … ${run - FRAMES_KEPT} more frames`);
+    i = end;
+  }
+  return out;
+}
+
+/** Lines around an error that do not say what it is: frames, Node's version trailer, its source-pointer lines. */
+const NOISE = [/^\s*$/, FRAME, /^\s+… \d+ more frames$/, /^Node\.js v\d/, /^\s*\^+\s*$/, /^\s*triggerUncaughtException\(/, /^node:internal\//];
+
+/**
+ * The line of an exit's output that says what went wrong, for the one-line report (`exit code 1:
+ * <line>`): the last line that is not a stack frame or Node's trailer. A Python traceback ends with
+ * its error; Node's ends with `Node.js v20.20.2`, which the last line named instead.
+ */
+export function tellingLine(output: readonly string[]): string | undefined {
+  for (let i = output.length - 1; i >= 0; i--) {
+    const line = output[i]!;
+    if (!NOISE.some((re) => re.test(line))) return line;
+  }
+  return output.at(-1);
 }

@@ -2,7 +2,7 @@ import { RUN_SECRET_ENV } from 'svc-sdk/internal';
 import { DEFAULT_HTTP_CONFIG } from '../workers/http/config.js';
 import { ensureInstalled } from './install.js';
 import { launchSpecOf, logFileOf } from './launch.js';
-import { lastOutputLines } from './output-tail.js';
+import { lastOutputLines, tellingLine } from './output-tail.js';
 import { ProcessRuntime } from './process-runtime.js';
 import type { Instance, Runtime } from './runtime.js';
 import type { RuntimeName, WorkerEntry } from './worker-entries.js';
@@ -188,7 +188,7 @@ export class Supervisor {
     const how = signal === null ? `exit code ${code}` : signal.startsWith('start failed') ? signal : `signal ${signal}`;
     const output = lastOutputLines(logFileOf(this.options.configFile, m.entry.name), i);
     m.lastExit = { replica: i, code, signal, at: now, how, output };
-    const lastLine = output.at(-1);
+    const lastLine = tellingLine(output);
     m.lastError = lastLine ? `${how}: ${lastLine}` : how;
     if (m.exits.length >= this.options.crashLoopExits) {
       m.status = 'crash-loop';

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { isMap, isSeq, parseDocument, YAMLSeq } from 'yaml';
-import { unknownKeyMessage } from 'svc-sdk/internal';
+import { closestKey, unknownKeyMessage } from 'svc-sdk/internal';
 import { ConfigFileError } from '../engine/config/config-error.js';
 import { WORKER_NAME } from './manifest.js';
 
@@ -166,4 +166,20 @@ export function removeWorkerEntry(file: string, name: string): boolean {
   workers.items.splice(idx, 1);
   writeFileSync(file, doc.toString());
   return true;
+}
+
+/** The names config.yaml's workers: lists, as the file says now (none when it cannot be read). */
+export function workerNamesIn(file: string): string[] {
+  try {
+    const workers = (parseDocument(readFileSync(file, 'utf8')).toJS() as { workers?: unknown } | null)?.workers;
+    return Array.isArray(workers) ? workers.map((w) => (w as { name?: unknown } | null)?.name).filter((n): n is string => typeof n === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+/** `Worker math-workr is not listed in config.yaml (did you mean "math-worker"?); it lists: …`: a mistyped name gets the one meant. */
+export function notListedMessage(name: string, names: readonly string[], file: string): string {
+  const near = closestKey(name, names);
+  return `Worker ${name} is not listed in ${file}${near ? ` (did you mean "${near}"?)` : ''}; ${names.length ? `it lists: ${names.join(', ')}` : 'it lists no workers (svc worker add adds one)'}`;
 }

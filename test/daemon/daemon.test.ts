@@ -108,7 +108,7 @@ describe('startDaemon', { timeout: 60_000 }, () => {
     await assert.rejects(startDaemon({ configFile: file, configName: 'config.yaml' }), (e: unknown) => {
       assert.ok(e instanceof DaemonStartError);
       assert.equal(e.code, 'engine_already_running');
-      assert.match(e.message, new RegExp(`^an engine of config\\.yaml is already running \\(pid ${process.pid}, ${daemon.address.url}\\)`));
+      assert.match(e.message, new RegExp(`^an engine of config\\.yaml is already running \\(pid ${process.pid}, ${daemon.address.url}\\); stop it first \\(svc stop, or kill ${process.pid}\\)`));
       return true;
     });
     const port = daemon.address.port;

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { appendStamped, STAMP } from '../../src/supervisor/log-stamp.js';
-import { lastOutputLines } from '../../src/supervisor/output-tail.js';
+import { lastOutputLines, tellingLine } from '../../src/supervisor/output-tail.js';
 
 const T = '2026-11-24T11:00:00.000Z';
 
@@ -61,6 +61,36 @@ describe('worker log files', () => {
       );
       assert.deepEqual(lastOutputLines(file, 0), ['new run of 0', 'Error: boom']);
       assert.deepEqual(lastOutputLines(file, 1), ['replica 1 says hi', 'replica 1 failed']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // Before: the report of a TypeScript worker with a syntax error was "exit code 1: Node.js v20.20.2",
+  // and its 12-line tail held only esbuild's frames, not the error.
+  test("a Node exit's tail keeps the error above its frames, and the telling line is the error, not Node's trailer", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-log-tail-'));
+    try {
+      const file = join(dir, 'w.log');
+      const frames = Array.from({ length: 10 }, (_, i) => `    at frame${i} (/w/node_modules/esbuild/lib/main.js:${i}:1)`);
+      const printed = [
+        '',
+        'node:internal/modules/run_main:123',
+        '    triggerUncaughtException(',
+        '    ^',
+        'Error [TransformError]: Transform failed with 1 error:',
+        '/w/src/worker.ts:21:1: ERROR: Expected ")" but found ";"',
+        ...frames,
+        '',
+        'Node.js v20.20.2',
+      ];
+      writeFileSync(file, [`=== ${T} starting w: node --import tsx src/worker.ts`, ...printed.map((l) => `${T} [0] ${l}`), ''].join('\n'));
+      const tail = lastOutputLines(file, 0);
+      assert.deepEqual(tail.slice(-6), ['Error [TransformError]: Transform failed with 1 error:', '/w/src/worker.ts:21:1: ERROR: Expected ")" but found ";"', frames[0], frames[1], '    … 8 more frames', 'Node.js v20.20.2']);
+      assert.equal(tellingLine(tail), '/w/src/worker.ts:21:1: ERROR: Expected ")" but found ";"');
+      // A Python traceback ends with its error, which stays the telling line; short frame runs stay whole.
+      assert.equal(tellingLine(['Traceback (most recent call last):', '  File "w.py", line 1, in <module>', 'NameError: name \'x\' is not defined']), "NameError: name 'x' is not defined");
+      assert.equal(tellingLine(['Error: boom', '    at a (w.mjs:1:1)', '', 'Node.js v22.1.0']), 'Error: boom');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

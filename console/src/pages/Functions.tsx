@@ -40,7 +40,7 @@ export function FunctionsPage({ selected, select }: { selected: string | undefin
       </PageHeader>
       <ErrorNote error={error} />
       {!data ? (
-        <Loading />
+        <Loading error={error} />
       ) : data.length === 0 ? (
         <Empty>No functions are registered. Workers register them when they connect.</Empty>
       ) : (

@@ -67,7 +67,7 @@ export function QueueJobs({ queue }: { queue: QueueRow }) {
       )}
       {done && <p className="sub" data-testid="queue-action-done">{done}</p>}
       {!data ? (
-        <Loading />
+        <Loading error={error} />
       ) : data.total === 0 ? (
         <Empty testId="jobs-empty">{state === 'dlq' ? 'The dead-letter queue is empty.' : `No ${state} jobs.`}</Empty>
       ) : (

@@ -63,7 +63,7 @@ export function QueuesPage({ selected, select }: { selected: string | undefined;
         <>
           <ErrorNote error={error} />
           {!data ? (
-            <Loading />
+            <Loading error={error} />
           ) : (
             <>
               <table className="grid" data-testid="queues-table">

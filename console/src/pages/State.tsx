@@ -38,7 +38,7 @@ export function StatePage({ scope, selectScope }: { scope: string | undefined; s
       <PageHeader title="State" />
       <ErrorNote error={groups.error} />
       {!groups.data ? (
-        <Loading />
+        <Loading error={groups.error} />
       ) : (
         <div className="split">
           <div>
@@ -133,7 +133,7 @@ function ScopeEntries({ scope }: { scope: string }) {
         </div>
       )}
       {!data ? (
-        <Loading />
+        <Loading error={error} />
       ) : data.length === 0 ? (
         <Empty>{cursors.length > 1 ? 'No more keys.' : 'This scope holds no keys.'}</Empty>
       ) : (

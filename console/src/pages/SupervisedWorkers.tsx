@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { call, CallError } from '../api';
-import { ErrorNote, Status } from '../components';
+import { ErrorNote, isUnreachable, Status } from '../components';
 import { usePoll } from '../hooks';
 
 /** A row of engine::supervisor::list (src/supervisor/supervisor.ts describe + control.ts). */
@@ -71,7 +71,8 @@ export function SupervisedWorkers({ supervised }: { supervised: ReturnType<typeo
     setActionError(e);
     refresh();
   };
-  if (down.length === 0 && !error) return null;
+  // The engine away is the banner's to say: an empty "not connected" table under it said nothing.
+  if (down.length === 0 && (!error || isUnreachable(error))) return null;
   return (
     <div className="supervised-down" data-testid="supervised-down">
       <h3>Supervised, not connected</h3>

@@ -59,7 +59,7 @@ function TraceList({ open }: { open: (id: string) => void }) {
       </PageHeader>
       <ErrorNote error={error} />
       {!data ? (
-        <Loading />
+        <Loading error={error} />
       ) : !data.tracing ? (
         <Empty>Tracing is off in this engine (engine.tracing: false in config.yaml).</Empty>
       ) : data.traces.length === 0 ? (
@@ -112,7 +112,7 @@ function TraceDetail({ id, back }: { id: string; back: () => void }) {
       <div className="mono sub">{id}</div>
       <ErrorNote error={error} />
       {!data && !error ? (
-        <Loading />
+        <Loading error={error} />
       ) : data ? (
         <>
           <p className="sub" data-testid="trace-summary">

@@ -53,7 +53,7 @@ export function TriggersPage() {
       <PageHeader title="Triggers" />
       <ErrorNote error={error} />
       {!data ? (
-        <Loading />
+        <Loading error={error} />
       ) : typeIds.length === 0 ? (
         <Empty>
           No trigger types and no bindings. svc-http provides the http type (<code>svc worker add svc-http</code>), svc-cron the cron type (<code>svc worker add svc-cron</code>).

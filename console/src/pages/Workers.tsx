@@ -75,7 +75,7 @@ export function WorkersPage() {
       <ErrorNote error={error ?? actionError} />
       <SupervisedWorkers supervised={supervised} />
       {!data ? (
-        <Loading />
+        <Loading error={error} />
       ) : data.length === 0 ? (
         <Empty>
           No workers are connected. Add one with <code>svc worker add ./workers/&lt;name&gt;</code> (or <code>svc-state</code>, <code>svc-http</code>).

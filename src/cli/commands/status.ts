@@ -3,7 +3,9 @@ import { Command, Flags } from '@oclif/core';
 import { printableJson } from '../../engine/printable.js';
 import { readEngineState } from '../../daemon/engine-state.js';
 import { fail, formatError, withClient } from '../client.js';
-import { configFlag, shortList, table } from '../project.js';
+import { configFlag, noEngineMessage, shortList, table } from '../project.js';
+
+const capitalized = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
 import { listAll } from '../../engine/listing-pages.js';
 
 interface SupRow {
@@ -26,7 +28,7 @@ export default class Status extends Command {
     const engine = readEngineState(resolve(flags.config));
     if (!engine) {
       if (flags.json) this.log(JSON.stringify({ running: false, config: flags.config }));
-      else this.log(`No engine is running for ${flags.config} (start it: svc --config ${flags.config}, or svc dev)`);
+      else this.log(capitalized(noEngineMessage(flags.config, ` (start it: svc --config ${flags.config}, or svc dev)`)));
       return this.exit(3);
     }
     try {

@@ -1,18 +1,33 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { ADDRESS_DEFAULT, engineAddress, formatError, withClient, fail } from '../client.js';
+import { ADDRESS_DEFAULT, engineAddress, formatError, withClient } from '../client.js';
+import { usageLine } from '../usage-error.js';
 import { InvocationError } from 'svc-sdk';
 import { printable, printableJson } from '../../engine/printable.js';
 import { buildPayload } from '../payload.js';
+import { closestKey } from 'svc-sdk/internal';
 
 /** Lines of a callee's stack trace shown without --verbose. */
 const STACK_LINES = 12;
 
 /** The callee's stack trace (a Python traceback, a JS stack) under the one-line error, each line escaped. */
-function stackLines(stack: string, all: boolean): string {
+function stackLines(stack: string, all: boolean, from: string): string {
   const lines = stack.replace(/\n+$/, '').split('\n');
   const shown = all ? lines : lines.slice(0, STACK_LINES);
   const more = lines.length - shown.length;
-  return `stack trace (from the function's worker):\n${shown.map((l) => `  │ ${printable(l)}\n`).join('')}${more > 0 ? `  │ … ${more} more line(s): svc trigger --verbose\n` : ''}`;
+  return `stack trace (from ${from}):\n${shown.map((l) => `  │ ${printable(l)}\n`).join('')}${more > 0 ? `  │ … ${more} more line(s): svc trigger --verbose\n` : ''}`;
+}
+
+/** A command line this command cannot use, in the form of every parse error: `error: invalid_argument: svc trigger: …`, exit 2. */
+function usageFail(what: string): never {
+  process.stderr.write(usageLine('trigger', what));
+  process.exit(2);
+}
+
+/** `did you mean "math::add"?` for a mistyped function id: the closest registered one, if any is close. */
+async function nearestFunction(address: string, token: string | undefined, id: string): Promise<string | undefined> {
+  const listed = await withClient(address, (w) => w.trigger<{ functions: Array<{ function_id: string }> }>({ function_id: 'engine::functions::list' }), 5000, token).catch(() => undefined);
+  const ids = [...new Set((listed?.functions ?? []).map((f) => f.function_id))].filter((f) => f !== id);
+  return closestKey(id, ids);
 }
 
 export default class Trigger extends Command {
@@ -34,7 +49,8 @@ exit code is 1 (2 for bad arguments). When the function's worker sent its stack 
 for a handler's exception) and the error is invocation_failed (an exception without a code of its
 own: usually a bug), its first lines follow on stderr; an error with its own code (invalid_payload,
 not_found, ...) says a trace is there. --verbose shows the whole trace for any error. With --json
-the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} instead.`;
+the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} instead. A function id
+that no worker registered (function_not_found) is followed by the closest one that is, if any.`;
   static override examples = [
     'svc trigger math::add a=2 b=3',
     `svc trigger --function-id=math::add --payload='{"a":2,"b":3}'`,
@@ -69,10 +85,10 @@ the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} 
       pairs = argv as string[];
     }
     if (!functionId || functionId.includes('=')) {
-      fail('a function id is required: svc trigger <function_id> [key=value ...] or --function-id=<id>', 2);
+      usageFail('a function id is required: svc trigger <function_id> [key=value ...] or --function-id=<id>');
     }
     const built = buildPayload(flags.payload, pairs);
-    if (!built.ok) fail(built.message, 2);
+    if (!built.ok) usageFail(built.message);
     try {
       const result = await withClient(engineAddress(flags.address), (w) =>
         w.trigger({ function_id: functionId, payload: built.payload, ...(flags['timeout-ms'] !== undefined ? { timeoutMs: flags['timeout-ms'] } : {}), ...(flags.enqueue !== undefined ? { action: { type: 'enqueue' as const, queue: flags.enqueue } } : {}) }),
@@ -88,12 +104,18 @@ the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} 
         process.stdout.write(printableJson(JSON.stringify({ error: { code, message: err instanceof Error ? err.message : String(err), ...(stack ? { stacktrace: stack } : {}) } })) + '\n');
       } else {
         process.stderr.write(formatError(err) + '\n');
+        if (err instanceof InvocationError && err.code === 'function_not_found' && flags.enqueue === undefined) {
+          const near = await nearestFunction(engineAddress(flags.address), flags.token, functionId);
+          if (near) process.stderr.write(printable(`did you mean "${near}"? (svc worker list shows each worker's functions)`) + '\n');
+        }
+        // With --enqueue the call is svc-queue's engine::queue::enqueue: a trace is svc-queue's, not the function's.
+        const from = flags.enqueue !== undefined ? 'svc-queue' : "the function's worker";
         if (stack && (flags.verbose || (err as InvocationError).code === 'invocation_failed')) {
-          process.stderr.write(stackLines(stack, flags.verbose));
+          process.stderr.write(stackLines(stack, flags.verbose, from));
         } else if (stack) {
           // An error with a code of its own was raised on purpose (bad input, not found): where it
           // was raised is noise then, and an uncaught exception (invocation_failed) is where it helps.
-          process.stderr.write("(the function's worker sent a stack trace: svc trigger --verbose)\n");
+          process.stderr.write(`(${from} sent a stack trace: svc trigger --verbose)\n`);
         }
       }
       this.exit(1);

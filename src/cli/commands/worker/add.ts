@@ -1,5 +1,6 @@
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { closestKey } from 'svc-sdk/internal';
 import { Args, Command, Flags } from '@oclif/core';
 import { loadConfig } from '../../../daemon/config-file.js';
 import { ConfigFileError } from '../../../engine/config/config-error.js';
@@ -14,6 +15,7 @@ import { parseStateConfig } from '../../../workers/state/config.js';
 import { parseCronConfig } from '../../../workers/cron/config.js';
 import { fail, failWith } from '../../client.js';
 import { buildPayload } from '../../payload.js';
+import { usageLine } from '../../usage-error.js';
 import { printableJson } from '../../../engine/printable.js';
 import { configFlag, runningEngine } from '../../project.js';
 import { startWorker, waitFlag, whereItRuns } from '../../worker-start.js';
@@ -26,6 +28,25 @@ const BUILTIN_CONFIG: Record<string, (raw: unknown) => unknown> = {
   'svc-cron': parseCronConfig,
 };
 
+/** Why `target` names no worker: a mistyped built-in, a file given for its directory, or nothing there. */
+function notAWorker(target: string, dir: string): string {
+  const builtins = `built-in workers: ${BUILTIN_WORKERS.join(', ')}`;
+  const near = closestKey(target, BUILTIN_WORKERS);
+  if (near) return `${target} is not a built-in worker (did you mean "${near}"?); ${builtins}`;
+  if (existsSync(dir)) return `${target} is a file: give the worker's directory (the one holding svc.worker.yaml), e.g. ${dirname(target)}`;
+  const sibling = closestKey(basename(dir), subdirectories(dirname(dir)));
+  if (sibling) return `${target}: no such directory (did you mean "${dirname(target)}/${sibling}"?)`;
+  return `${target}: no such directory (a worker directory holds svc.worker.yaml; svc worker new ${target} --language python creates one); ${builtins}`;
+}
+
+function subdirectories(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  } catch {
+    return [];
+  }
+}
+
 export default class WorkerAdd extends Command {
   static override summary = 'Add a worker to config.yaml, install its dependencies and start it.';
   static override description = `TARGET is a worker directory (holding svc.worker.yaml) or a built-in worker: ${BUILTIN_WORKERS.join(', ')}.
@@ -34,7 +55,8 @@ dependencies are installed (Python into <dir>/.venv, TypeScript with npm; skippe
 --force reinstalls), and it is started: by the running engine of this config.yaml at once, or else
 with the engine the next time it starts. With a running engine the command waits (--wait seconds)
 until the worker has registered; if it exits first, the command prints how it exited and its last
-lines of output, and exits 1.`;
+lines of output, and exits 1. A worker that runs already, with its entry unchanged, is left as it is
+(svc worker restart restarts it; --force reinstalls and restarts).`;
   static override examples = [
     'svc worker add svc-state',
     'svc worker add svc-http',
@@ -74,7 +96,10 @@ lines of output, and exits 1.`;
     }
     const runtime = flags.runtime as RuntimeName;
     const settings = buildPayload(undefined, flags.set ?? []);
-    if (!settings.ok) fail(`--set: ${settings.message}`, 2);
+    if (!settings.ok) {
+      process.stderr.write(usageLine('worker:add', `--set: ${settings.message}`));
+      process.exit(2);
+    }
     const config = Object.keys(settings.payload).length > 0 ? { config: settings.payload } : {};
     let name: string;
     let entry: Parameters<typeof upsertWorkerEntry>[1];
@@ -84,9 +109,7 @@ lines of output, and exits 1.`;
       entry = { name, builtin: name, runtime, ...(flags.replicas ? { replicas: flags.replicas } : {}), ...config };
     } else {
       const dir = resolve(args.target);
-      if (!existsSync(dir) || !statSync(dir).isDirectory()) {
-        fail(`${args.target} is neither a worker directory nor a built-in worker (${BUILTIN_WORKERS.join(', ')})`, 2);
-      }
+      if (!existsSync(dir) || !statSync(dir).isDirectory()) fail(notAWorker(args.target, dir), 2);
       try {
         manifest = loadManifest(dir);
       } catch (e) {
@@ -132,7 +155,11 @@ lines of output, and exits 1.`;
         const r = await ensureInstalled(manifest, { force: flags.force, onLine: (l) => say(`  │ ${l}`) });
         say(r.status === 'cached' ? '✓ dependencies up to date (unchanged since the last install; --force reinstalls)' : `✓ dependencies installed in ${r.seconds.toFixed(1)}s`);
       } catch (e) {
-        if (e instanceof InstallError) failWith(e, 1);
+        if (e instanceof InstallError) {
+          // Its output was just shown line by line: the first line of the message says the rest.
+          // The entry stays in config.yaml (the engine retries it when it starts): say how to go on.
+          fail(`${e.code}: ${e.message.split('\n')[0]!.replace(/:$/, '')} (its output is above)\nfix it, then: svc worker add ${args.target}   (${name} stays listed in ${flags.config}; svc worker remove ${name} takes it out)`, 1);
+        }
         throw e;
       }
     }
@@ -154,8 +181,12 @@ lines of output, and exits 1.`;
       return;
     }
     const d = await startWorker(engine, 'engine::supervisor::add', { name, force: flags.force || change === 'updated' }, flags.wait);
-    if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: true, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
-    if (d.ready) say(`✓ ${name} auto-started (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
+    // Running before this command only counts for an entry it left unchanged: a new entry under
+    // `svc dev` was started by the engine's watch of config.yaml, as this command asked.
+    const alreadyRunning = d.already_running === true && change === 'unchanged';
+    if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: !alreadyRunning, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
+    if (alreadyRunning) say(`✓ ${name} was already running (${whereItRuns(d)}${d.ready ? ', connected' : ''}), supervised by the engine at ${engine.url}; left as it is (svc worker restart ${name} restarts it)`);
+    else if (d.ready) say(`✓ ${name} auto-started (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
     else say(`✓ ${name} auto-started (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
   }
 }

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { fail } from '../../client.js';
 import { Args, Command, Flags } from '@oclif/core';
 import { logFileOf } from '../../../supervisor/launch.js';
+import { notListedMessage, workerNamesIn } from '../../../supervisor/worker-entries.js';
 import { configFlag } from '../../project.js';
 import { printable } from '../../../engine/printable.js';
 
@@ -22,7 +23,13 @@ export default class WorkerLogs extends Command {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(WorkerLogs);
     const file = logFileOf(resolve(flags.config), args.name);
-    if (!existsSync(file)) fail(`no logs for worker ${args.name} (${file} does not exist; has it been started?)`, 1);
+    if (!existsSync(file)) {
+      if (!existsSync(resolve(flags.config))) fail(`invalid_config: ${resolve(flags.config)}: file not found`, 2);
+      const names = workerNamesIn(resolve(flags.config));
+      // A name config.yaml does not list is most likely mistyped: say which one it lists instead.
+      if (!names.includes(args.name)) fail(`worker_not_found: ${notListedMessage(args.name, names, flags.config)}`, 1);
+      fail(`no logs for worker ${args.name} (${file} does not exist; has it been started?)`, 1);
+    }
     const size = statSync(file).size;
     // Read only the tail so a large log prints quickly.
     const start = Math.max(0, size - 256 * 1024);

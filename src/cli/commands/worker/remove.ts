@@ -1,6 +1,7 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Args, Command, Flags } from '@oclif/core';
-import { removeWorkerEntry } from '../../../supervisor/worker-entries.js';
+import { notListedMessage, removeWorkerEntry, workerNamesIn } from '../../../supervisor/worker-entries.js';
 import { formatError, withClient, fail } from '../../client.js';
 import { configFlag, runningEngine } from '../../project.js';
 
@@ -20,6 +21,8 @@ once, failing its calls in flight.`;
   async run(): Promise<void> {
     const { args, flags } = await this.parse(WorkerRemove);
     const configFile = resolve(flags.config);
+    // Before: a missing config.yaml was oclif's ENOENT block with its stack.
+    if (!existsSync(configFile)) fail(`invalid_config: ${configFile}: file not found`, 2);
     const removed = removeWorkerEntry(configFile, args.name);
     const engine = runningEngine(configFile);
     let stopped = false;
@@ -40,7 +43,7 @@ once, failing its calls in flight.`;
         return this.exit(1);
       }
     }
-    if (!removed && !stopped) fail(`worker ${args.name} is not in ${flags.config}`, 1);
+    if (!removed && !stopped) fail(`worker_not_found: ${notListedMessage(args.name, workerNamesIn(configFile), flags.config)}`, 1);
     this.log(`✓ removed ${args.name}${removed ? ` from ${flags.config}` : ''}${stopped ? ` and stopped it${drained}` : ''}`);
   }
 }
