@@ -189,8 +189,7 @@ function sendError(res: Response, err: HttpError): void {
 /**
  * A request must arrive whole within `ms`, unless a streaming route's call takes its body over
  * (`Locals.unbounded`): that body streams for as long as the call runs, bounded by its timeout_ms.
- * Late: 408 `request_timeout` (or, if an answer went out already, nothing more), and the connection
- * is closed.
+ * Late: 408 `request_timeout`, and the connection is closed.
  */
 function requestDeadline(ms: number) {
   return (req: Request, res: Response, next: NextFunction): void => {
@@ -205,10 +204,14 @@ function requestDeadline(ms: number) {
       res.once('finish', () => req.socket.destroy());
       sendError(res, new HttpError(408, 'request_timeout', `The request was not received within ${ms} ms (svc-http's request_timeout_ms)`));
     }, ms);
+    // A deadline never keeps the process alive (a test's svc-http stayed 300 s after its last request).
+    timer.unref();
     const lift = (): void => clearTimeout(timer);
     (res.locals as Locals).unbounded = lift;
     req.once('end', lift);
     req.once('close', lift);
+    // Answered (or gone) before its body came: Node then closes the connection rather than read on.
+    res.once('close', lift);
     next();
   };
 }
