@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { Manifest } from './manifest.js';
+import { processStartToken } from './process-identity.js';
 import { SvcError } from 'svc-sdk';
 
 /**
@@ -103,15 +104,6 @@ export interface InstallResult {
 /** How long an install waits for another one of the same directory before it gives up. */
 const LOCK_WAIT_MS = 15 * 60_000;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Hold `<env dir>/.svc-install.lock` (the pid of its holder) while `fn` runs: one install of a
  * directory at a time, across processes. `svc worker add` under `svc dev` installs a new worker
@@ -133,7 +125,7 @@ async function withInstallLock<T>(m: Manifest, onLine: (line: string) => void, f
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
     const holder = Number(readFileSync(lock, 'utf8').trim());
-    if (Number.isInteger(holder) && holder > 0 && !alive(holder)) {
+    if (Number.isInteger(holder) && holder > 0 && processStartToken(holder) === null) {
       rmSync(lock, { force: true });
       continue;
     }
