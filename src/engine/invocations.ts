@@ -59,10 +59,10 @@ export class Invocations {
   /** Set during shutdown: new top-level calls are refused. */
   draining = false;
   /**
-   * A callee answered with an error that carries its stack trace (an exception in its handler):
-   * the engine keeps a log line of it under that worker (server.ts), so `svc logs` shows it.
+   * A callee answered with an error (its handler threw): the engine keeps a log line of it under
+   * that worker (server.ts), so `svc logs` shows it, at a level by whether it was expected.
    */
-  onCalleeException: ((call: Call, error: ErrorBody, traceId: string | undefined) => void) | null = null;
+  onCalleeError: ((call: Call, error: ErrorBody, traceId: string | undefined) => void) | null = null;
 
   constructor(
     private readonly registry: Registry,
@@ -355,8 +355,8 @@ export class Invocations {
       // Even if answering failed: the call is over either way.
       this.finish(call, error ? 'error' : 'ok', error, msg.result);
     }
-    if (error && typeof error.stacktrace === 'string' && this.onCalleeException) {
-      this.onCalleeException(call, error, this.spans ? call.traceId || this.ids.traceId(call.idNumber) : undefined);
+    if (error && this.onCalleeError) {
+      this.onCalleeError(call, error, this.spans ? call.traceId || this.ids.traceId(call.idNumber) : undefined);
     }
   }
 

@@ -90,10 +90,13 @@ export class Engine {
     // Counted for /metrics, and for the OTLP metrics export.
     this.callMetrics = m || this.opts.telemetry?.metrics ? new CallMetrics(m?.maxFunctionSeries, m?.maxErrorCodeSeries) : null;
     this.invocations = new Invocations(this.registry, this.opts, warn, this.traces, this.callMetrics);
-    this.invocations.onCalleeException = (call, error, traceId) => {
+    this.invocations.onCalleeError = (call, error, traceId) => {
       const max = this.opts.maxStoredValueBytes;
+      // A stack (or invocation_failed: a thrown non-SvcError) means nobody expected it: ERROR. A code
+      // without one was raised on purpose (bad input, not found; the caller has it): WARN, no stack.
+      const stack = typeof error.stacktrace === 'string' ? error.stacktrace : undefined;
       this.logs.add({
-        level: 'error',
+        level: stack !== undefined || error.code === 'invocation_failed' ? 'error' : 'warn',
         source: 'worker',
         worker_id: call.callee.id,
         worker_name: call.callee.name,
@@ -101,7 +104,7 @@ export class Engine {
         invocation_id: call.id,
         ...(traceId ? { trace_id: traceId } : {}),
         message: cutString(`${call.functionId} failed: ${error.code}: ${error.message}`, max, 'message'),
-        data: { stacktrace: cutString(error.stacktrace ?? '', max, 'stacktrace') },
+        ...(stack !== undefined ? { data: { stacktrace: cutString(stack, max, 'stacktrace') } } : {}),
       });
     };
     const t = this.opts.telemetry;

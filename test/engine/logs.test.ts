@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Logger, type Worker } from 'svc-sdk';
+import { InvocationError, Logger, SvcError, type Worker } from 'svc-sdk';
 import { LogRing } from '../../src/engine/hot/log-ring.js';
 import type { LogEntry } from '../../src/engine/logs.js';
 import { startEngine } from '../helpers/engine.js';
@@ -184,6 +184,48 @@ describe('engine::log::batch and the SDK Logger', () => {
     } finally {
       raw.ws.close();
     }
+  });
+
+  test("a callee's error: a deliberate SvcError travels and is logged at WARN without a stack, anything else at ERROR with it", async () => {
+    // Before: the SDK sent every thrown error's stack (svc-state's refusals carried its file paths
+    // to the caller) and the engine logged each as ERROR, so `schedule_not_found` filled svc logs.
+    const w = pool.make('failing-worker');
+    w.registerFunction('fails::on_purpose', () => {
+      throw new SvcError('order_not_found', 'no order 7');
+    });
+    w.registerFunction('fails::by_accident', () => {
+      // A code of its own (as Node's ENOENT has) does not make it deliberate: only an SvcError is.
+      throw Object.assign(new Error('cannot open orders.db'), { code: 'ENOENT' });
+    });
+    w.registerFunction('fails::passes_on', (d: { to: string }) => w.trigger({ function_id: d.to, payload: {} }));
+    await w.ready();
+    const failure = async (fn: string, payload: unknown = {}): Promise<InvocationError> => {
+      const e = await client.trigger({ function_id: fn, payload }).then(
+        () => assert.fail(`${fn} succeeded`),
+        (err: unknown) => err,
+      );
+      assert.ok(e instanceof InvocationError, String(e));
+      return e;
+    };
+    const deliberate = await failure('fails::on_purpose');
+    assert.deepEqual([deliberate.code, deliberate.message, deliberate.stacktrace], ['order_not_found', 'no order 7', undefined]);
+    const accident = await failure('fails::by_accident');
+    assert.equal(accident.code, 'ENOENT');
+    assert.match(accident.stacktrace ?? '', /^Error: cannot open orders\.db\n +at /);
+    // Passed on by another handler: the deliberate one stays without a stack, the accident keeps its own.
+    assert.equal((await failure('fails::passes_on', { to: 'fails::on_purpose' })).stacktrace, undefined);
+    assert.match((await failure('fails::passes_on', { to: 'fails::by_accident' })).stacktrace ?? '', /^Error: cannot open orders\.db\n +at /);
+
+    await eventually(async () => assert.equal((await list({ worker: 'failing-worker', text: ' failed: ' })).length, 6));
+    const lines = (await list({ worker: 'failing-worker', text: ' failed: ' })).map((l) => [l.level, l.message, (l.data as { stacktrace?: string } | undefined)?.stacktrace?.split('\n')[0]]);
+    assert.deepEqual(lines, [
+      ['warn', 'fails::on_purpose failed: order_not_found: no order 7', undefined],
+      ['error', 'fails::by_accident failed: ENOENT: cannot open orders.db', 'Error: cannot open orders.db'],
+      ['warn', 'fails::on_purpose failed: order_not_found: no order 7', undefined],
+      ['warn', 'fails::passes_on failed: order_not_found: no order 7', undefined],
+      ['error', 'fails::by_accident failed: ENOENT: cannot open orders.db', 'Error: cannot open orders.db'],
+      ['error', 'fails::passes_on failed: ENOENT: cannot open orders.db', 'Error: cannot open orders.db'],
+    ]);
   });
 
   test('a batch without a "lines" array is refused', async () => {

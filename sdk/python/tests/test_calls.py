@@ -14,6 +14,7 @@ from svc_sdk import (
     DEFAULT_MAX_FRAME_BYTES,
     InvalidFunctionIdError,
     InvocationError,
+    SvcError,
     Worker,
     current_invocation,
     register_worker,
@@ -96,6 +97,41 @@ def test_handler_exception_becomes_invocation_error(make_worker: WorkerFactory) 
     with pytest.raises(InvocationError) as info:
         w.trigger({"function_id": "py::quota", "payload": {}})
     assert (info.value.code, info.value.message) == ("quota_exceeded", "too many calls")
+    # Not an SvcError: a code of its own does not make it deliberate (an OSError-like library error).
+    assert info.value.stacktrace is not None
+    assert "QuotaError" in info.value.stacktrace
+
+
+def test_svc_error_travels_without_its_traceback(make_worker: WorkerFactory) -> None:
+    # An SvcError is raised on purpose (bad input, not found): where it was raised is the callee's
+    # business (its file paths), and the engine logs it at WARN. A passed-on InvocationError keeps
+    # the traceback its own callee sent, so an unexpected failure further down is still traceable.
+    w = make_worker("refusing")
+
+    def not_found(data: Any) -> Any:
+        raise SvcError("order_not_found", f"no order {data['id']}")
+
+    def passes_on(data: Any) -> Any:
+        return w.trigger({"function_id": data["to"], "payload": {"x": 1, "id": 7}})
+
+    def boom(data: Any) -> Any:
+        raise ValueError("deep down")
+
+    w.register_function("py::not_found", not_found)
+    w.register_function("py::passes_on", passes_on)
+    w.register_function("py::deep_boom", boom)
+    wait_for(lambda: _registered(w, "py::deep_boom"), what="functions")
+    with pytest.raises(InvocationError) as info:
+        w.trigger({"function_id": "py::not_found", "payload": {"id": 7}})
+    assert (info.value.code, info.value.message, info.value.stacktrace) == ("order_not_found", "no order 7", None)
+    with pytest.raises(InvocationError) as info:
+        w.trigger({"function_id": "py::passes_on", "payload": {"to": "py::not_found"}})
+    assert (info.value.code, info.value.stacktrace) == ("order_not_found", None)
+    with pytest.raises(InvocationError) as info:
+        w.trigger({"function_id": "py::passes_on", "payload": {"to": "py::deep_boom"}})
+    assert info.value.code == "invocation_failed"
+    assert info.value.stacktrace is not None
+    assert "in boom" in info.value.stacktrace, info.value.stacktrace
 
 
 def test_function_not_found(make_worker: WorkerFactory) -> None:

@@ -52,8 +52,16 @@ export function cappedStack(stack: string): string {
 /**
  * Turn anything a handler threw into a wire error. An error with a string `code` keeps it (so a
  * worker such as svc-state can answer `value_too_large`); everything else is `invocation_failed`.
+ * An SvcError was raised on purpose (bad input, not found): it goes without a stack, which would
+ * only tell the caller the callee's file paths; the engine then logs it at WARN, not ERROR. Any
+ * other error was not expected (a Node ENOENT has a `code` too): its stack is what helps.
+ * An InvocationError passed on keeps the stack its own callee sent, if any.
  */
 export function toErrorBody(err: unknown): ErrorBody {
+  if (err instanceof SvcError) {
+    const stack = err instanceof InvocationError ? err.stacktrace : undefined;
+    return { code: err.code || 'invocation_failed', message: err.message || err.name, ...(stack ? { stacktrace: stack } : {}) };
+  }
   if (err instanceof Error) {
     const code = (err as { code?: unknown }).code;
     return {

@@ -29,7 +29,7 @@ from typing import Any
 from ._background import spawn
 from .connection import Session
 from .context import InvocationContext, invocation_var
-from .errors import ErrorCode, SvcError
+from .errors import ErrorCode, InvocationError, SvcError
 from .otel_export import SpanTracer
 from .pool import HandlerPool
 from .protocol import ErrorBody, Frame
@@ -85,7 +85,12 @@ HANDLER_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
 
 
 def error_body(exc: BaseException, with_stack: bool = True) -> ErrorBody:
-    """How an exception raised by a handler travels: its string `code` attribute, else invocation_failed."""
+    """How an exception raised by a handler travels: its string `code` attribute, else invocation_failed.
+
+    An SvcError was raised on purpose (bad input, not found): it goes without a traceback, which
+    would only tell the caller the callee's file paths, and the engine logs it at WARN, not ERROR.
+    Any other exception was not expected: its traceback is what helps. An InvocationError passed
+    on keeps the traceback its own callee sent, if any."""
     if isinstance(exc, (SystemExit, KeyboardInterrupt)):  # SystemExit.code is the exit status, not ours
         code: object = None
         message = (
@@ -98,7 +103,10 @@ def error_body(exc: BaseException, with_stack: bool = True) -> ErrorBody:
     if not isinstance(code, str) or not code:
         code = ErrorCode.INVOCATION_FAILED
     body: ErrorBody = {"code": code, "message": message or type(exc).__name__}
-    if with_stack:
+    if with_stack and isinstance(exc, InvocationError):
+        if exc.stacktrace:
+            body["stacktrace"] = exc.stacktrace
+    elif with_stack and not isinstance(exc, SvcError):
         stack = "".join(traceback.format_exception(exc))
         if len(stack) > MAX_STACKTRACE_CHARS:
             # The end of a traceback names the error and where it was raised: that part is kept.
