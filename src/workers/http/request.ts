@@ -90,8 +90,8 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
 
 /**
  * The `body` of the payload. `raw` is the (already decompressed, size-checked) request body, or
- * undefined when the request had none. Throws HttpError 400 `invalid_json` for malformed JSON,
- * and 400 `json_too_deep` for JSON nested deeper than MAX_BODY_DEPTH.
+ * undefined when the request had none. Throws HttpError 400 `invalid_json` for malformed JSON or
+ * a number too large for a double, and 400 `json_too_deep` for JSON nested deeper than MAX_BODY_DEPTH.
  */
 export function parseBody(raw: Buffer | undefined, contentType: string | undefined): unknown {
   if (!raw || raw.length === 0) return null;
@@ -108,9 +108,41 @@ export function parseBody(raw: Buffer | undefined, contentType: string | undefin
     if (nestsDeeperThan(text, MAX_BODY_DEPTH)) {
       throw new HttpError(400, 'json_too_deep', `Request body nests JSON arrays and objects more than ${MAX_BODY_DEPTH} levels deep`);
     }
+    // JSON.parse reads 1e400 as Infinity, which the call's frame would carry as null: the function
+    // would see a different value than was sent. Only a number with an exponent or of 309 digits
+    // can overflow a double, so most bodies skip the walk (depth is bounded above).
+    const at = /\d[eE]|\d{309}/.test(text) ? nonFiniteAt(body, 'body') : null;
+    if (at !== null) {
+      throw new HttpError(400, 'invalid_json', `Request body is not valid JSON for a call (Content-Type ${contentType}): the number at ${at} is too large for a double (it would arrive as null)`);
+    }
     return body;
   }
   return decoderFor(contentType).decode(raw);
+}
+
+/** The path to a number in `v` that is not finite (innermost key first), or null. */
+function nonFinite(v: unknown): Array<string | number> | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? null : [];
+  if (typeof v !== 'object' || v === null) return null;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const at = nonFinite(v[i]);
+      if (at !== null) return (at.push(i), at);
+    }
+    return null;
+  }
+  for (const k in v) {
+    const at = nonFinite((v as Record<string, unknown>)[k]);
+    if (at !== null) return (at.push(k), at);
+  }
+  return null;
+}
+
+/** Where in `body` a number is not finite, as `body.items[2].price`, or null. */
+function nonFiniteAt(body: unknown, name: string): string | null {
+  const at = nonFinite(body);
+  if (at === null) return null;
+  return at.reduceRight<string>((path, seg) => path + (typeof seg === 'number' ? `[${seg}]` : /^[A-Za-z_$][\w$]*$/.test(seg) ? `.${seg}` : `[${JSON.stringify(seg)}]`), name);
 }
 
 /** Node gives string values, except arrays for `set-cookie`; the payload holds strings only. */

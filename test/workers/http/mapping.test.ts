@@ -26,6 +26,24 @@ test('body: JSON parsed, text decoded, empty is null, malformed JSON is 400 inva
   assert.throws(() => parseBody(Buffer.from('x'), 'text/plain; charset=klingon'), isHttpError(415, 'unsupported_charset', /klingon/));
 });
 
+test('body: a JSON number that overflows a double is 400 invalid_json naming where, not null', () => {
+  // Before: JSON.parse read these as ±Infinity, and the call's frame carried null to the function.
+  const tooLarge = (text: string, at: string) =>
+    assert.throws(() => parseBody(Buffer.from(text), 'application/json'), (e: unknown) => {
+      assert.ok(e instanceof HttpError, String(e));
+      assert.deepEqual([e.status, e.code], [400, 'invalid_json']);
+      assert.equal(e.message, `Request body is not valid JSON for a call (Content-Type application/json): the number at ${at} is too large for a double (it would arrive as null)`);
+      return true;
+    });
+  tooLarge('1e400', 'body');
+  tooLarge('{"a":[1,2,-1E400]}', 'body.a[2]');
+  tooLarge('{"order":{"line items":[{"price":' + '9'.repeat(400) + '}]}}', 'body.order["line items"][0].price');
+  tooLarge('[0.5, 17976931348623159e292]', 'body[1]');
+  // In range, or only text: passed on as parsed.
+  assert.deepEqual(parseBody(Buffer.from('{"a":1e308,"b":-2.5E-400,"id":"9e999","n":' + '9'.repeat(300) + '}'), 'application/json'), { a: 1e308, b: -0, id: '9e999', n: Number('9'.repeat(300)) });
+  assert.equal(parseBody(Buffer.from('1e400'), 'text/plain'), '1e400');
+});
+
 test('nesting depth: arrays and objects counted, strings and escapes skipped', () => {
   const nest = (n: number): string => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
   assert.equal(nestsDeeperThan(nest(100), 100), false);
