@@ -84,6 +84,12 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
       return sendError(res, noRoute(opts.table, req.method, req.path));
     }
     (res.locals as Locals).match = match;
+    // Node decodes only `chunked`: a body sent `Transfer-Encoding: gzip, chunked` would reach the
+    // function still compressed (express and fastify pass it on so). RFC 9112 §6.1: 501, as nginx.
+    const te = req.headers['transfer-encoding'];
+    if (te !== undefined && te.toLowerCase().split(',').some((c) => c.trim() !== 'chunked')) {
+      return sendError(res, new HttpError(501, 'unsupported_transfer_encoding', `Transfer-Encoding ${JSON.stringify(te)} is not supported: send the body chunked (or with a Content-Length) and compress it with Content-Encoding: gzip, deflate or br`));
+    }
     next();
   });
 

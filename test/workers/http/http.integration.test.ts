@@ -3,7 +3,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { gzipSync } from 'node:zlib';
 import { DEFAULT_MAX_FRAME_BYTES, InvocationError, registerWorker, type Worker } from 'svc-sdk';
 import { startEngine } from '../../helpers/engine.js';
 import { startHttpWorker, type HttpWorkerHandle } from '../../../src/workers/http/worker.js';
@@ -210,6 +212,41 @@ describe('svc-http with a real engine', () => {
     assert.match(e.message, /limit of 65536 bytes/);
     // Exactly at the limit passes.
     assert.equal(await statusOf(`${base}/echo`, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(64 * 1024) }), 200);
+  });
+
+  /** One raw HTTP/1.1 request (fetch cannot send a Transfer-Encoding): the status line and the JSON body of the answer. */
+  async function rawRequest(head: string, body: Buffer): Promise<{ status: number; body: string }> {
+    const socket = connect(http.port, '127.0.0.1');
+    socket.write(head.replace(/\n/g, '\r\n') + '\r\n');
+    socket.write(body); // not end(): the answer closes it (Connection: close)
+    const chunks: Buffer[] = [];
+    for await (const c of socket) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('latin1');
+    return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]), body: text.slice(text.indexOf('\r\n\r\n') + 4) };
+  }
+  const chunked = (b: Buffer) => Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n0\r\n\r\n')]);
+
+  test('Transfer-Encoding other than chunked 501 unsupported_transfer_encoding; Content-Encoding gzip is decoded, within body_limit_bytes', async () => {
+    // Before: `gzip, chunked` was accepted and the function got the compressed bytes as its body.
+    const json = Buffer.from('{"x":1}');
+    for (const te of ['gzip, chunked', 'deflate,chunked', 'x-custom, chunked']) {
+      const r = await rawRequest(`PUT /echo HTTP/1.1\nHost: x\nConnection: close\nContent-Type: application/json\nTransfer-Encoding: ${te}\n`, chunked(gzipSync(json)));
+      assert.equal(r.status, 501, `${te}: ${r.body}`);
+      assert.deepEqual(JSON.parse(r.body).error, {
+        code: 'unsupported_transfer_encoding',
+        message: `Transfer-Encoding ${JSON.stringify(te)} is not supported: send the body chunked (or with a Content-Length) and compress it with Content-Encoding: gzip, deflate or br`,
+      });
+    }
+    const plain = await rawRequest('PUT /echo HTTP/1.1\nHost: x\nConnection: close\nContent-Type: application/json\nTransfer-Encoding: chunked\n', chunked(json));
+    assert.equal(plain.status, 200, plain.body);
+    assert.deepEqual(JSON.parse(plain.body).body, { x: 1 });
+    const gz = await rawRequest('PUT /echo HTTP/1.1\nHost: x\nConnection: close\nContent-Type: application/json\nContent-Encoding: gzip\nTransfer-Encoding: chunked\n', chunked(gzipSync(json)));
+    assert.equal(gz.status, 200, gz.body);
+    assert.deepEqual(JSON.parse(gz.body).body, { x: 1 });
+    // A zip bomb: 64 KiB + 1 of zeros compress to ~100 bytes; the limit counts decoded bytes.
+    const bomb = await fetch(`${base}/echo`, { method: 'PUT', headers: { 'content-type': 'text/plain', 'content-encoding': 'gzip' }, body: gzipSync(Buffer.alloc(64 * 1024 + 1)) });
+    assert.equal(bomb.status, 413);
+    assert.equal((await errorOf(bomb)).code, 'payload_too_large');
   });
 
   test('bound function not registered 503 function_not_found', async () => {
