@@ -180,7 +180,10 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
       if (flags.json) this.log(JSON.stringify({ name, change, started: false, ready: false }));
       return;
     }
-    const d = await startWorker(engine, 'engine::supervisor::add', { name, force: flags.force || change === 'updated' }, flags.wait);
+    // --force or a changed entry restarts it. Its dependencies (or image) were installed just above,
+    // so the engine is not asked to force them again: that installed twice (once here, once on the restart).
+    const restart = flags.force || change === 'updated';
+    const d = await startWorker(engine, restart ? 'engine::supervisor::restart' : 'engine::supervisor::add', { name, force: false }, flags.wait);
     // Running before this command only counts for an entry it left unchanged: a new entry under
     // `svc dev` was started by the engine's watch of config.yaml, as this command asked.
     const alreadyRunning = d.already_running === true && change === 'unchanged';
