@@ -46,9 +46,10 @@ prints {"messageReceiptId": "..."} once the job is durable, and the function run
 
 The result is printed as JSON on stdout. On error, "error: <code>: <message>" goes to stderr and the
 exit code is 1 (2 for bad arguments). When the function's worker sent its stack trace (both SDKs do
-for a handler's exception) and the error is invocation_failed (an exception without a code of its
-own: usually a bug), its first lines follow on stderr; an error with its own code (invalid_payload,
-not_found, ...) says a trace is there. --verbose shows the whole trace for any error. With --json
+for an unexpected exception, not for an SvcError raised on purpose) and the error is
+invocation_failed (an exception without a code of its own: usually a bug), its first lines follow
+on stderr; another error with a stack (one with a code of its own that is not an SvcError, such as
+ENOENT) says a trace is there. --verbose shows the whole trace for any error. With --json
 the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} instead. A function id
 that no worker registered (function_not_found) is followed by the closest one that is, if any.`;
   static override examples = [

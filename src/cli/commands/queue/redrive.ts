@@ -4,7 +4,7 @@ import { addressFlag, callQueue } from '../../queue-client.js';
 
 export default class QueueRedrive extends Command {
   static override summary = 'Move dead-lettered jobs back to their queue to run again (all of them, or --id ...).';
-  static override description = 'Each redriven job gets max_attempts runs again; the handler sees its attempt number go on. With --id, an id that is not in the dead-letter queue is an error (job_not_found, exit 1) after the others are redriven.';
+  static override description = 'Each redriven job gets max_attempts runs again; the handler sees its attempt number go on. With --id, an id that is not in the dead-letter queue is an error (job_not_found, exit 1) after the others are redriven (their count is printed first; none redriven: only the error).';
   static override examples = ['svc queue redrive default', 'svc queue redrive emails --id 6f1c… --id 0b2e…'];
   static override args = { queue: Args.string({ required: true, description: 'Queue name.' }) };
   static override flags = { address: addressFlag, id: Flags.string({ summary: 'A dead-lettered job id (repeatable).', multiple: true }) };
@@ -21,7 +21,9 @@ export default class QueueRedrive extends Command {
       const r = await callQueue<{ redriven: number }>(flags.address, 'queue::dlq::redrive', { queue: args.queue, id });
       if (r.redriven === 0) missing.push(id);
     }
-    this.log(`redriven ${flags.id.length - missing.length} job(s) of ${args.queue}`);
+    // "redriven 0" before the error read as if something had been done: only a count of some is said.
+    const redriven = flags.id.length - missing.length;
+    if (redriven > 0 || missing.length === 0) this.log(`redriven ${redriven} job(s) of ${args.queue}`);
     if (missing.length > 0) {
       const notFound = { code: 'job_not_found', message: `${missing.map((id) => JSON.stringify(id)).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not in the dead-letter queue of ${args.queue} (svc queue dlq ${args.queue} lists it)` };
       fail(`${notFound.code}: ${notFound.message}`);
