@@ -26,6 +26,7 @@ COPY --from=build /src/package.json /src/package-lock.json ./
 COPY --from=build /src/node_modules node_modules
 COPY --from=build /src/dist dist
 COPY --from=build /src/bin bin
+COPY --from=build /src/oclif.manifest.json ./
 COPY --from=build /src/sdk/typescript/package.json sdk/typescript/package.json
 COPY --from=build /src/sdk/typescript/dist sdk/typescript/dist
 COPY --from=build /src/sdk/python sdk/python

@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { registerWorker } from 'svc-sdk';
 import { alive, closedPort, EngineProcess, runSvc, tempDir, until, type WorkerListRow } from './helpers/cli.js';
 
 type ListRow = WorkerListRow;
@@ -109,9 +110,19 @@ describe('kill -9 of an engine, then another project on its port: no stale proce
     // B's svc-http holds the port: it has no route for A's endpoint.
     const res = await fetch(`http://127.0.0.1:${httpPort}/math/add-two-numbers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1,"b":1}' });
     assert.equal(res.status, 404);
-    // Every acknowledged key reads back: one store answers, B's.
-    for (let i = 0; i < 20; i++) await call(inB, ['state::set', 'scope=orphans', `key=k${i}`, `value=${i}`]);
-    for (let i = 0; i < 20; i++) assert.equal(await call(inB, ['state::get', 'scope=orphans', `key=k${i}`]), i);
+    // Every acknowledged key reads back: one store answers, B's. The forty calls go through one
+    // client connected to B (the engine routes them as it routes svc trigger's): forty runs of
+    // `svc trigger` took 40 s, a second of starting node each.
+    const client = registerWorker(engineB.url, { workerName: 'orphans-e2e-client', echoLogs: false });
+    try {
+      await client.ready(10_000);
+      for (let i = 0; i < 20; i++) {
+        assert.deepEqual(await client.trigger({ function_id: 'state::set', payload: { scope: 'orphans', key: `k${i}`, value: i } }), { old_value: null, new_value: i });
+      }
+      for (let i = 0; i < 20; i++) assert.equal(await client.trigger({ function_id: 'state::get', payload: { scope: 'orphans', key: `k${i}` } }), i);
+    } finally {
+      await client.shutdown();
+    }
     assert.equal(await call(inB, ['state::get', 'scope=orphans', 'key=owner']), null, 'A\'s key is not in B\'s store');
     await engineB.stop('SIGTERM');
     engineB = undefined;

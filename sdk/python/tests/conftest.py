@@ -42,6 +42,8 @@ class Engine:
         self.output: list[str] = []
         #: Appended to config.yaml (e.g. a `workers:` block the engine starts).
         self.extra_config = ""
+        #: The environment the engine starts with; None inherits the test's at start().
+        self.env: dict[str, str] | None = None
 
     def start(self) -> None:
         if not (REPO / "dist" / "src" / "cli" / "commands").is_dir():
@@ -54,6 +56,7 @@ class Engine:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            env=self.env,
         )
         deadline = time.monotonic() + 20
         assert self.proc.stdout is not None
@@ -113,10 +116,77 @@ class Engine:
         )
 
 
+def _environment() -> dict[str, str]:
+    """os.environ but PYTEST_CURRENT_TEST, which pytest changes for every test and phase."""
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+
+
+class _SpareEngine:
+    """The next test's `engine`, started in the background while the current test runs.
+
+    Starting `svc --config` takes about a second of CPU (node loading the engine), most of a short
+    test's time; every test still gets an engine of its own that nothing else touched, started with
+    the default config in a directory of its own. A spare started under another environment than
+    the test's (a fixture's monkeypatch.setenv before `engine`) is not used: the test gets an
+    engine started then, as before.
+    """
+
+    def __init__(self, factory: pytest.TempPathFactory) -> None:
+        self.factory = factory
+        self.engine: Engine | None = None
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        eng = Engine(self.factory.mktemp("engine"))
+        eng.env = _environment()
+        self.engine, self.error = eng, None
+
+        def run() -> None:
+            try:
+                eng.start()
+            except BaseException as error:  # pytest.fail is an OutcomeException, not an Exception
+                self.error = error
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def take(self) -> Engine | None:
+        """The spare, once ready, if it started under this environment; then the next one starts."""
+        eng, thread = self.engine, self.thread
+        self.engine = self.thread = None
+        if eng is not None and thread is not None:
+            thread.join()
+            if self.error is not None or eng.env != _environment():
+                eng.stop()
+                eng = None
+            else:
+                eng.env = None  # a restart() in the test starts it under the test's environment, as before
+        else:
+            eng = None
+        self.start()
+        return eng
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+        if self.engine is not None:
+            self.engine.stop()
+
+
+@pytest.fixture(scope="session")
+def _spare_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_SpareEngine]:
+    spare = _SpareEngine(tmp_path_factory)
+    yield spare
+    spare.close()
+
+
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    eng = Engine(tmp_path)
-    eng.start()
+def engine(tmp_path: Path, _spare_engine: _SpareEngine) -> Iterator[Engine]:
+    eng = _spare_engine.take()
+    if eng is None:
+        eng = Engine(tmp_path)
+        eng.start()
     yield eng
     eng.stop()
 
