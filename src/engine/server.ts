@@ -20,7 +20,7 @@ import { CallMetrics } from './metrics/call-metrics.js';
 import { MetricsServer } from './metrics/metrics-server.js';
 import { engineMetricSources, Traffic } from './metrics/engine-sources.js';
 import { engineRegistry } from './metrics/prometheus.js';
-import { EngineTelemetry } from './telemetry/engine-telemetry.js';
+import type { EngineTelemetry } from './telemetry/engine-telemetry.js';
 import { SpanRing } from './hot/span-ring.js';
 import type { LogEntry } from './logs.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from './options.js';
@@ -67,8 +67,12 @@ export class Engine {
   /** What /metrics counts of calls; null when engine.metrics is off. */
   readonly callMetrics: CallMetrics | null;
   private metricsServer: MetricsServer | null = null;
-  /** OTLP export of the span and log rings (engine.telemetry); null when off. */
-  readonly otlp: EngineTelemetry | null = null;
+  /** OTLP export of the span and log rings (engine.telemetry); null when off, and until start(). */
+  get otlp(): EngineTelemetry | null {
+    return this.otlpExport;
+  }
+  private otlpExport: EngineTelemetry | null = null;
+  private readonly warn: (message: string, data?: Record<string, unknown>) => void;
   /** Frames and bytes of the connections (/metrics). */
   private readonly traffic = new Traffic();
   /** Liveness and slow consumers (session-watch.ts). */
@@ -107,8 +111,7 @@ export class Engine {
         ...(stack !== undefined ? { data: { stacktrace: cutString(stack, max, 'stacktrace') } } : {}),
       });
     };
-    const t = this.opts.telemetry;
-    if (t && this.traces) this.otlp = new EngineTelemetry(t, this.traces, this.logs, this.run.id, warn);
+    this.warn = warn;
     const namespaces = new NamespaceRules(this.opts.namespaceConflicts, this.registry, () => this.sessions.values());
     this.router = new Router({
       namespaces,
@@ -194,6 +197,12 @@ export class Engine {
         'insecure_listen',
         `engine.host is ${this.opts.host} but no tokens are configured (engine.auth.tokens): anyone who can reach port ${this.opts.port} could register or call any function. Configure tokens (docs/security.md) or listen on 127.0.0.1.`,
       );
+    }
+    const t = this.opts.telemetry;
+    if (t && this.traces) {
+      // Loaded only when configured: the OpenTelemetry exporters cost every engine start ~0.5 s of CPU.
+      const { EngineTelemetry } = await import('./telemetry/engine-telemetry.js');
+      this.otlpExport = new EngineTelemetry(t, this.traces, this.logs, this.run.id, this.warn);
     }
     this.listener = await EngineListener.listen(this.opts, {
       notReady: () => this.notReady(),
