@@ -1,14 +1,12 @@
-import { Args, Flags } from '@oclif/core';
+import { Args } from '@oclif/core';
 import { InvocationError, type Worker } from 'svc-sdk';
-import { ADDRESS_DEFAULT, formatError } from './client.js';
+import { formatError } from './client.js';
 
 /** The argument of `svc cron pause|resume|run`: what a user has at hand for a schedule. */
 export const cronTargetArg = Args.string({
   required: true,
   description: 'Schedule id (from `svc cron list`), the id of one of its cron triggers, or the function id the schedule calls.',
 });
-
-export const addressFlag = Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` });
 
 interface ListedSchedule {
   schedule_id: string;

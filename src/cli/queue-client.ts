@@ -1,14 +1,14 @@
-/** What the `svc queue` commands share: the engine address flag and one call to svc-queue. */
+/** What the `svc queue` commands share: the engine flags and one call to svc-queue. */
 import { Flags } from '@oclif/core';
-import { ADDRESS_DEFAULT, engineAddress, fail, formatError, withClient } from './client.js';
+import { fail, formatError } from './client.js';
+import { withEngine, type EngineFlagValues } from './engine-flags.js';
 
-export const addressFlag = Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` });
 export const jsonFlag = Flags.boolean({ summary: 'Print JSON.', default: false });
 
 /** Call a svc-queue function; on error print it and exit 1 (svc-queue not running is said plainly). */
-export async function callQueue<T>(address: string | undefined, function_id: string, payload: Record<string, unknown>): Promise<T> {
+export async function callQueue<T>(engine: EngineFlagValues, function_id: string, payload: Record<string, unknown>): Promise<T> {
   try {
-    return await withClient(engineAddress(address), (w) => w.trigger<T>({ function_id, payload }));
+    return await withEngine(engine, (w) => w.trigger<T>({ function_id, payload }));
   } catch (e) {
     if ((e as { code?: string }).code === 'function_not_found') fail(`svc-queue is not running (no worker provides ${function_id}); start it with \`svc worker add svc-queue\``);
     process.stderr.write(formatError(e) + '\n');

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from svc_sdk import register_worker
-from svc_sdk.connection import parse_engine_urls
+from svc_sdk.reconnect import parse_engine_urls
 
 from .conftest import Engine, fast_options, wait_for
 

@@ -12,7 +12,7 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 
 from svc_sdk import DEFAULT_MAX_FRAME_BYTES, InitOptions, ReconnectOptions, default_url
-from svc_sdk.connection import backoff_delay
+from svc_sdk.reconnect import backoff_delay
 from svc_sdk.runtime import new_event_loop
 
 

@@ -1,5 +1,6 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { ADDRESS_DEFAULT, engineAddress, formatError, withClient } from '../client.js';
+import { engineAddress, formatError, withClient } from '../client.js';
+import { addressFlag, tokenFlag } from '../engine-flags.js';
 import { usageLine } from '../usage-error.js';
 import { InvocationError } from 'svc-sdk';
 import { printable, printableJson } from '../../engine/printable.js';
@@ -66,10 +67,10 @@ that no worker registered (function_not_found) is followed by the closest one th
   static override flags = {
     'function-id': Flags.string({ summary: 'Function id to call.' }),
     payload: Flags.string({ summary: 'JSON object passed to the function.' }),
-    address: Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` }),
+    address: addressFlag,
     'timeout-ms': Flags.integer({ summary: "Deadline of the call in milliseconds (default: the engine's engine.invocation_timeout_ms).", min: 1 }),
     enqueue: Flags.string({ summary: 'Store the call as a job of this queue (svc-queue); prints its messageReceiptId.' }),
-    token: Flags.string({ summary: 'Token to connect with (default: $SVC_TOKEN, else the local engine\'s own).' }),
+    token: tokenFlag,
     json: Flags.boolean({ summary: 'Errors too as JSON on stdout: {"error": {"code", "message", "stacktrace"?}}.', default: false }),
     verbose: Flags.boolean({ char: 'v', summary: "On error, the callee's whole stack trace (else its first 12 lines, for invocation_failed only).", default: false }),
   };

@@ -1,4 +1,4 @@
-"""The WebSocket to the engine: connect, handshake, read frames, reconnect with backoff forever.
+"""The WebSocket to the engine: connect, handshake, read frames, and reconnect (reconnect.py) after every close.
 
 A `Connection` knows nothing about functions or calls. Each open socket is a `Session`; the worker
 gets `on_open` once the svc handshake (`hello`, then `reattach` on a reconnect) is done, every other
@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -22,7 +21,7 @@ from websockets.protocol import State
 from ._background import spawn
 from ._version import __version__
 from .errors import ErrorCode, SvcError
-from .options import InitOptions, ReconnectOptions
+from .options import InitOptions
 from .protocol import (
     FEATURES,
     PROTOCOL_VERSION,
@@ -33,13 +32,11 @@ from .protocol import (
     encode,
     utf8_size,
 )
+from .reconnect import Reconnects
 from .redact import redact_address
 from .thread_writer import ThreadWriter
 
 log = logging.getLogger("svc_sdk")
-
-#: Attempts counted after a refusal (`unauthorized`): the backoff is then at its cap at once.
-REFUSED_ATTEMPTS = 64
 
 
 class Session:
@@ -151,38 +148,9 @@ class ConnectionHandler(Protocol):
     def on_close(self, session: Session, reason: str) -> None: ...
 
 
-def parse_engine_urls(url: str | Sequence[str]) -> list[str]:
-    """Engine addresses: one URL, a comma-separated list (as $SVC_URL may hold), or a sequence.
-
-    Several are the engines of one cluster (docs/cluster.md): the connection moves on to the next
-    one whenever the current one closes or cannot be reached.
-    """
-    parts = url.split(",") if isinstance(url, str) else [p for u in url for p in u.split(",")]
-    urls = [u.strip() for u in parts if u.strip()]
-    if not urls:
-        raise ValueError(f"no engine URL given (got {url!r})")
-    return urls
-
-
-def backoff_delay(options: ReconnectOptions, attempt: int) -> float:
-    """Seconds to wait before reconnect attempt number `attempt` (1-based).
-
-    initial_delay_ms * factor**(attempt - 1), capped at max_delay_ms, less a random share of at most
-    `jitter`: jitter only shortens a delay, so the cap holds and workers that lost the engine
-    together still come back spread out, at the cap too. The TypeScript SDK's backoffDelay computes
-    the same (it counts attempts from 0).
-    """
-    base = min(
-        options.max_delay_ms,
-        options.initial_delay_ms * options.factor ** min(max(0, attempt - 1), REFUSED_ATTEMPTS),
-    )
-    return base * random.uniform(1 - options.jitter, 1) / 1000
-
-
 class Connection:
     def __init__(self, url: str | Sequence[str], options: InitOptions, handler: ConnectionHandler) -> None:
-        self.urls = parse_engine_urls(url)
-        self._index = 0
+        self._reconnects = Reconnects(url, options.reconnect)
         self._options = options
         self._handler = handler
         self.session: Session | None = None  # set while open and past on_open
@@ -193,18 +161,21 @@ class Connection:
         self._previous: tuple[str, str | None] | None = None
         self._connecting: asyncio.Future[ClientConnection] | None = None
         self._ws: ClientConnection | None = None  # the current socket, in any state
-        #: Why the engine refused this worker for good (`stale_worker`: another engine run's secret).
-        self.stale: str | None = None
-        #: Why the engine last refused a connection (`unauthorized`, `stale_worker`), until one is accepted.
-        self.refusal: SvcError | None = None
-        self._refused = asyncio.Event()
-        # The message of the engine's `error` frame that precedes its refusal's close.
-        self._refusal_message: str | None = None
 
     @property
     def url(self) -> str:
         """The engine address in use (of those given, the one connected to or being tried)."""
-        return self.urls[self._index]
+        return self._reconnects.url
+
+    @property
+    def stale(self) -> str | None:
+        """Why the engine refused this worker for good (`stale_worker`: another engine run's secret)."""
+        return self._reconnects.stale
+
+    @property
+    def refusal(self) -> SvcError | None:
+        """Why the engine last refused a connection (`unauthorized`, `stale_worker`), until one is accepted."""
+        return self._reconnects.refusal
 
     @property
     def shown_url(self) -> str:
@@ -216,40 +187,15 @@ class Connection:
         return self._stop.is_set()
 
     async def run(self) -> None:
-        """Connect, serve, and reconnect after any close, until `stop()`."""
-        attempt = 0
+        """Connect, serve, and reconnect after any close (reconnect.py: where, when), until `stop()`."""
         while not self._stop.is_set():
             was_ready, reason = await self._connect_and_serve()
-            if was_ready:
-                attempt = 0  # this socket completed its handshake: start backoff from scratch
             if self._stop.is_set():
                 break
-            if self.stale is not None:
-                # No engine will ever accept this run secret again: the engine that started us is gone.
-                log.error("svc: %s", self.refusal.message if self.refusal else self.stale)
+            delay = self._reconnects.next_delay(was_ready, reason)
+            if delay is None:
                 self._stop.set()
                 break
-            if self.refusal is not None:
-                # Refused for its token: retrying at once cannot help; keep trying slowly, as a token
-                # may be added to the engine's config and the engine restarted.
-                log.error("svc: %s", self.refusal.message)
-                attempt = max(attempt, REFUSED_ATTEMPTS)
-            # With several engines (a cluster), try the next one: the one that just closed or
-            # could not be reached may be gone for good.
-            self._index = (self._index + 1) % len(self.urls)
-            attempt += 1
-            limit = self._options.reconnect.max_attempts
-            if limit is not None and attempt > limit:
-                log.error(
-                    "svc: giving up on the engine at %s after %d attempts (%s)",
-                    self.shown_url,
-                    limit,
-                    redact_address(reason),
-                )
-                self._stop.set()
-                break
-            delay = backoff_delay(self._options.reconnect, attempt)
-            log.warning("svc: %s; reconnecting to %s in %.1f s", redact_address(reason), self.shown_url, delay)
             try:
                 await asyncio.wait_for(self._stop.wait(), delay)
             except TimeoutError:
@@ -273,7 +219,7 @@ class Connection:
             return session
         ready = asyncio.ensure_future(self._ready.wait())
         stop = asyncio.ensure_future(self._stop.wait())
-        refused = asyncio.ensure_future(self._refused.wait())
+        refused = asyncio.ensure_future(self._reconnects.refused.wait())
         try:
             await asyncio.wait({ready, stop, refused}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -342,8 +288,7 @@ class Connection:
             if not session.closed:
                 ready = True
                 self.session = session
-                self.refusal = None
-                self._refused.clear()
+                self._reconnects.accepted()
                 self._ready.set()
                 log.info("svc: connected to %s as worker %s", self.shown_url, session.worker_id)
             await reader
@@ -363,7 +308,7 @@ class Connection:
                 self._previous = (session.worker_id, session.reattach_token)
             code, why = ws.close_code, ws.close_reason
             if code in (STALE_WORKER_CLOSE, UNAUTHORIZED_CLOSE):
-                self._refuse(code, why or "")
+                self._reconnects.refuse(code, why or "")
             if failure is None:
                 failure = (
                     f"connection closed (code {code}{', ' + why if why else ''})"
@@ -375,19 +320,6 @@ class Connection:
             await ws.close()
             self._ws = None
         return ready, failure
-
-    def _refuse(self, code: int, close_reason: str) -> None:
-        """The engine refused this connection (close 4401 `unauthorized`, 4410 `stale_worker`)."""
-        why = self._refusal_message or close_reason.removeprefix("unauthorized: ").removeprefix("stale_worker: ")
-        self._refusal_message = None
-        if code == STALE_WORKER_CLOSE:
-            self.stale = why or "stale_worker"
-            message = f"The engine at {self.shown_url} refused this worker: {self.stale}"
-            self.refusal = SvcError(ErrorCode.STALE_WORKER, message)
-        else:
-            message = f"The engine at {self.shown_url} refused this connection: {why or 'unauthorized'}"
-            self.refusal = SvcError(ErrorCode.UNAUTHORIZED, message)
-        self._refused.set()
 
     def _headers(self) -> dict[str, str] | None:
         headers: dict[str, str] = {}
@@ -470,7 +402,7 @@ class Connection:
             error = frame.get("error")
             ref = frame.get("ref")
             if isinstance(error, dict) and error.get("code") in (ErrorCode.STALE_WORKER, ErrorCode.UNAUTHORIZED):
-                self._refusal_message = str(error.get("message"))  # reported once, from run()
+                self._reconnects.refusal_message = str(error.get("message"))  # reported once, from run()
                 return
             log.warning("svc: the engine reported an error: %s (about %s)", error, ref)
             # An engine without the svc extensions refuses `hello`: carry on as a plain iii client.

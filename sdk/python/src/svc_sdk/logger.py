@@ -2,7 +2,7 @@
 
 Inside a handler, lines carry the function and invocation ids without being told (a context variable
 set by the SDK around every handler call). The lines of one event-loop iteration of the worker go
-to the engine together, in one `engine::log::batch` call (see `Worker._queue_log_line`).
+to the engine together, in one `engine::log::batch` call (see log_batches.py).
 """
 
 from __future__ import annotations

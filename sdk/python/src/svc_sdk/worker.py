@@ -11,7 +11,6 @@ import logging
 import os
 import sys
 import threading
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
@@ -21,22 +20,22 @@ from .calls import Caller
 from .channels import ChannelReader, ChannelWriter
 from .connection import Connection, Session
 from .context import current_invocation
-from .errors import ErrorCode, InvalidArgumentError, InvalidFunctionIdError, SvcError
-from .handlers import Handler, Invoker, RegisteredFunction, is_async_callable
+from .errors import ErrorCode, SvcError
+from .handlers import Handler, Invoker, RegisteredFunction
+from .log_batches import LogBatcher
 from .options import InitOptions, default_url
 from .otel_export import tracer_for
 from .process_report import ProcessReporter
 from .protocol import (
-    LOG_BATCH_FUNCTION,
     REGISTER_WORKER_FUNCTION,
     Frame,
     TriggerConfig,
     TriggerRequest,
     TriggerTypeInfo,
-    function_id_problem,
 )
 from .ready_file import ReadyFile
 from .refs import FunctionRef, TriggerTypeRef
+from .registrations import new_function, new_trigger, new_trigger_type
 from .runtime import LoopThread, forget, on_process_exit
 from .supervised import RUN_SECRET_ENV, engine_gone, watch_engine_liveness
 from .triggers import ProvidedType, Trigger, TriggerRegistry, TriggerTypeHandler
@@ -70,10 +69,7 @@ class Worker:
         # Ids of the functions registered, as the caller's thread sees them (duplicate_function).
         self._registry_lock = threading.Lock()
         self._function_ids: set[str] = set()
-        # Logger lines not sent yet (rows of engine::log::batch): any thread appends, the loop sends.
-        self._log_lock = threading.Lock()
-        self._log_rows: list[list[Any]] = []
-        self._log_flush_scheduled = False
+        self._logs = LogBatcher(self._runtime, lambda: self._replayed)
         self._reporter = ProcessReporter(options.process_report_interval_ms, self._send_now)
         self._ready_file = ReadyFile(options.ready_file, options.worker_name) if options.ready_file else None
 
@@ -121,31 +117,13 @@ class Worker:
         Raises InvalidFunctionIdError (`invalid_function_id`), InvalidArgumentError
         (`invalid_argument`: a handler that is not callable) or SvcError `duplicate_function`.
         """
-        if not isinstance(function_id, str):
-            raise InvalidFunctionIdError(
-                f"register_function: function_id must be a non-empty string, got {function_id!r}"
-            )
-        problem = function_id_problem(function_id)
-        if problem is not None:
-            raise InvalidFunctionIdError(f"register_function: function id {function_id[:200]!r} {problem}")
-        if not callable(handler):
-            raise InvalidArgumentError(f"register_function({function_id!r}): handler must be callable, got {handler!r}")
+        fn = new_function(function_id, handler, description, request_format, response_format, metadata)
         with self._registry_lock:  # registrations come from any thread; the loop applies them later
             if function_id in self._function_ids:
                 raise SvcError(
                     ErrorCode.DUPLICATE_FUNCTION, f"Function {function_id} is already registered by this worker"
                 )
             self._function_ids.add(function_id)
-        frame: Frame = {"type": "registerfunction", "id": function_id}
-        for key, value in (
-            ("description", description),
-            ("request_format", request_format),
-            ("response_format", response_format),
-            ("metadata", metadata),
-        ):
-            if value is not None:
-                frame[key] = value
-        fn = RegisteredFunction(function_id, handler, is_async_callable(handler), frame)
         self._on_loop(self._add_function, fn)
         return FunctionRef(function_id, self)
 
@@ -160,45 +138,16 @@ class Worker:
         Returns at once; `.wait()` on the result blocks for the engine's answer and raises
         TriggerRegistrationError if it was refused (refusals are also logged).
         """
-        if not isinstance(trigger, dict):
-            raise InvalidArgumentError(f"register_trigger takes a dict, got {type(trigger).__name__}")
-        trigger_type, function_id = trigger.get("type"), trigger.get("function_id")
-        if not isinstance(trigger_type, str) or not trigger_type:
-            raise InvalidArgumentError(f"register_trigger: 'type' must be a non-empty string, got {trigger_type!r}")
-        if not isinstance(function_id, str) or not function_id:
-            raise InvalidFunctionIdError(
-                f"register_trigger: 'function_id' must be a non-empty string, got {function_id!r}"
-            )
-        handle = Trigger(
-            str(uuid.uuid4()),
-            trigger_type,
-            function_id,
-            trigger.get("config", {}),
-            trigger.get("metadata"),
-            lambda t: self._on_loop(self._drop_trigger, t),
-        )
+        handle = new_trigger(trigger, lambda t: self._on_loop(self._drop_trigger, t))
         self._on_loop(self._add_trigger, handle)
         return handle
 
     def register_trigger_type(self, info: TriggerTypeInfo | str, handler: TriggerTypeHandler) -> TriggerTypeRef:
         """Provide a trigger type: `handler.register_trigger(instance)` / `unregister_trigger(instance)`
         are called for every binding of that type, from any worker."""
-        if not isinstance(info, str | dict):
-            raise InvalidArgumentError(f"register_trigger_type takes an id or a dict, got {type(info).__name__}")
-        spec: dict[str, Any] = {"id": info} if isinstance(info, str) else dict(info)
-        type_id = spec.get("id")
-        if not isinstance(type_id, str) or not type_id:
-            raise InvalidArgumentError(f"register_trigger_type: id must be a non-empty string, got {type_id!r}")
-        if not callable(getattr(handler, "register_trigger", None)) or not callable(
-            getattr(handler, "unregister_trigger", None)
-        ):
-            raise InvalidArgumentError(
-                f"register_trigger_type({type_id!r}): the handler must have register_trigger and "
-                f"unregister_trigger methods, got {handler!r}"
-            )
-        frame: Frame = {"type": "registertriggertype", "description": "", **spec}
-        self._on_loop(self._add_trigger_type, ProvidedType(frame, handler))
-        return TriggerTypeRef(type_id, self)
+        provided = new_trigger_type(info, handler)
+        self._on_loop(self._add_trigger_type, provided)
+        return TriggerTypeRef(str(provided.frame["id"]), self)
 
     # ---- calls -------------------------------------------------------------------------------
 
@@ -414,66 +363,11 @@ class Worker:
         """Fire-and-forget from any thread; dropped while disconnected."""
         self._on_loop(self._send_now, frame)
 
-    # ---- log lines (any thread → loop thread) -------------------------------------------------
+    # ---- log lines -----------------------------------------------------------------------------
 
     def _queue_log_line(self, row: list[Any]) -> None:
-        """Send a Logger line, from any thread. The lines of one loop iteration leave together in one
-        `engine::log::batch` call (a frame per line costs the engine a routed call's work each);
-        dropped while disconnected."""
-        with self._log_lock:
-            self._log_rows.append(row)
-            if self._log_flush_scheduled:
-                return
-            self._log_flush_scheduled = True
-        try:
-            if self._runtime.on_loop_thread:
-                self._loop.call_soon(self._flush_logs)
-            else:
-                self._loop.call_soon_threadsafe(self._flush_logs)
-        except RuntimeError:  # the loop is closed: nothing will send them
-            with self._log_lock:
-                self._log_rows = []
-                self._log_flush_scheduled = False
-
-    def _flush_logs(self) -> None:
-        with self._log_lock:
-            rows = self._log_rows
-            self._log_rows = []
-            self._log_flush_scheduled = False
-        session = self._replayed
-        if not rows or session is None or session.closed:
-            return
-        spawn(self._send_log_rows(session, rows))
-
-    async def _send_log_rows(self, session: Session, rows: list[list[Any]]) -> None:
-        for text in _log_batches(session, rows):
-            try:
-                await session.send_text(text)
-            except SvcError as exc:
-                if exc.code != ErrorCode.CONNECTION_LOST:
-                    log.error("svc: could not send log lines: %s", exc)
-                return
-
-
-def _log_batches(session: Session, rows: list[list[Any]]) -> list[str]:
-    """`rows` as `engine::log::batch` frames: one, or halves while over the frame limit (a single
-    line over it is dropped, with an error logged)."""
-    frame: Frame = {
-        "type": "invokefunction",
-        "function_id": LOG_BATCH_FUNCTION,
-        "data": {"lines": rows},
-        "action": {"type": "void"},
-    }
-    try:
-        return [session.encode_checked(frame)]
-    except SvcError as exc:
-        if len(rows) > 1:
-            half = len(rows) // 2
-            return _log_batches(session, rows[:half]) + _log_batches(session, rows[half:])
-        log.error("svc: dropped a log line: %s", exc)
-    except (TypeError, ValueError) as exc:  # Logger makes data JSON-safe; kept as a last resort
-        log.error("svc: dropped %d log lines: %s", len(rows), exc)
-    return []
+        """Send a Logger line, from any thread (log_batches.py: batched, dropped while disconnected)."""
+        self._logs.queue(row)
 
 
 def register_worker(url: str | Sequence[str] | None = None, options: InitOptions | None = None) -> Worker:

@@ -1,6 +1,6 @@
 import { Command, Flags } from '@oclif/core';
-import { engineAddress, withClient } from '../../client.js';
-import { addressFlag, cronError } from '../../cron-target.js';
+import { cronError } from '../../cron-target.js';
+import { engineFlags, withEngine } from '../../engine-flags.js';
 import { table } from '../../project.js';
 import type { ScheduleView } from '../../../workers/cron/operations.js';
 
@@ -13,7 +13,7 @@ LAST is the latest fire time with its outcome (ok, error, skipped, paused, runni
   static override flags = {
     'function-id': Flags.string({ summary: 'Only the schedules of this function.' }),
     json: Flags.boolean({ summary: 'Print cron::list\'s JSON.', default: false }),
-    address: addressFlag,
+    ...engineFlags,
   };
 
   async run(): Promise<void> {
@@ -21,7 +21,7 @@ LAST is the latest fire time with its outcome (ok, error, skipped, paused, runni
     let schedules: ScheduleView[];
     try {
       const payload = flags['function-id'] ? { function_id: flags['function-id'] } : {};
-      schedules = (await withClient(engineAddress(flags.address), (w) => w.trigger<{ schedules: ScheduleView[] }>({ function_id: 'cron::list', payload }))).schedules;
+      schedules = (await withEngine(flags, (w) => w.trigger<{ schedules: ScheduleView[] }>({ function_id: 'cron::list', payload }))).schedules;
     } catch (e) {
       process.stderr.write(cronError(e) + '\n');
       return this.exit(1);

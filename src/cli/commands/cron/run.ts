@@ -1,6 +1,6 @@
 import { Command, Flags } from '@oclif/core';
-import { engineAddress, withClient } from '../../client.js';
-import { addressFlag, cronError, cronTarget, cronTargetArg } from '../../cron-target.js';
+import { cronError, cronTarget, cronTargetArg } from '../../cron-target.js';
+import { engineFlags, withEngine } from '../../engine-flags.js';
 import type { RunNowResult } from '../../../workers/cron/operations.js';
 
 export default class CronRun extends Command {
@@ -12,14 +12,14 @@ Exit status 1 when the run failed or was skipped.`;
   static override examples = ['svc cron run 3f9a0c1d2e4b5a69', 'svc cron run reports::daily'];
   static override args = { id: cronTargetArg };
   static override flags = {
-    address: addressFlag,
+    ...engineFlags,
     'timeout-ms': Flags.integer({ summary: 'How long to wait for the run.', default: 3_600_000, min: 1 }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(CronRun);
     try {
-      const r = await withClient(engineAddress(flags.address), async (w) =>
+      const r = await withEngine(flags, async (w) =>
         w.trigger<RunNowResult>({ function_id: 'cron::run_now', payload: await cronTarget(w, args.id), timeoutMs: flags['timeout-ms'] }),
       );
       this.log(JSON.stringify(r));

@@ -1,6 +1,7 @@
 import { Args, Command, Flags } from '@oclif/core';
 import { table } from '../../project.js';
-import { addressFlag, callQueue, jsonFlag, when } from '../../queue-client.js';
+import { callQueue, jsonFlag, when } from '../../queue-client.js';
+import { engineFlags } from '../../engine-flags.js';
 
 interface DeadJob {
   id: string;
@@ -17,7 +18,7 @@ export default class QueueDlq extends Command {
   static override examples = ['svc queue dlq default', 'svc queue dlq emails --json --limit 100'];
   static override args = { queue: Args.string({ required: true, description: 'Queue name.' }) };
   static override flags = {
-    address: addressFlag,
+    ...engineFlags,
     json: jsonFlag,
     limit: Flags.integer({ summary: 'How many to show (at most 100).', default: 50, min: 1, max: 100 }),
     offset: Flags.integer({ summary: 'Skip this many (oldest first).', default: 0, min: 0 }),
@@ -25,7 +26,7 @@ export default class QueueDlq extends Command {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(QueueDlq);
-    const r = await callQueue<{ total: number; jobs: DeadJob[] }>(flags.address, 'queue::dlq::list', { queue: args.queue, limit: flags.limit, offset: flags.offset });
+    const r = await callQueue<{ total: number; jobs: DeadJob[] }>(flags, 'queue::dlq::list', { queue: args.queue, limit: flags.limit, offset: flags.offset });
     if (flags.json) return this.log(JSON.stringify(r, null, 2));
     if (r.total === 0) return this.log(`The DLQ of ${args.queue} is empty.`);
     const rows = r.jobs.map((j) => ({

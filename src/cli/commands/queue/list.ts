@@ -1,6 +1,7 @@
 import { Command } from '@oclif/core';
 import { table } from '../../project.js';
-import { addressFlag, callQueue, jsonFlag } from '../../queue-client.js';
+import { callQueue, jsonFlag } from '../../queue-client.js';
+import { engineFlags } from '../../engine-flags.js';
 
 interface Listing {
   queues: Array<Record<string, unknown> & { queue: string; configured: boolean }>;
@@ -13,11 +14,11 @@ export default class QueueList extends Command {
   static override description = `Per queue: jobs waiting, delayed (delay_ms or a retry's backoff), running, dead-lettered (dlq),
 and since the queue was first used: completed jobs and failed attempts.`;
   static override examples = ['svc queue list', 'svc queue list --json'];
-  static override flags = { address: addressFlag, json: jsonFlag };
+  static override flags = { ...engineFlags, json: jsonFlag };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(QueueList);
-    const l = await callQueue<Listing>(flags.address, 'queue::list', {});
+    const l = await callQueue<Listing>(flags, 'queue::list', {});
     if (flags.json) return this.log(JSON.stringify(l, null, 2));
     this.log(table(l.queues.map((q) => ({ ...q, queue: q.configured ? q.queue : `${q.queue} (not configured)` })), ['queue', 'waiting', 'delayed', 'running', 'dlq', 'completed', 'failed']));
     if (l.topics.length > 0) {
