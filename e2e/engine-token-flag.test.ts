@@ -1,5 +1,5 @@
 /**
- * `svc queue …` and `svc cron …` take --token as `svc trigger` does (the same flag, the same
+ * `svc queue …`, `svc cron …` and `svc logs` take --token as `svc trigger` does (the same flag, the same
  * fallback to $SVC_TOKEN, the flag first): from another machine (here: another directory, where the
  * local engine's own token is not at hand) a user of an engine with auth on could call functions
  * with `svc trigger --token` but not list queues or schedules. Before, `--token` was a parse error
@@ -37,12 +37,13 @@ describe('--token on svc queue and svc cron', { timeout: 120_000 }, () => {
     tmp.remove();
   });
 
-  test('every svc queue and svc cron command has the --token flag of svc trigger', async () => {
+  test('every svc queue and svc cron command, and svc logs, has the --token flag of svc trigger', async () => {
     const commands = join(ROOT, 'dist', 'src', 'cli', 'commands');
     const load = async (file: string) => ((await import(pathToFileURL(join(commands, file)).href)) as { default: { flags: Record<string, { summary?: string; type: string }> } }).default;
     const trigger = (await load('trigger.js')).flags.token!;
     const files = ['queue', 'cron'].flatMap((dir) => readdirSync(join(commands, dir)).filter((f) => f.endsWith('.js')).map((f) => join(dir, f)));
     assert.equal(files.length, 8);
+    files.push('logs.js');
     for (const f of files) {
       const token = (await load(f)).flags.token;
       assert.ok(token, `${f} has no --token`);
@@ -52,13 +53,14 @@ describe('--token on svc queue and svc cron', { timeout: 120_000 }, () => {
   });
 
   test('without a token the engine refuses; --token, or $SVC_TOKEN, lets svc queue and svc cron in', async () => {
-    for (const cmd of [['queue', 'list'], ['cron', 'list']]) {
+    for (const cmd of [['queue', 'list'], ['cron', 'list'], ['logs', '-n', '1']]) {
       const refused = await away(cmd);
       assert.equal(refused.code, 1, `${cmd.join(' ')}: ${refused.stderr}`);
       assert.match(refused.stderr, /^error: unauthorized: /, cmd.join(' '));
       const flag = await away([...cmd, '--token', TOKEN, '--json']);
       assert.equal(flag.code, 0, `${cmd.join(' ')} --token: ${flag.stderr}`);
-      assert.ok(Array.isArray(cmd[0] === 'queue' ? (JSON.parse(flag.stdout) as { queues: unknown }).queues : JSON.parse(flag.stdout)), flag.stdout);
+      if (cmd[0] !== 'logs') assert.ok(Array.isArray(cmd[0] === 'queue' ? (JSON.parse(flag.stdout) as { queues: unknown }).queues : JSON.parse(flag.stdout)), flag.stdout);
+      else assert.ok(flag.stdout.trim().split('\n').every((l) => typeof (JSON.parse(l) as { message?: unknown }).message === 'string'), flag.stdout);
       const env = await away([...cmd, '--json'], { SVC_TOKEN: TOKEN });
       assert.equal(env.code, 0, `SVC_TOKEN ${cmd.join(' ')}: ${env.stderr}`);
     }

@@ -1,7 +1,8 @@
 import { Command, Flags } from '@oclif/core';
 import { InvocationError, type Worker } from 'svc-sdk';
 import { printable, printableJson } from '../../engine/printable.js';
-import { ADDRESS_DEFAULT, engineAddress, formatError, withClient } from '../client.js';
+import { formatError } from '../client.js';
+import { engineFlags, withEngine } from '../engine-flags.js';
 import { listAll } from '../../engine/listing-pages.js';
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -68,7 +69,7 @@ until Ctrl-C; if the engine goes away, svc logs waits for it and goes on.`;
     text: Flags.string({ char: 't', summary: 'Only lines whose message contains this text.' }),
     lines: Flags.integer({ char: 'n', summary: 'Print at most the last N matching lines first.', default: 100, min: 1, max: 100_000 }),
     json: Flags.boolean({ summary: 'One JSON object per line instead of text.', default: false }),
-    address: Flags.string({ summary: `Engine address (${ADDRESS_DEFAULT}).` }),
+    ...engineFlags,
     'interval-ms': Flags.integer({ summary: 'Polling period of --follow.', default: 500, min: 50 }),
   };
 
@@ -86,7 +87,7 @@ until Ctrl-C; if the engine goes away, svc logs waits for it and goes on.`;
     const fetch = async (w: Worker, extra: Record<string, unknown>): Promise<LogLine[]> =>
       ((await w.trigger({ function_id: 'engine::logs::list', payload: { ...filter, ...extra }, timeoutMs: 5000 })) as { logs: LogLine[] }).logs;
     try {
-      await withClient(engineAddress(flags.address), async (w) => {
+      await withEngine(flags, async (w) => {
         const first = await fetch(w, { limit: flags.lines });
         if (flags.worker && first.length === 0) await this.checkWorker(w, flags.worker, flags.follow);
         print(first);
