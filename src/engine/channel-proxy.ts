@@ -118,10 +118,11 @@ export function relayChannel(req: IncomingMessage, socket: Duplex, head: Buffer,
       const toClient = pipe(up, client, opts.windowBytes);
       // As Channel.silence judges a direct socket: a client this relay stopped reading cannot answer
       // pings, nor can one just resumed until the bytes it queued meanwhile (its pong is behind them)
-      // are read; one being sent bytes it is slow to take is given readerStallMs.
+      // are read; one being sent bytes it is slow to take, or sent some lately (they may all wait in
+      // the kernel's buffers, out of bufferedAmount), is given readerStallMs.
       hooks.opened(
         client,
-        () => fromClient.paused || Date.now() - fromClient.resumedAt < opts.readerStallMs || (client.bufferedAmount > 0 && Date.now() - toClient.progressAt < opts.readerStallMs),
+        () => fromClient.paused || Date.now() - fromClient.resumedAt < opts.readerStallMs || ((client.bufferedAmount > 0 || toClient.fed) && Date.now() - toClient.progressAt < opts.readerStallMs),
       );
     });
   });
@@ -142,18 +143,21 @@ interface Pipe {
   readonly paused: boolean;
   readonly resumedAt: number;
   readonly progressAt: number;
+  /** Some bytes went to `to`'s socket. */
+  readonly fed: boolean;
 }
 
 /** Frames of `from` go to `to` in order; `from` is not read while `to` holds over `window` bytes. */
 function pipe(from: WebSocket, to: WebSocket, window: number): Pipe {
   const raw = (from as unknown as { _socket?: { pause(): void; resume(): void } })._socket;
-  const state = { paused: false, resumedAt: 0, progressAt: Date.now() };
+  const state = { paused: false, resumedAt: 0, progressAt: Date.now(), fed: false };
   from.on('message', (data: RawData, isBinary: boolean) => {
     if (to.readyState !== WebSocket.OPEN) return;
     // A stall is measured from when `to` first had something to take.
     if (to.bufferedAmount === 0) state.progressAt = Date.now();
     to.send(data, { binary: isBinary }, () => {
       state.progressAt = Date.now();
+      state.fed = true;
       if (state.paused && to.bufferedAmount <= window / 2) {
         state.paused = false;
         state.resumedAt = Date.now();

@@ -134,6 +134,8 @@ export class Channel {
   private writerDone = false;
   /** When the reader last took bytes (a send completed), or when it started waiting. */
   private readerProgressAt = Date.now();
+  /** Some bytes went to the reader's socket: from then on its silence may be a pause, not a loss. */
+  private readerFed = false;
   ended = false;
   /** Ends the channel when it fires: a side not opened in time, or its owner gone for good. */
   private openTimer: NodeJS.Timeout | null;
@@ -253,6 +255,7 @@ export class Channel {
   private relay(data: Buffer, binary: boolean, counted = false): void {
     if (!counted) this.hold(data.length);
     this.reader!.send(data, { binary }, () => {
+      this.readerFed = true;
       this.heldBytes -= data.length;
       this.heldFrames--;
       this.readerProgressAt = Date.now();
@@ -332,11 +335,15 @@ export class Channel {
    * (we do not read it), nor can one resumed less than readerStallMs ago whose pong still waits
    * behind the bytes it queued while paused (any frame counts as an answer: channel-endpoint.ts).
    * A reader with bytes pending is being slowed by its own backpressure (an SDK pauses its
-   * socket), so it is given readerStallMs without taking anything before it goes.
+   * socket), so it is given readerStallMs without taking anything before it goes. So is one that
+   * took bytes less than readerStallMs ago with none pending here: what it has not read yet may all
+   * sit in the kernel's socket buffers (on loopback several MB), where the engine cannot see it,
+   * and a reader pausing its socket meanwhile answers no ping. Judging that by the engine's own
+   * buffer alone cut slow readers whenever the writer idled (or was paused) at a ping.
    */
   silence(ws: WebSocket): 'excused' | 'lost' {
     if (ws === this.writer) return this.paused || Date.now() - this.resumedAt < this.limits.readerStallMs ? 'excused' : 'lost';
-    if (this.heldBytes > 0 && Date.now() - this.readerProgressAt < this.limits.readerStallMs) return 'excused';
+    if ((this.heldBytes > 0 || this.readerFed) && Date.now() - this.readerProgressAt < this.limits.readerStallMs) return 'excused';
     return 'lost';
   }
 
