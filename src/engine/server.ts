@@ -72,7 +72,6 @@ export class Engine {
     return this.otlpExport;
   }
   private otlpExport: EngineTelemetry | null = null;
-  private readonly warn: (message: string, data?: Record<string, unknown>) => void;
   /** Frames and bytes of the connections (/metrics). */
   private readonly traffic = new Traffic();
   /** Liveness and slow consumers (session-watch.ts). */
@@ -111,7 +110,6 @@ export class Engine {
         ...(stack !== undefined ? { data: { stacktrace: cutString(stack, max, 'stacktrace') } } : {}),
       });
     };
-    this.warn = warn;
     const namespaces = new NamespaceRules(this.opts.namespaceConflicts, this.registry, () => this.sessions.values());
     this.router = new Router({
       namespaces,
@@ -202,7 +200,7 @@ export class Engine {
     if (t && this.traces) {
       // Loaded only when configured: the OpenTelemetry exporters cost every engine start ~0.5 s of CPU.
       const { EngineTelemetry } = await import('./telemetry/engine-telemetry.js');
-      this.otlpExport = new EngineTelemetry(t, this.traces, this.logs, this.run.id, this.warn);
+      this.otlpExport = new EngineTelemetry(t, this.traces, this.logs, this.run.id, (message) => this.event('warn', message));
     }
     this.listener = await EngineListener.listen(this.opts, {
       notReady: () => this.notReady(),

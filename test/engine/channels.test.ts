@@ -256,10 +256,11 @@ describe('a channel reader that stops reading', { timeout: 60_000 }, () => {
     const writer = w.openWriter(pair.writer);
     const errors: string[] = [];
     writer.on('error', (e: SvcError) => errors.push(`writer ${e.code}`));
-    await new Promise<void>((resolve, reject) => writer.write(Buffer.alloc(64 * 1024, 1), (e) => (e ? reject(e) : resolve())));
+    const write = (fill: number): Promise<void> => new Promise((resolve, reject) => writer.write(Buffer.alloc(64 * 1024, fill), (e) => (e ? reject(e) : resolve())));
+    await write(1);
     await eventually(() => assert.equal(got, 64 * 1024));
     reader.pause(); // its socket: no pongs from here on
-    await new Promise<void>((resolve, reject) => writer.write(Buffer.alloc(64 * 1024, 2), (e) => (e ? reject(e) : resolve())));
+    await write(2);
     await sleep(1200); // four ping periods, all unanswered, with nothing held by the engine
     assert.deepEqual(errors, []);
     reader.resume();

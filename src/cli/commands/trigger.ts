@@ -1,6 +1,6 @@
 import { Args, Command, Flags } from '@oclif/core';
 import { engineAddress, formatError, withClient } from '../client.js';
-import { addressFlag, tokenFlag } from '../engine-flags.js';
+import { engineFlags, withEngine } from '../engine-flags.js';
 import { usageLine } from '../usage-error.js';
 import { InvocationError } from 'svc-sdk';
 import { printable, printableJson } from '../../engine/printable.js';
@@ -67,10 +67,10 @@ that no worker registered (function_not_found) is followed by the closest one th
   static override flags = {
     'function-id': Flags.string({ summary: 'Function id to call.' }),
     payload: Flags.string({ summary: 'JSON object passed to the function.' }),
-    address: addressFlag,
+    address: engineFlags.address,
     'timeout-ms': Flags.integer({ summary: "Deadline of the call in milliseconds (default: the engine's engine.invocation_timeout_ms).", min: 1 }),
     enqueue: Flags.string({ summary: 'Store the call as a job of this queue (svc-queue); prints its messageReceiptId.' }),
-    token: tokenFlag,
+    token: engineFlags.token,
     json: Flags.boolean({ summary: 'Errors too as JSON on stdout: {"error": {"code", "message", "stacktrace"?}}.', default: false }),
     verbose: Flags.boolean({ char: 'v', summary: "On error, the callee's whole stack trace (else its first 12 lines, for invocation_failed only).", default: false }),
   };
@@ -92,10 +92,8 @@ that no worker registered (function_not_found) is followed by the closest one th
     const built = buildPayload(flags.payload, pairs);
     if (!built.ok) usageFail(built.message);
     try {
-      const result = await withClient(engineAddress(flags.address), (w) =>
+      const result = await withEngine(flags, (w) =>
         w.trigger({ function_id: functionId, payload: built.payload, ...(flags['timeout-ms'] !== undefined ? { timeoutMs: flags['timeout-ms'] } : {}), ...(flags.enqueue !== undefined ? { action: { type: 'enqueue' as const, queue: flags.enqueue } } : {}) }),
-        5000,
-        flags.token,
       );
       // Valid JSON still, with what a terminal would act on escaped (the result is the callee's).
       process.stdout.write(printableJson(JSON.stringify(result) ?? 'null') + '\n');
