@@ -44,6 +44,16 @@ export const engineErrors = {
     message: `Trigger binding ${bindingId} does not exist (its owner unregistered it or left)`,
   }),
   overloaded: (why: string): ErrorBody => ({ code: 'overloaded', message: why }),
+  /** The engine holds as many calls, or as many bytes of them, as it may. */
+  engineOverloaded: (calls: number, bytes: number, limits: { maxInFlightTotal: number; maxInFlightBytes: number }): ErrorBody =>
+    calls >= limits.maxInFlightTotal
+      ? { code: 'overloaded', message: `The engine has ${calls} calls in flight (engine.limits.max_in_flight_total); retry later` }
+      : { code: 'overloaded', message: `The calls in flight carry ${bytes} bytes, the engine's limit (engine.limits.max_in_flight_bytes = ${limits.maxInFlightBytes}); retry later` },
+  /** A client's connections together hold as many calls, or bytes, as one client may (client-budgets.ts). */
+  clientOverloaded: (client: { label: string; calls: number; bytes: number }, limits: { maxInFlightPerClient: number; maxInFlightBytesPerClient: number }): ErrorBody =>
+    client.calls >= limits.maxInFlightPerClient
+      ? { code: 'overloaded', message: `The connections of ${client.label} have ${client.calls} calls in flight (engine.limits.max_in_flight_per_client = ${limits.maxInFlightPerClient}); retry later` }
+      : { code: 'overloaded', message: `The calls the connections of ${client.label} have in flight carry ${client.bytes} bytes (engine.limits.max_in_flight_bytes_per_client = ${limits.maxInFlightBytesPerClient}); retry later` },
   tooManyRegistrations: (limit: number, id: string): ErrorBody => ({
     code: 'too_many_registrations',
     message: `Cannot register ${id}: this connection already holds ${limit} registrations (engine.limits.max_registrations_per_worker)`,

@@ -2,20 +2,23 @@ import { randomUUID } from 'node:crypto';
 import { DEFAULT_NAMESPACE, type ErrorBody, type InvocationResultMsg, type InvokeFunctionMsg } from 'svc-sdk/protocol';
 import type { Access } from './auth.js';
 import type { Call, CallOutcome, Reply } from './call.js';
+import { answerText, builtinAnswerText, runBuiltin } from './call-answers.js';
+import { expireCall, type CallBooks } from './call-endings.js';
 import { EngineError, engineErrors } from './errors.js';
-import { callDataTail, forwardedResult, invokeText, jsonString, resultText } from './hot/call-frames.js';
+import { callDataTail, forwardedResult, invokeText, jsonString } from './hot/call-frames.js';
 import { Deadlines } from './hot/deadlines.js';
 import { hex12 } from './hot/hex12.js';
-import { ChurnMap, exceedsBytes } from './hot/shared-with-sdk.js';
+import { ChurnMap } from './hot/shared-with-sdk.js';
 import type { SpanRing } from './hot/span-ring.js';
 import { NO_DECLARED_PARENT } from './traces.js';
 import { counterOf, IdGenerator } from './ids.js';
-import { ClientBudgets, type ClientBudget } from './client-budgets.js';
+import { ClientBudgets } from './client-budgets.js';
+import { onlyServedCall } from './iii-call-parent.js';
 import type { CallMetrics } from './metrics/call-metrics.js';
 import { functionNotFound } from './namespaces.js';
 import type { EngineOptions } from './options.js';
 import type { Peer } from './peer.js';
-import type { BuiltinHandler, Registry } from './registry.js';
+import type { Registry } from './registry.js';
 import { parseTraceparent, type SpanStatus } from './traces.js';
 import { Observers } from './observers.js';
 
@@ -29,12 +32,11 @@ import { Observers } from './observers.js';
  *
  *   invoke    a peer's `invokefunction` arrives (router.ts); the engine's own calls start at call()
  *   admit     may this caller start a call now: its rights, its own limits, shutdown
- *   dispatch  a builtin answers itself (runBuiltin); otherwise the engine's limits, the callee
- *             (Registry.pick), the call's ids and trace, the callee's frame written with its Call
- *             (Peer.sendCall), and then the books: the deadline, the in-flight tables, the bytes
- *   complete  the callee's result arrives; or the call ends otherwise: fail (its result could not
- *             be accepted), cancel (its caller gave up), expire (its deadline passed), halt (a side
- *             left), haltAll (shutdown)
+ *   dispatch  a builtin answers itself (runBuiltin, call-answers.ts); otherwise the engine's limits,
+ *             the callee (Registry.pick), the call's ids and trace, the callee's frame written with
+ *             its Call (Peer.sendCall), and then the books: the deadline, the in-flight tables, the bytes
+ *   complete  the callee's result arrives; or the call ends otherwise (call-endings.ts): its result
+ *             could not be accepted, its caller gave up, its deadline passed, a side left, shutdown
  *   deliver   the caller is answered: answer() writes its frame, or an engine-made call's reply runs
  *   finish    the books are closed and the call's span recorded
  *
@@ -42,13 +44,13 @@ import { Observers } from './observers.js';
  * dispatch and complete write the frame the other side waits for before they keep or close the
  * books (hot/README.md, "write first").
  */
-export class Invocations {
+export class Invocations implements CallBooks {
   /**
    * Every call in flight by its id number (ids.ts), like each callee's `incoming`: a number key
-   * costs no hash of a 36-character string.
+   * costs no hash of a 36-character string. Written only here; call-endings.ts reads it.
    */
-  private readonly calls = new ChurnMap<number, Call>();
-  private readonly deadlines = new Deadlines<Call>((call) => this.expire(call));
+  readonly calls = new ChurnMap<number, Call>();
+  private readonly deadlines = new Deadlines<Call>((call) => expireCall(this, call));
   /** Invocation, span and trace ids: the span ring's generator, so that its numbers render the same. */
   private readonly ids: IdGenerator;
   private idleWaiters: Array<() => void> = [];
@@ -155,22 +157,6 @@ export class Invocations {
   }
 
   /**
-   * The engine span a call made inside an iii client's handler descends from. iii SDKs (no `hello`
-   * features) name their own spans as parents, which the engine never records (npm 0.22.1 with its
-   * telemetry off sends the trace with a span id of its own; with it on, spans the engine drains),
-   * so the tree would break there. While such a client serves exactly one call, and the new call
-   * has no traceparent or one in that call's trace, that call is the parent. With none or several
-   * served, the traceparent is taken as it is. svc-sdk peers name engine spans themselves.
-   */
-  private onlyServedCall(caller: Peer | null, traceId: string | undefined): Call | undefined {
-    if (caller === null || caller.features.size !== 0 || caller.node !== undefined || caller.incoming.size !== 1) return undefined;
-    for (const c of caller.incoming.values()) {
-      return traceId === undefined || traceId === (c.traceId || this.ids.traceId(c.idNumber)) ? c : undefined;
-    }
-    return undefined;
-  }
-
-  /**
    * Start a call: a builtin answers itself, anything else goes to a provider. Returns the error that
    * refuses it instead of answering, so that the hot path makes no answer closure per call.
    * `internal`: the answer path of a call the engine makes itself (no caller).
@@ -194,16 +180,16 @@ export class Invocations {
     if (!entry) return functionNotFound(this.registry, fid, msg.namespace);
     if (entry.builtin) {
       const reply = internal ?? ((o: CallOutcome) => this.answerBuiltin(caller, jsonOf(callerId), JSON.stringify(msg.function_id), o));
-      this.runBuiltin(entry.builtin, data, caller, reply, text === undefined ? 0 : text.length, entry.inOrder === true);
+      runBuiltin(entry.builtin, data, caller, reply, text === undefined ? 0 : text.length, entry.inOrder === true, this.warn);
       return null;
     }
-    if (this.calls.size >= this.opts.maxInFlightTotal || this.bytesInFlight >= this.opts.maxInFlightBytes) return this.overloaded();
+    if (this.calls.size >= this.opts.maxInFlightTotal || this.bytesInFlight >= this.opts.maxInFlightBytes) return engineErrors.engineOverloaded(this.calls.size, this.bytesInFlight, this.opts);
     // Another engine's calls were held to this bound there, each by its own caller.
     if (caller !== null && caller.outgoingBytes >= this.opts.maxInFlightBytesPerWorker && caller.node === undefined) {
       return engineErrors.overloaded(`The calls ${caller.name} has in flight carry ${caller.outgoingBytes} bytes (engine.limits.max_in_flight_bytes_per_worker = ${this.opts.maxInFlightBytesPerWorker}); retry later`);
     }
     const client = caller === null ? null : caller.client;
-    if (client !== null && (client.calls >= this.opts.maxInFlightPerClient || client.bytes >= this.opts.maxInFlightBytesPerClient)) return this.clientOverloaded(client);
+    if (client !== null && (client.calls >= this.opts.maxInFlightPerClient || client.bytes >= this.opts.maxInFlightBytesPerClient)) return engineErrors.clientOverloaded(client, this.opts);
     // A call another engine forwarded (its caller is that engine's RemotePeer) is served here or not at all.
     const callee = this.registry.pick(entry, caller?.node !== undefined);
     if (!callee) return functionNotFound(this.registry, fid, msg.namespace);
@@ -221,7 +207,7 @@ export class Invocations {
     let declaredParentSpanId = '';
     if (this.spans) {
       const parent = parseTraceparent(traceparent);
-      const served = this.onlyServedCall(caller, parent?.traceId);
+      const served = onlyServedCall(caller, parent?.traceId, this.ids);
       if (served) {
         traceId = served.traceId || this.ids.traceId(served.idNumber);
         parentSpanId = this.ids.spanId(served.idNumber);
@@ -288,43 +274,6 @@ export class Invocations {
     return null;
   }
 
-  /** Why a client's new call cannot start: its connections together hold as many calls, or bytes, as one client may. */
-  private clientOverloaded(client: ClientBudget): ErrorBody {
-    return client.calls >= this.opts.maxInFlightPerClient
-      ? engineErrors.overloaded(`The connections of ${client.label} have ${client.calls} calls in flight (engine.limits.max_in_flight_per_client = ${this.opts.maxInFlightPerClient}); retry later`)
-      : engineErrors.overloaded(`The calls the connections of ${client.label} have in flight carry ${client.bytes} bytes (engine.limits.max_in_flight_bytes_per_client = ${this.opts.maxInFlightBytesPerClient}); retry later`);
-  }
-
-  /** Why a call cannot start now: the engine holds as many calls, or as many bytes of them, as it may. */
-  private overloaded(): ErrorBody {
-    return this.calls.size >= this.opts.maxInFlightTotal
-      ? engineErrors.overloaded(`The engine has ${this.calls.size} calls in flight (engine.limits.max_in_flight_total); retry later`)
-      : engineErrors.overloaded(`The calls in flight carry ${this.bytesInFlight} bytes, the engine's limit (engine.limits.max_in_flight_bytes = ${this.opts.maxInFlightBytes}); retry later`);
-  }
-
-  /** A builtin's answer, whatever happens in it: `reply` never throws, and anything else is caught here. */
-  private runBuiltin(handler: BuiltinHandler, data: unknown, caller: Peer | null, reply: Reply, frameChars: number, inOrder: boolean): void {
-    let started: Promise<unknown>;
-    if (inOrder) {
-      try {
-        started = Promise.resolve(handler(data, caller, frameChars));
-      } catch (err) {
-        started = Promise.reject(err);
-      }
-    } else {
-      started = Promise.resolve().then(() => handler(data, caller, frameChars));
-    }
-    started
-      .then(
-        (result) => reply({ result: result ?? null }),
-        (err: unknown) =>
-          reply({
-            error: err instanceof EngineError ? err.body() : { code: 'invocation_failed', message: err instanceof Error ? err.message : String(err) },
-          }),
-      )
-      .catch((err: unknown) => this.warn(`internal error answering a call of a builtin: ${(err as Error).stack ?? String(err)}`));
-  }
-
   // ---- ending a call -----------------------------------------------------------------------------
 
   /**
@@ -360,71 +309,19 @@ export class Invocations {
     }
   }
 
-  /** The callee's result frame could not be accepted (e.g. too large): the caller gets this error instead. */
-  fail(from: Peer, invocationId: string, error: ErrorBody): void {
-    const call = from.incomingCall(invocationId);
-    if (call) this.end(call, 'error', error);
-  }
-
-  /** The caller gave up on its call (svc extension `cancel`). */
-  cancel(caller: Peer, callerInvocationId: string, reason: string): void {
-    const call = caller.outgoing.get(callerInvocationId);
-    if (!call) return;
-    this.finish(call, 'cancelled');
-    this.tellCancel(call, reason);
-  }
-
-  /** The deadline passed (hot/deadlines.ts): the caller gets `timeout`, the callee a cancel. */
-  private expire(call: Call): void {
-    if (this.calls.get(call.idNumber) !== call) return;
-    this.end(call, 'timeout', engineErrors.timeout(call.functionId, call.timeoutMs));
-    this.tellCancel(call, 'timeout');
-  }
-
-  /** A peer is gone: its callers learn at once, its callees are told to stop. */
-  halt(peer: Peer, why: string): void {
-    this.observers.dropOwner(peer);
-    for (const call of [...peer.incoming.values()]) this.end(call, 'stopped', engineErrors.invocationStopped(call.functionId, why));
-    for (const call of [...peer.outgoing.values()]) {
-      this.finish(call, 'cancelled');
-      this.tellCancel(call, 'caller disconnected');
-    }
-  }
-
-  /** End everything still in flight (after the shutdown grace period). */
-  haltAll(error: ErrorBody): void {
-    for (const call of [...this.calls.values()]) {
-      this.end(call, 'stopped', error);
-      this.tellCancel(call, error.message);
-    }
-  }
-
   whenIdle(): Promise<void> {
     if (this.calls.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** A call ends before its result: its caller is answered with `error`, then its books are closed. */
-  private end(call: Call, status: SpanStatus, error: ErrorBody): void {
-    try {
-      this.deliver(call, { error });
-    } finally {
-      this.finish(call, status, error);
-    }
-  }
-
-  private tellCancel(call: Call, reason: string): void {
-    if (call.callee.features.has('cancel')) call.callee.send({ type: 'cancel', invocation_id: call.id, reason });
-  }
-
-  /** The caller's answer: the engine's own reply, or the frame answer() writes. */
-  private deliver(call: Call, outcome: CallOutcome): void {
+  /** The caller's answer: the engine's own reply, or the frame answer() writes. Public for call-endings.ts. */
+  deliver(call: Call, outcome: CallOutcome): void {
     if (call.internal) call.internal(outcome);
     else this.answer(call.caller, call.callerIdJson, call.requestedIdJson, outcome);
   }
 
-  /** The call's books closed: deadline, tables, bytes in flight; its span recorded. */
-  private finish(call: Call, status: SpanStatus, error?: ErrorBody, result?: unknown): void {
+  /** The call's books closed: deadline, tables, bytes in flight; its span recorded. Public for call-endings.ts. */
+  finish(call: Call, status: SpanStatus, error?: ErrorBody, result?: unknown): void {
     if (call.observed !== undefined) this.observers.settled(call, call.observed, result, status === 'ok' ? undefined : (error ?? { code: status, message: `The call was ${status}` }));
     this.deadlines.remove(call);
     if (this.spans) this.spans.record(call, status, error);
@@ -457,33 +354,13 @@ export class Invocations {
       if (o.error) this.warn(`fire-and-forget call of ${JSON.parse(fidJson) as string}${caller ? ` from ${caller.name}` : ''} failed: ${o.error.message}`, { code: o.error.code, ...(caller ? { caller_worker_id: caller.id } : {}) });
       return;
     }
-    caller.sendText(this.answerText(caller, callerIdJson, fidJson, o));
+    caller.sendText(answerText(caller, callerIdJson, fidJson, o, this.warn));
   }
 
-  /**
-   * A builtin's answer: as any other, and over max_frame_bytes replaced by a `result_too_large`
-   * error (listings have no other bound; a frame that large would close the caller's connection).
-   */
+  /** A builtin's answer: as any other, capped at max_frame_bytes (call-answers.ts). */
   private answerBuiltin(caller: Peer | null, callerIdJson: string | undefined, fidJson: string, o: CallOutcome): void {
     if (caller === null || callerIdJson === undefined) return this.answer(caller, callerIdJson, fidJson, o);
-    let text = this.answerText(caller, callerIdJson, fidJson, o);
-    const size = exceedsBytes(text, this.opts.maxFrameBytes);
-    if (size !== false) text = resultText(callerIdJson, fidJson, undefined, engineErrors.builtinResultTooLarge(JSON.parse(fidJson) as string, size, this.opts.maxFrameBytes), null, null);
-    caller.sendText(text);
-  }
-
-  /**
-   * The answer frame. Never throws: an answer that cannot be written (a value JSON cannot encode)
-   * becomes an `internal_error` answer, so that the caller is answered either way.
-   */
-  private answerText(caller: Peer, callerIdJson: string, fidJson: string, o: CallOutcome): string {
-    try {
-      return resultText(callerIdJson, fidJson, o.result, o.error, o.traceparent, o.baggage);
-    } catch (err) {
-      const fid = JSON.parse(fidJson) as string;
-      this.warn(`cannot write the answer of ${fid} to ${caller.name}: ${(err as Error).message}`);
-      return resultText(callerIdJson, fidJson, undefined, engineErrors.unwritable(fid, 'the result', err), null, null);
-    }
+    caller.sendText(builtinAnswerText(caller, callerIdJson, fidJson, o, this.opts.maxFrameBytes, this.warn));
   }
 }
 

@@ -1,5 +1,6 @@
 import { FEATURES, PROTOCOL_VERSION, decodeFrame, type DecodeResult, type ErrorBody, type Feature, type Message } from 'svc-sdk/protocol';
 import type { StoredValues } from './budgets.js';
+import { cancelCall, failCall } from './call-endings.js';
 import { checkFunctionId, engineErrors } from './errors.js';
 import type { Invocations } from './invocations.js';
 import { ENGINE_VERSION, type EngineOptions } from './options.js';
@@ -69,7 +70,7 @@ export class Router {
       if (m.type === 'invokefunction' && m.invocation_id != null && m.action?.type !== 'void') {
         s.send({ type: 'invocationresult', invocation_id: m.invocation_id, function_id: m.function_id, error });
       } else if (m.type === 'invocationresult') {
-        this.deps.invocations.fail(s, m.invocation_id, error);
+        failCall(this.deps.invocations, s, m.invocation_id, error);
       }
     } catch (e) {
       this.deps.warn(`internal error answering ${m.type} from ${s.name}: ${(e as Error).message}`);
@@ -83,7 +84,7 @@ export class Router {
     // A caller waiting on a malformed call must not hang: answer its invocation_id. A result
     // refused (too deep, say) fails its call for the caller, as an oversized one does.
     if (ref.type === 'invokefunction') s.send({ type: 'invocationresult', invocation_id: ref.id, error: decoded.error });
-    else if (ref.type === 'invocationresult') this.deps.invocations.fail(s, ref.id, decoded.error);
+    else if (ref.type === 'invocationresult') failCall(this.deps.invocations, s, ref.id, decoded.error);
   }
 
   /**
@@ -227,7 +228,7 @@ export class Router {
         return;
       }
       case 'cancel':
-        invocations.cancel(s, m.invocation_id, m.reason ?? 'cancelled by caller');
+        cancelCall(invocations, s, m.invocation_id, m.reason ?? 'cancelled by caller');
         return;
       case 'ping':
         s.send({ type: 'pong' });
@@ -269,7 +270,7 @@ export class Router {
     }
     if (decoded.ok && decoded.msg.type === 'invocationresult') {
       s.sendError(err, { type: 'invocationresult', id: decoded.msg.invocation_id });
-      this.deps.invocations.fail(s, decoded.msg.invocation_id, engineErrors.resultTooLarge(decoded.msg.function_id ?? 'function', size, this.deps.opts.maxFrameBytes));
+      failCall(this.deps.invocations, s, decoded.msg.invocation_id, engineErrors.resultTooLarge(decoded.msg.function_id ?? 'function', size, this.deps.opts.maxFrameBytes));
       return;
     }
     s.sendError(err, decoded.ok ? { type: decoded.msg.type } : undefined);

@@ -5,6 +5,7 @@ import { ENGINE_RESTART_CLOSE } from 'svc-sdk/protocol';
 import { isLoopbackHost, TokenTable, type Access } from './auth.js';
 import { cutString, StoredValues } from './budgets.js';
 import { installBuiltins } from './builtins.js';
+import { haltAllCalls, haltPeerCalls } from './call-endings.js';
 import { Channels, installChannelBuiltins } from './channel-endpoint.js';
 import { Cluster, ClusterError } from './cluster/cluster.js';
 import { EngineRun, type RunIdentity } from './engine-run.js';
@@ -327,7 +328,7 @@ export class Engine {
     if (terminate) s.terminate();
     this.sessions.delete(s.id);
     this.traffic.closed(s);
-    this.invocations.halt(s, `${s.name} ${why.startsWith('worker') ? why.slice(7) : why}`.trim());
+    haltPeerCalls(this.invocations, s, `${s.name} ${why.startsWith('worker') ? why.slice(7) : why}`.trim());
     if (s.client) this.invocations.clients.leave(s.client);
     this.registry.removeAll(s);
     this.triggers.removePeer(s);
@@ -367,7 +368,7 @@ export class Engine {
       // E.g. stop supervised workers while their connections are still up, so they exit cleanly
       // instead of reconnecting to an engine that is going away.
       if (beforeClose) await beforeClose();
-      this.invocations.haltAll({ code: 'shutting_down', message: 'The engine shut down before the call finished' });
+      haltAllCalls(this.invocations, { code: 'shutting_down', message: 'The engine shut down before the call finished' });
       for (const s of [...this.sessions.values()]) {
         s.close(ENGINE_RESTART_CLOSE, 'engine shutting down');
       }

@@ -73,7 +73,7 @@ export interface SpanSource {
   traceId: string;
   parentSpanId: string;
   /**
-   * When the engine chose the parent (invocations.ts, onlyServedCall: an iii worker names a span of
+   * When the engine chose the parent (iii-call-parent.ts, onlyServedCall: an iii worker names a span of
    * its own, or none): the parent the caller named, or NO_DECLARED_PARENT; else ''. The trace shows
    * the call under the worker's own span when the worker sent it (adoptIiiParents).
    */

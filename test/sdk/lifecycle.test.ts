@@ -154,4 +154,13 @@ describe('a refused connection (unauthorized)', () => {
     assert.ok(refusedAt.length >= 2 && refusedAt.length <= 5, `${refusedAt.length} refusals in about 1.5 s`);
     for (let i = 1; i < refusedAt.length; i++) assert.ok(refusedAt[i]! - refusedAt[i - 1]! >= 350, `attempts ${refusedAt[i]! - refusedAt[i - 1]!} ms apart`);
   });
+
+  test('a ready() already waiting when the refusal arrives fails with it then, not at its timeout', async () => {
+    const w = pool.make('no-token-waiting', { reconnect: { initialDelayMs: 10, maxDelayMs: 600 } });
+    w.on('error', () => undefined);
+    assert.equal(w.refusal, null, 'not refused yet: ready() waits');
+    const t0 = Date.now();
+    await assert.rejects(w.ready(10_000), { code: 'unauthorized' });
+    assert.ok(Date.now() - t0 < 5000, `rejected after ${Date.now() - t0} ms`);
+  });
 });

@@ -1,10 +1,10 @@
 import { EventEmitter } from 'node:events';
-import { hostname, platform } from 'node:os';
+import { hostname } from 'node:os';
 import { Caller } from './caller.js';
 import { ChannelReader, ChannelWriter, type ChannelRef } from './channels.js';
 import { Connection, DEFAULT_RECONNECT } from './connection.js';
 import type { InvocationScope } from './context.js';
-import { describeValue, InvocationError, toErrorBody } from './errors.js';
+import type { InvocationError } from './errors.js';
 import { reportIntervalFromEnv, workerNamespace } from './worker-env.js';
 import { Invoker } from './invoker.js';
 import { LogBatcher } from './log-batcher.js';
@@ -12,13 +12,14 @@ import { ProcessReporter } from './process-reporter.js';
 import { ReadyFile, readyFilePath } from './ready-file.js';
 import { Logger, setDefaultLogSink, type LogSink } from './logger.js';
 import { loadSpanTracer, otelEnabled, type SpanTracer } from './otel-export.js';
-import { DEFAULT_ENGINE_URL, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES, DEFAULT_PROCESS_REPORT_MS, FEATURES, PROTOCOL_VERSION, REGISTER_WORKER_FUNCTION, RUN_SECRET_HEADER } from './protocol/constants.js';
+import { DEFAULT_ENGINE_URL, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_MAX_FRAME_BYTES, DEFAULT_PROCESS_REPORT_MS, RUN_SECRET_HEADER } from './protocol/constants.js';
 import type { LogLevel } from './protocol/log-rows.js';
-import type { HelloMsg, Message, WorkerRegisteredMsg } from './protocol/messages.js';
-import { redactAddress } from './redact.js';
-import { engineGone, RUN_SECRET_ENV, watchEngineLiveness } from './supervised.js';
+import type { HelloMsg, Message } from './protocol/messages.js';
+import { RUN_SECRET_ENV, watchEngineLiveness } from './supervised.js';
 import { TriggerRegistry } from './trigger-registry.js';
-import type { WorkerEvent, WorkerEventMap, WorkerState } from './worker-events.js';
+import type { WorkerEventMap, WorkerState } from './worker-events.js';
+import { WorkerLifecycle } from './worker-lifecycle.js';
+import { WorkerSession } from './worker-session.js';
 import type { CallRequest, EnqueueResult, FunctionOptions, TriggerInput, TriggerTypeDefinition, TriggerTypeHandler, WorkerOptions } from './worker-types.js';
 
 export const SDK_VERSION = '0.1.0';
@@ -54,8 +55,9 @@ export function registerWorker(url: string | readonly string[] = process.env.SVC
 /**
  * A connection to the engine that holds this process's functions, trigger types and triggers, and
  * replays them on every reconnect. Its parts: Connection (the socket, reconnecting), Caller
- * (`trigger()`), Invoker (the functions it serves), TriggerRegistry, LogBatcher (Logger lines).
- * Its lifecycle is one `state` (WorkerState); its events are typed (WorkerEventMap, worker-events.ts).
+ * (`trigger()`), Invoker (the functions it serves), TriggerRegistry, LogBatcher (Logger lines),
+ * WorkerSession (the frames to and from the engine, loss, shutdown). Its lifecycle is one `state`
+ * (WorkerState, kept by WorkerLifecycle); its events are typed (WorkerEventMap, worker-events.ts).
  */
 export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   readonly workerName: string;
@@ -70,22 +72,13 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   /** Off for clients and with processReportIntervalMs: 0. */
   private readonly reporter: ProcessReporter | undefined;
   private readonly opts: WorkerOptions & { maxFrameBytes: number; role: 'worker' | 'client' };
-  private current: WorkerState = 'disconnected';
-  private registered: WorkerRegisteredMsg | null = null;
-  private granted = new Set<string>();
-  private engineInfo: HelloMsg['engine'] | undefined;
-  /** Why the engine last refused this worker, until the next accepted connection. */
-  private lastRefusal: InvocationError | null = null;
-  /** The refusal that closed this worker for good (`stale_worker`). */
-  private closedBy: InvocationError | null = null;
-  /** The message of the engine's `error` frame that precedes its refusal's close. */
-  private refusalMessage: string | undefined;
+  /** State, ready() waiters, refusals, events (worker-lifecycle.ts). */
+  private readonly life: WorkerLifecycle;
+  /** The frames to and from the engine, loss and shutdown (worker-session.ts). */
+  private readonly session: WorkerSession;
   /** A channel socket presents the worker's token (no run secret: a channel is not a worker). */
   private readonly channelHeaders: Record<string, string>;
-  private waiters: Array<{ connected(): void; failed(e: InvocationError): void }> = [];
   private stopping: Promise<void> | undefined;
-  /** Ends shutdown()'s wait for running handlers early: the socket is gone. */
-  private endDrain: (() => void) | undefined;
   private tracer: SpanTracer | undefined;
 
   constructor(url: string | readonly string[], options: WorkerOptions = {}) {
@@ -102,15 +95,14 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       if (secret) h[RUN_SECRET_HEADER] = secret;
       return h;
     };
+    // The session is made last, from the parts; the connection calls it only once started.
     const handler = {
-      onConnecting: () => {
-        if (this.current === 'disconnected') this.setState('connecting');
-      },
-      onOpen: () => this.onOpen(),
-      onMessage: (m: Message) => this.onMessage(m),
-      onDown: (code: number, reason: string) => this.onDown(code, reason),
-      onRefused: (code: 'unauthorized' | 'stale_worker', reason: string, final: boolean) => this.onRefused(code, reason, final),
-      onFatal: (e: Error) => this.onFatal(e),
+      onConnecting: () => this.session.onConnecting(),
+      onOpen: () => this.session.onOpen(),
+      onMessage: (m: Message) => this.session.onMessage(m),
+      onDown: (code: number, reason: string) => this.session.onDown(code, reason),
+      onRefused: (code: 'unauthorized' | 'stale_worker', reason: string, final: boolean) => this.session.onRefused(code, reason, final),
+      onFatal: (e: Error) => this.session.onFatal(e),
     };
     this.conn = new Connection(
       url,
@@ -124,10 +116,11 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       handler,
     );
     this.logger = new Logger(this, { echo: options.echoLogs !== false });
+    const life = (this.life = new WorkerLifecycle(this, this.workerName, () => this.conn.url, () => this.reporter?.stop()));
     const worker = this;
     this.caller = new Caller(this.conn, {
       get state() {
-        return worker.current;
+        return life.state;
       },
       ready: (ms) => this.ready(ms),
       get defaultTimeoutMs() {
@@ -136,10 +129,10 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       invocationTimeoutMs: options.invocationTimeoutMs,
       namespace: this.namespace,
       get canCancel() {
-        return worker.granted.has('cancel');
+        return worker.session.granted.has('cancel');
       },
       get closedBy() {
-        return worker.closedBy;
+        return life.closedBy;
       },
     });
     this.invoker = new Invoker<Worker>(this.conn, {
@@ -147,25 +140,27 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       logger: this.logger,
       worker: this,
       implicitContext: options.implicitContext !== false,
-      accepting: () => this.current !== 'draining' && this.current !== 'closed',
+      accepting: () => life.state !== 'draining' && life.state !== 'closed',
     });
     this.triggers = new TriggerRegistry(this.conn, {
       workerName: this.workerName,
-      untilConnected: () => (this.current === 'connected' ? Promise.resolve() : this.ready(2 ** 31 - 1)),
+      untilConnected: () => (life.state === 'connected' ? Promise.resolve() : this.ready(2 ** 31 - 1)),
       get ackTimeoutMs() {
         return worker.defaultTimeoutMs;
       },
-      report: (e) => this.report(e),
+      report: (e) => life.report(e),
     });
-    this.logs = new LogBatcher(this.conn, () => this.current === 'connected' || this.current === 'draining');
+    this.logs = new LogBatcher(this.conn, () => life.state === 'connected' || life.state === 'draining');
     const reportMs = options.processReportIntervalMs ?? reportIntervalFromEnv() ?? DEFAULT_PROCESS_REPORT_MS;
-    if (this.opts.role === 'worker' && reportMs > 0) this.reporter = new ProcessReporter(this.conn, () => this.current === 'connected' || this.current === 'draining', reportMs);
+    if (this.opts.role === 'worker' && reportMs > 0) this.reporter = new ProcessReporter(this.conn, () => life.state === 'connected' || life.state === 'draining', reportMs);
+    const parts = { conn: this.conn, life, caller: this.caller, invoker: this.invoker, triggers: this.triggers, logs: this.logs, reporter: this.reporter, tracer: () => this.tracer };
+    this.session = new WorkerSession(parts, this.opts, { workerName: this.workerName, namespace: this.namespace, version: SDK_VERSION });
     if (this.opts.role === 'worker') {
       watchEngineLiveness();
       setDefaultLogSink(this);
       const path = readyFilePath(options.readyFile);
       // Reported on the next tick: the file is first written now, before the program can listen for `error`.
-      if (path !== undefined) new ReadyFile(path, this.workerName, (e) => process.nextTick(() => this.report(e))).follow(this, () => this.closedBy !== null);
+      if (path !== undefined) new ReadyFile(path, this.workerName, (e) => process.nextTick(() => life.report(e))).follow(this, () => life.closedBy !== null);
     }
   }
 
@@ -174,7 +169,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
     if (!otelEnabled(this.opts.otel)) return this.conn.start();
     // Export on: the packages load before connecting, so every call has its spans (or the error is told).
     const loaded = (t: SpanTracer): unknown => (this.invoker.tracer = this.caller.tracer = this.tracer = t);
-    void loadSpanTracer(this.workerName).then(loaded, (e: Error) => this.report(e)).finally(() => this.stopping ?? this.conn.start());
+    void loadSpanTracer(this.workerName).then(loaded, (e: Error) => this.life.report(e)).finally(() => this.stopping ?? this.conn.start());
   }
 
   /** The engine address in use (of those given, the one connected to or being tried). */
@@ -183,18 +178,18 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   }
   /** Where the worker is in its lifecycle (worker-events.ts). `connected` only once the engine accepted it. */
   get state(): WorkerState {
-    return this.current;
+    return this.life.state;
   }
   /** Why the engine last refused this worker (a token problem), until the next accepted connection. */
   get refusal(): InvocationError | null {
-    return this.lastRefusal;
+    return this.life.lastRefusal;
   }
   /** The id the engine gave the current connection. */
   get workerId(): string | undefined {
-    return this.registered?.worker_id;
+    return this.session.registered?.worker_id;
   }
   get engine(): HelloMsg['engine'] | undefined {
-    return this.engineInfo;
+    return this.session.engineInfo;
   }
 
   /**
@@ -202,7 +197,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
    * `engine.invocation_timeout_ms` as its `hello` answer advertised it (30 s until that arrives).
    */
   get defaultTimeoutMs(): number {
-    return this.opts.invocationTimeoutMs ?? this.engineInfo?.invocation_timeout_ms ?? DEFAULT_INVOCATION_TIMEOUT_MS;
+    return this.opts.invocationTimeoutMs ?? this.session.engineInfo?.invocation_timeout_ms ?? DEFAULT_INVOCATION_TIMEOUT_MS;
   }
 
   /**
@@ -211,28 +206,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
    * one, or the worker is shut down (`shutting_down`); else with `connection_lost` after `timeoutMs`.
    */
   ready(timeoutMs = this.defaultTimeoutMs): Promise<void> {
-    const s = this.current;
-    if (s === 'connected' || (s === 'draining' && this.conn.open)) return Promise.resolve();
-    if (s === 'closed' || s === 'draining') return Promise.reject(this.closedError());
-    // The last attempt was refused: waiting for the next one (at the backoff's cap) is pointless.
-    if (this.lastRefusal) return Promise.reject(this.lastRefusal);
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        connected: (): void => {
-          clearTimeout(t);
-          resolve();
-        },
-        failed: (e: InvocationError): void => {
-          clearTimeout(t);
-          reject(e);
-        },
-      };
-      const t = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        reject(this.lastRefusal ?? new InvocationError('connection_lost', `Could not connect to the engine at ${redactAddress(this.url)} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.waiters.push(waiter);
-    });
+    return this.life.ready(timeoutMs, this.conn.open);
   }
 
   // ---- registration and calls: delegated to their parts ----------------------------------------
@@ -303,7 +277,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
    * awaits with `shutting_down`. Resolves once closed; every call returns the same promise.
    */
   shutdown(graceMs = 5000): Promise<void> {
-    this.stopping ??= this.stop(graceMs);
+    this.stopping ??= this.session.stop(graceMs);
     return this.stopping;
   }
 
@@ -319,182 +293,5 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
   /** Test hook: drop the socket as a network failure would. */
   simulateDisconnect(): void {
     this.conn.drop();
-  }
-
-  private async stop(graceMs: number): Promise<void> {
-    if (this.current === 'connected') {
-      this.setState('draining');
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        this.invoker.whenIdle(),
-        new Promise<void>((resolve) => {
-          this.endDrain = resolve;
-          timer = setTimeout(resolve, graceMs);
-        }),
-      ]);
-      clearTimeout(timer);
-      this.endDrain = undefined;
-    }
-    this.logs.flush();
-    this.close(null);
-    this.caller.failAll('shutting_down', () => 'Worker is shutting down');
-    this.triggers.failAcks();
-    await this.conn.close(1000);
-    await this.tracer?.shutdown().catch(() => undefined);
-    this.lost(1000, 'shutdown');
-  }
-
-  private setState(next: WorkerState): void {
-    const previous = this.current;
-    if (previous === next) return;
-    this.current = next;
-    this.emit('state', next, previous);
-    this.tell({ type: 'state', state: next, previous });
-  }
-
-  /** Enter `closed`: ready() waiters fail with `refusal`, else `shutting_down`. */
-  private close(refusal: InvocationError | null): void {
-    this.reporter?.stop();
-    this.closedBy = refusal;
-    this.setState('closed');
-    const err = this.closedError();
-    for (const w of this.waiters.splice(0)) w.failed(err);
-  }
-
-  private closedError(): InvocationError {
-    return this.closedBy ?? new InvocationError('shutting_down', 'Worker is shut down');
-  }
-
-  private onOpen(): void {
-    const previous = this.registered;
-    this.conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, features: [...FEATURES], role: this.opts.role });
-    if (previous) {
-      this.conn.send({ type: 'reattach', previous_worker_id: previous.worker_id, ...(previous.reattach_token ? { reattach_token: previous.reattach_token } : {}) });
-    }
-    this.conn.send({
-      type: 'invokefunction',
-      function_id: REGISTER_WORKER_FUNCTION,
-      action: { type: 'void' },
-      data: {
-        name: this.workerName,
-        runtime: 'node',
-        version: SDK_VERSION,
-        sdk: 'svc-sdk',
-        os: platform(),
-        pid: process.pid,
-        ...this.opts.metadata,
-        ...(this.namespace !== undefined ? { namespace: this.namespace } : {}),
-      },
-    });
-    this.triggers.replayTypes();
-    this.invoker.replay();
-    this.triggers.replayBindings();
-  }
-
-  private onMessage(m: Message): void {
-    switch (m.type) {
-      case 'invokefunction':
-        this.invoker.invoke(m);
-        return;
-      case 'invocationresult':
-        this.caller.onResult(m);
-        return;
-      case 'workerregistered':
-        this.registered = m;
-        this.lastRefusal = null;
-        if (this.current === 'connecting' || this.current === 'disconnected') this.setState('connected');
-        for (const w of this.waiters.splice(0)) w.connected();
-        this.reporter?.send();
-        this.tell({ type: 'connected', url: this.url, workerId: m.worker_id });
-        return;
-      case 'hello':
-        this.granted = new Set(m.features);
-        this.engineInfo = m.engine;
-        if (!this.granted.has('ack')) this.triggers.settleWithoutAck();
-        return;
-      case 'triggerregistrationresult':
-        this.triggers.onResult(m);
-        return;
-      case 'registertrigger':
-        void this.triggers.provide(m);
-        return;
-      case 'unregistertrigger':
-        void this.triggers.dropProvided(m.id);
-        return;
-      case 'cancel':
-        this.invoker.cancel(m.invocation_id, m.reason);
-        return;
-      case 'ping':
-        this.conn.send({ type: 'pong' });
-        return;
-      case 'registrationrejected':
-        // Only with engine.namespace_conflicts: exclusive (iii 0.23's rules); for a worker name the engine closes the connection itself.
-        this.report(
-          new InvocationError(m.code, `The engine rejected ${m.function_id !== undefined ? `function ${m.function_id}` : `worker name ${m.worker_name ?? ''}`} in namespace ${m.namespace}: held by worker ${m.owner_worker_id}`),
-        );
-        return;
-      case 'error':
-        // `unauthorized` and `stale_worker` are followed by a close (4401, 4410), reported once from there.
-        if (m.error.code === 'stale_worker' || m.error.code === 'unauthorized') this.refusalMessage = m.error.message;
-        else this.report(InvocationError.from(m.error));
-        return;
-      default:
-        return;
-    }
-  }
-
-  private onDown(code: number, reason: string): void {
-    if (this.current === 'connected' || this.current === 'connecting') this.setState('disconnected');
-    this.endDrain?.();
-    this.lost(code, reason);
-  }
-
-  /** The socket is gone: what depended on it fails now, not at its deadline. */
-  private lost(code: number, reason: string): void {
-    // Calls in flight are lost with the socket (the engine halts them).
-    this.caller.failAll('connection_lost', (fid) => `Connection to the engine lost while calling ${fid}`);
-    this.invoker.abortAll();
-    // Bindings we served as a provider are parked by the engine and re-delivered on reconnect.
-    this.triggers.dropAllProvided();
-    this.granted.clear();
-    this.tell({ type: 'disconnected', url: this.url, code, reason });
-  }
-
-  private onRefused(code: 'unauthorized' | 'stale_worker', reason: string, final: boolean): void {
-    const why = this.refusalMessage ?? reason.replace(/^(unauthorized|stale_worker): /, '');
-    this.refusalMessage = undefined;
-    const shown = redactAddress(this.url);
-    const err =
-      code === 'unauthorized'
-        ? new InvocationError('unauthorized', `The engine at ${shown} refused this connection: ${why}`)
-        : new InvocationError('stale_worker', `The engine at ${shown} refused this worker: ${why}`);
-    this.lastRefusal = err;
-    if (final) this.close(err);
-    else for (const w of this.waiters.splice(0)) w.failed(err);
-    this.tell({ type: 'refused', url: this.url, error: err, final });
-    this.report(err);
-    // Started by an engine run that is gone (supervised.ts): the process exits.
-    if (final && this.opts.runSecret === undefined && process.env[RUN_SECRET_ENV]) engineGone(`the engine at ${shown} is not the engine run that started this worker`);
-  }
-
-  private onFatal(e: Error): void {
-    const err = new InvocationError('invalid_argument', `Cannot connect to the engine at ${describeValue(redactAddress(this.url))}: ${e.message}`);
-    this.close(err);
-    this.report(err);
-  }
-
-  /** Emit `e` under its own name (but `error`, which report() emits) and under `event`. */
-  private tell(e: WorkerEvent): void {
-    if (e.type === 'connected') this.emit('connected', e);
-    else if (e.type === 'disconnected') this.emit('disconnected', e);
-    else if (e.type === 'refused') this.emit('refused', e);
-    this.emit('event', e);
-  }
-
-  private report(err: Error): void {
-    const e = err instanceof InvocationError ? err : InvocationError.from(toErrorBody(err));
-    this.tell({ type: 'error', error: e });
-    if (this.listenerCount('error') > 0) this.emit('error', e);
-    else process.stderr.write(`svc-sdk [${this.workerName}]: ${e.message}\n`);
   }
 }

@@ -4,6 +4,7 @@ import { redactAddress, SvcError } from 'svc-sdk';
 import type { Message } from 'svc-sdk/protocol';
 import { engineErrors } from '../errors.js';
 import type { Invocations } from '../invocations.js';
+import { haltPeerCalls } from '../call-endings.js';
 import type { LogEntry } from '../logs.js';
 import type { Registry } from '../registry.js';
 import type { Peer } from '../peer.js';
@@ -360,7 +361,7 @@ export class Cluster implements ChannelRoute {
     this.byPeerId.delete(node.peer.id);
     const peer = node.peer;
     peer.closed = true;
-    this.deps.invocations.halt(peer, `engine ${id} ${why}`);
+    haltPeerCalls(this.deps.invocations, peer, `engine ${id} ${why}`);
     this.deps.registry.removeAll(peer);
     this.deps.triggers.removePeer(peer);
     if (!this.stopped) this.deps.event('warn', `cluster: engine ${id} ${why}`);

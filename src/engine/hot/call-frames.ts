@@ -23,7 +23,7 @@ export const PASS_ON_MIN_CHARS = 512;
 /**
  * For a call frame that begins `{"type":"invokefunction","function_id":<fidJson>,"invocation_id":
  * <callerId as JSON>,"timeout_ms":<timeoutMs>,"binding_id":<bindingId as JSON>,"data":` (svc's
- * SDKs write that order, sdk/typescript/src/worker.ts; `timeout_ms` only when the caller set a
+ * SDKs write that order, sdk/typescript/src/protocol/frame-layout.ts; `timeout_ms` only when the caller set a
  * deadline, `binding_id` only for a provider's call for a binding, which so never reaches the
  * callee): the text from
  * the data value to the closing brace (exclusive), which holds the data and whatever keys the
