@@ -18,8 +18,12 @@ import { sdkPackage, type SdkLanguage, type SdkPackage } from './sdk-packages.js
 
 export const VENDOR_DIR = 'vendor';
 
-/** A requirement line that names svc-sdk in any form: by name (with `@ url` or a version) or by a wheel's path. */
-const PY_REQUIREMENT = /^[ \t]*(?:svc[-_]sdk(?:[ \t]*(?:@|[<>=!~]).*)?|\S*svc_sdk-[^/\s]+\.whl)[ \t]*$/im;
+/**
+ * A requirement line that names svc-sdk in any form: by name (with `@ url` or a version) or by a
+ * wheel's path, either with extras (`svc-sdk[otel]`, `./vendor/svc_sdk-….whl[otel]`: the
+ * OpenTelemetry export of docs/observability.md), which the rewritten line keeps.
+ */
+const PY_REQUIREMENT = /^[ \t]*(?:svc[-_]sdk(\[[^\]\n]*\])?(?:[ \t]*(?:@|[<>=!~]).*)?|\S*svc_sdk-[^/\s[]+\.whl(\[[^\]\n]*\])?)[ \t]*$/im;
 /** The package file names each SDK's tool writes: any version of it. */
 const PACKAGE_FILE: Record<SdkLanguage, RegExp> = VENDORED_SDK_FILE;
 
@@ -86,9 +90,9 @@ export function vendorWorkers(dirs: string[], root: string): VendorResult[] {
 
 function pointRequirements(dir: string, file: string): { dependencyFile: string; before: string | null; after: string } {
   const path = join(dir, 'requirements.txt');
-  const after = reference('python', file);
   const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
   const m = PY_REQUIREMENT.exec(text);
+  const after = reference('python', file) + (m?.[1] ?? m?.[2] ?? '');
   const before = m ? m[0].trim() : null;
   if (before !== after) {
     const next = m ? text.replace(PY_REQUIREMENT, after) : `${text}${text === '' || text.endsWith('\n') ? '' : '\n'}${after}\n`;

@@ -84,6 +84,16 @@ describe('svc sdk update', { timeout: 120_000 }, () => {
     assert.match(r.stdout, /workers\/math-worker\/\.venv holds the SDK installed before \(same version\): svc worker restart <name> installs this one/);
   });
 
+  test('extras are kept: ./vendor/svc_sdk-….whl[otel] and svc-sdk[otel] are the SDK, not a line to add another beside', async () => {
+    // docs/observability.md: a worker exporting its own spans installs the SDK with its `otel` extra.
+    for (const line of [`./vendor/svc_sdk-0.0.1-py3-none-any.whl[otel]`, `svc-sdk[otel] @ file://${ROOT}sdk/python`]) {
+      writeFileSync(join(math, 'requirements.txt'), `${line}\nhttpx>=0.27\n`);
+      const r = await runSvc(['sdk', 'update', './workers/math-worker'], { cwd: proj, timeoutMs: 60_000 });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(readFileSync(join(math, 'requirements.txt'), 'utf8'), `./vendor/${WHEEL}[otel]\nhttpx>=0.27\n`, line);
+    }
+  });
+
   test('a requirements.txt without the SDK gets it appended; a directory without a manifest is refused (exit 2)', async () => {
     writeFileSync(join(math, 'requirements.txt'), 'httpx>=0.27');
     const r = await runSvc(['sdk', 'update', './workers/math-worker'], { cwd: proj, timeoutMs: 60_000 });
