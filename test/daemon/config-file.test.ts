@@ -73,7 +73,7 @@ describe('defaults in one place', () => {
 });
 
 describe("the compose stack's engine configs", () => {
-  const env = { SVC_ADMIN_TOKEN: 'a'.repeat(24), SVC_WORKER_TOKEN: 'w'.repeat(24), SVC_QUEUE_TOKEN: 'q'.repeat(24), SVC_CRON_TOKEN: 'c'.repeat(24), SVC_NODE_ID: 'engine-1' };
+  const env = { SVC_ADMIN_TOKEN: 'a'.repeat(24), SVC_WORKER_TOKEN: 'w'.repeat(24), SVC_QUEUE_TOKEN: 'q'.repeat(24), SVC_CRON_TOKEN: 'c'.repeat(24), SVC_NODE_ID: 'engine-1', SVC_REDIS_PORT: '6379' };
   for (const file of ['compose-config/engine.yaml', 'compose-config/cluster-engine.yaml']) {
     test(`${file} parses, setting only what differs from the defaults`, () => {
       const cfg = parseConfig(file, read(file), env);
