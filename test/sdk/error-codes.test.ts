@@ -12,6 +12,7 @@
  *   type CronErrorCode = 'a' | 'b'   (code: 'a' | 'b')   the codes a class or function declares it produces
  *   ErrorCode.Timeout, ErrorCode.TIMEOUT   the protocol's list, in either SDK
  *   [431, 'headers_too_large', …]   an HTTP status and its code
+ *   fail(`code: …`)   res.end(`code: …`)   `error: code: …`   a line that starts with its code
  *   abort('code', …)   refuse(502, 'code', …)   a function or method whose first parameter (after
  *                      `self` or an HTTP status) is named `code` (TypeScript, Python, Lua in a TS string);
  *                      a plain call counts in the file that defines it, a method call (`.abort(`) anywhere
@@ -87,6 +88,10 @@ function codesIn(sources: Map<string, string>): Map<string, string> {
     new RegExp(`(?<![.\\w])code${Q}?\\s*:\\s*${Q}(${CODE})${Q}(?!\\s*\\|)`, 'g'),
     new RegExp(`\\bcode\\s*=\\s*${Q}(${CODE})${Q}`, 'g'),
     new RegExp(`\\[\\s*[1-5]\\d\\d\\s*,\\s*${Q}(${CODE})${Q}`, 'g'),
+    // A line that starts with its code: the CLI's `fail(`worker_not_found: …`)` and `error: <code>: …`,
+    // a plain-text HTTP answer (`res.end(`method_not_allowed: …`)`), a close reason.
+    new RegExp(`(?:\\bfail\\(|\\.end\\(|\\.close\\([^,()]*,)\\s*[\`'"](${CODE}): `, 'g'),
+    new RegExp(`[\`'"]error: (${CODE}): `, 'g'),
   ];
   const unions = [new RegExp(`\\btype \\w*Code\\s*=([^;]+);`, 'g'), new RegExp(`\\bcode\\??:\\s*((?:${Q}${CODE}${Q}\\s*\\|\\s*)+${Q}${CODE}${Q})`, 'g')];
   const texts = new Map([...sources].map(([file, text]) => [file, withoutComments(text)]));
@@ -166,10 +171,11 @@ describe('error codes: docs/errors.md and the code agree', () => {
         [join(ROOT, 'src/a.ts'), "class C {\n  abort(code: ChannelErrorCode, message: string): void {}\n}\nconst refuse = (status: number, code: string, m: string): void => {};\nrefuse(502, 'code_b', 'x');\n// throw new SvcError('code_in_comment', 'x');\n"],
         [join(ROOT, 'src/b.ts'), "x.abort('code_a', 'y');\nrefuse(400, 'not_this_files_refuse', 'z');\n"],
         [join(ROOT, 'sdk/python/src/c.py'), 'def fail_all(self, code: str, message: str) -> None:\n    pass\nself.fail_all("code_c", "m")\n# raise SvcError("py_comment", "x")\n'],
+        [join(ROOT, 'src/e.ts'), "fail(`code_e: no ${x}`, 2);\nres.end(`code_f: ${path} answers GET`);\nconst line = `error: code_g: ${m}`;\nthrow new Error(`node_id: ${v} is not valid`);\n"],
         [join(ROOT, 'src/d.ts'), "const LUA = `\nlocal function fail(code, i, detail) error({err = code}) end\nfail('code_d', i, 'x')\n-- fail('lua_comment', 0, '')\n`;\n"],
       ]),
     );
-    assert.deepEqual([...found.keys()].sort(), ['code_a', 'code_b', 'code_c', 'code_d']);
+    assert.deepEqual([...found.keys()].sort(), ['code_a', 'code_b', 'code_c', 'code_d', 'code_e', 'code_f', 'code_g']);
     assert.equal(found.get('code_a'), 'src/b.ts:1');
   });
 });
