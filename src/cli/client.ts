@@ -28,7 +28,7 @@ function configuredAddress(): string | undefined {
   const file = resolve('config.yaml');
   if (!existsSync(file)) return undefined;
   try {
-    const { host, port } = parseConfig(file, readFileSync(file, 'utf8')).engine;
+    const { host, port } = parseConfig(file, readFileSync(file, 'utf8'), process.env, 'optional').engine;
     if (port === 0) return readRecordedEngineState(file)?.url ?? PICKED_AT_START;
     const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
     return `ws://${h}:${port}`;

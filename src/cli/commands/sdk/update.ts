@@ -53,7 +53,7 @@ Exit 2 when a directory has no valid svc.worker.yaml or a package cannot be buil
 function projectWorkerDirs(configFile: string): string[] {
   const dirs = new Set(findWorkerDirs(dirname(configFile)));
   if (existsSync(configFile)) {
-    for (const e of parseWorkerEntries(configFile, loadConfig(configFile, { create: false }).workers)) if (e.path && existsSync(resolve(e.path, 'svc.worker.yaml'))) dirs.add(e.path);
+    for (const e of parseWorkerEntries(configFile, loadConfig(configFile, { create: false, engineEnv: 'optional' }).workers)) if (e.path && existsSync(resolve(e.path, 'svc.worker.yaml'))) dirs.add(e.path);
   }
   return [...dirs].sort();
 }
