@@ -81,3 +81,30 @@ describe('typos are refused naming the key, with a "did you mean"', { timeout: 1
     assert.match(top.stderr.replace(/\s*\n\s*›?\s*/g, ' '), /worker: unknown top-level key "worker" \(did you mean "workers"\?\)/);
   });
 });
+
+describe("the engine's ${VAR}s are the engine's: CLI commands that do not use them work without them", { timeout: 120_000 }, () => {
+  // docs/cluster.md has `node_id: ${SVC_NODE_ID}` and docs/security.md tokens from ${SVC_ADMIN_TOKEN}:
+  // set where the engine runs. Before, `svc worker add` in another shell failed with "environment
+  // variable SVC_NODE_ID is not set", and commands fell back to the default port.
+  test('worker add and worker list go on; the engine still refuses to start, naming the variable', async () => {
+    const tmp = tempDir();
+    try {
+      const svc = (args: string[]) => runSvc(args, { cwd: tmp.dir, timeoutMs: 60_000, env: { SVC_DOCSB_UNSET_TOKEN: '', SVC_DOCSB_UNSET_NODE: '' } });
+      writeFileSync(
+        join(tmp.dir, 'config.yaml'),
+        'engine:\n  host: 127.0.0.1\n  port: 0\n  auth:\n    tokens:\n      - name: admin\n        token: ${SVC_DOCSB_UNSET_TOKEN}\n        admin: true\n  cluster:\n    redis_url: redis://127.0.0.1:1\n    node_id: ${SVC_DOCSB_UNSET_NODE}\nworkers: []\n',
+      );
+      const add = await svc(['worker', 'add', 'svc-state']);
+      assert.equal(add.code, 0, add.stdout + add.stderr);
+      assert.match(readFileSync(join(tmp.dir, 'config.yaml'), 'utf8'), /- name: svc-state\n\s+builtin: svc-state/);
+      const list = await svc(['worker', 'list']);
+      assert.equal(list.code, 0, list.stderr);
+      assert.match(list.stdout, /^svc-state\s+builtin/m);
+      const start = await svc(['--config', 'config.yaml']);
+      assert.equal(start.code, 2);
+      assert.match(start.stderr, /^error: invalid_config: .*engine\.auth\.tokens\[0\]\.token: environment variable SVC_DOCSB_UNSET_TOKEN is not set/);
+    } finally {
+      tmp.remove();
+    }
+  });
+});

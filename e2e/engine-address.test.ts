@@ -5,9 +5,11 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { closedPort, runSvc, tempDir } from './helpers/cli.js';
+import { registerWorker } from 'svc-sdk';
+import { startEngine } from '../test/helpers/engine.js';
 
 describe('with no engine running, commands use config.yaml\'s engine address', { timeout: 60_000 }, () => {
   const tmp = tempDir();
@@ -35,6 +37,50 @@ describe('with no engine running, commands use config.yaml\'s engine address', {
       assert.equal(existsSync(join(empty.dir, 'config.yaml')), false);
     } finally {
       empty.remove();
+    }
+  });
+});
+
+describe('config.yaml with engine.port: 0', { timeout: 60_000 }, () => {
+  // The port is picked at start, so only .svc/engine.json knows it. Before, a command that could
+  // not confirm the recorded engine's process fell back to ws://localhost:49134 and talked to
+  // whatever engine listened there: with the engine in a container (docs/docker.md, "The engine
+  // image") the recorded pid is the container's, so `svc trigger` on the host reached another
+  // project's engine and changed its state.
+  test('a recorded engine whose process cannot be checked from here (a container) is the one used', async () => {
+    const tmp = tempDir();
+    const eng = await startEngine();
+    // A function only this engine has: another engine on the default port cannot answer for it.
+    const here = registerWorker(eng.url, { workerName: 'here' });
+    here.registerFunction('probe::here', () => ({ engine: eng.port }));
+    await here.ready();
+    try {
+      writeFileSync(join(tmp.dir, 'config.yaml'), 'engine:\n  host: 127.0.0.1\n  port: 0\nworkers: []\n');
+      mkdirSync(join(tmp.dir, '.svc'));
+      // pid 1 started at another time: not this host's view of the engine (in a container it is the engine).
+      writeFileSync(join(tmp.dir, '.svc', 'engine.json'), JSON.stringify({ pid: 1, pid_started: 'another-boot:1', run: 'r', url: eng.url, config: join(tmp.dir, 'config.yaml') }));
+      const r = await runSvc(['trigger', 'probe::here'], { cwd: tmp.dir });
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(JSON.parse(r.stdout), { engine: eng.port });
+    } finally {
+      await here.shutdown();
+      await eng.stop();
+      tmp.remove();
+    }
+  });
+
+  test('no engine recorded: the command says there is no address to try, not the default port', async () => {
+    const tmp = tempDir();
+    try {
+      writeFileSync(join(tmp.dir, 'config.yaml'), 'engine:\n  host: 127.0.0.1\n  port: 0\nworkers: []\n');
+      for (const args of [['trigger', 'engine::health::check'], ['logs']]) {
+        const r = await runSvc(args, { cwd: tmp.dir });
+        assert.equal(r.code, 1, `svc ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+        assert.match(r.stderr, /^error: connection_failed: No engine of .*config\.yaml is running, and its port is picked at start \(engine\.port: 0\)/m);
+        assert.doesNotMatch(r.stdout + r.stderr, /49134/);
+      }
+    } finally {
+      tmp.remove();
     }
   });
 });

@@ -53,7 +53,7 @@ export interface BuildProjectOptions {
 }
 
 export async function buildProjectImages(docker: Docker, opts: BuildProjectOptions): Promise<ProjectImages> {
-  const cfg = loadConfig(opts.configFile, { create: false });
+  const cfg = loadConfig(opts.configFile, { create: false, engineEnv: 'optional' });
   const prefix = imagePrefix(cfg.deploy, opts.registry);
   const entries = parseWorkerEntries(cfg.file, cfg.workers);
   // Every manifest is read before anything is built: a broken worker fails the command at once.

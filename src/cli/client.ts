@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { DEFAULT_ENGINE_URL, InvocationError, redactAddress, Worker } from 'svc-sdk';
 import { printable } from '../engine/printable.js';
 import { parseConfig } from '../daemon/config-file.js';
-import { readEngineState, type EngineState } from '../daemon/engine-state.js';
+import { readEngineState, readRecordedEngineState, type EngineState } from '../daemon/engine-state.js';
 
 /** The engine running for ./config.yaml, if any (it writes .svc/engine.json beside the file). */
 let local: EngineState | null | undefined;
@@ -14,17 +14,22 @@ function localEngine(): EngineState | null {
   return local;
 }
 
+/** configuredAddress's answer for `port: 0` with no engine recorded: there is no address to try. */
+const PICKED_AT_START = 'port-0';
+
 /**
  * Where ./config.yaml says its engine listens, read without creating or changing anything: with no
  * engine running, a command must not fall back to the default port, where another project's engine
- * may listen. A wildcard host is reached on loopback.
+ * may listen. A wildcard host is reached on loopback. With `port: 0` the port is the one the engine
+ * recorded in .svc/engine.json, even when its process cannot be checked from here (the engine runs
+ * in a container: its pid is the container's); with no record, none (engineAddress refuses).
  */
 function configuredAddress(): string | undefined {
   const file = resolve('config.yaml');
   if (!existsSync(file)) return undefined;
   try {
-    const { host, port } = parseConfig(file, readFileSync(file, 'utf8')).engine;
-    if (port === 0) return undefined;
+    const { host, port } = parseConfig(file, readFileSync(file, 'utf8'), process.env, 'optional').engine;
+    if (port === 0) return readRecordedEngineState(file)?.url ?? PICKED_AT_START;
     const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
     return `ws://${h}:${port}`;
   } catch {
@@ -39,7 +44,15 @@ function configuredAddress(): string | undefined {
  */
 export function engineAddress(flag?: string): string {
   const given = flag ?? process.env.SVC_URL;
-  return given !== undefined ? withScheme(given) : (localEngine()?.url ?? configuredAddress() ?? DEFAULT_ENGINE_URL);
+  if (given !== undefined) return withScheme(given);
+  const address = localEngine()?.url ?? configuredAddress() ?? DEFAULT_ENGINE_URL;
+  if (address === PICKED_AT_START) {
+    throw new InvocationError(
+      'connection_failed',
+      `No engine of ${resolve('config.yaml')} is running, and its port is picked at start (engine.port: 0), so there is no address to try: start it (svc --config config.yaml), or set --address or SVC_URL`,
+    );
+  }
+  return address;
 }
 
 /**
@@ -55,7 +68,7 @@ function withScheme(address: string): string {
 }
 
 /** What --address means, for help texts. */
-export const ADDRESS_DEFAULT = "default: $SVC_URL, else the engine running for ./config.yaml, else ./config.yaml's engine.host:port, else ws://localhost:49134";
+export const ADDRESS_DEFAULT = "default: $SVC_URL, else the engine running for ./config.yaml, else ./config.yaml's engine.host:port (port 0: the one .svc/engine.json recorded), else ws://localhost:49134";
 
 /**
  * The client secret of the engine running for ./config.yaml, handed only to that same engine: it

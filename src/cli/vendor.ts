@@ -10,6 +10,7 @@
  * - TypeScript, package.json: `"svc-sdk": "file:vendor/svc-sdk-<v>.tgz"`, which npm reads from
  *   the package.json's own directory.
  */
+import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { VENDORED_SDK_FILE } from '../supervisor/install.js';
@@ -18,8 +19,12 @@ import { sdkPackage, type SdkLanguage, type SdkPackage } from './sdk-packages.js
 
 export const VENDOR_DIR = 'vendor';
 
-/** A requirement line that names svc-sdk in any form: by name (with `@ url` or a version) or by a wheel's path. */
-const PY_REQUIREMENT = /^[ \t]*(?:svc[-_]sdk(?:[ \t]*(?:@|[<>=!~]).*)?|\S*svc_sdk-[^/\s]+\.whl)[ \t]*$/im;
+/**
+ * A requirement line that names svc-sdk in any form: by name (with `@ url` or a version) or by a
+ * wheel's path, either with extras (`svc-sdk[otel]`, `./vendor/svc_sdk-….whl[otel]`: the
+ * OpenTelemetry export of docs/observability.md), which the rewritten line keeps.
+ */
+const PY_REQUIREMENT = /^[ \t]*(?:svc[-_]sdk(\[[^\]\n]*\])?(?:[ \t]*(?:@|[<>=!~]).*)?|\S*svc_sdk-[^/\s[]+\.whl(\[[^\]\n]*\])?)[ \t]*$/im;
 /** The package file names each SDK's tool writes: any version of it. */
 const PACKAGE_FILE: Record<SdkLanguage, RegExp> = VENDORED_SDK_FILE;
 
@@ -35,6 +40,8 @@ export interface VendorResult {
   /** What named svc-sdk before (null: nothing did) and what names it now. */
   before: string | null;
   after: string;
+  /** Whether package-lock.json's integrity of the tarball was brought up to date (relock). */
+  relocked: boolean;
   /** Whether anything on disk changed. */
   changed: boolean;
 }
@@ -57,7 +64,8 @@ export function vendorSdk(dir: string, pkg: SdkPackage): VendorResult {
   const removed = readdirSync(vendor).filter((f) => f !== pkg.file && PACKAGE_FILE[pkg.language].test(f));
   for (const f of removed) rmSync(join(vendor, f));
   const ref = pkg.language === 'python' ? pointRequirements(dir, pkg.file) : pointPackageJson(dir, pkg.file);
-  return { dir, language: pkg.language, package: `${VENDOR_DIR}/${pkg.file}`, removed, ...ref, changed: changed || removed.length > 0 || ref.before !== ref.after };
+  const relocked = pkg.language === 'typescript' && relock(dir, pkg.file, target);
+  return { dir, language: pkg.language, package: `${VENDOR_DIR}/${pkg.file}`, removed, ...ref, relocked, changed: changed || relocked || removed.length > 0 || ref.before !== ref.after };
 }
 
 /** Directories under `dir` holding an svc.worker.yaml (not inside dependencies, virtualenvs or dot-directories), sorted. */
@@ -86,9 +94,9 @@ export function vendorWorkers(dirs: string[], root: string): VendorResult[] {
 
 function pointRequirements(dir: string, file: string): { dependencyFile: string; before: string | null; after: string } {
   const path = join(dir, 'requirements.txt');
-  const after = reference('python', file);
   const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
   const m = PY_REQUIREMENT.exec(text);
+  const after = reference('python', file) + (m?.[1] ?? m?.[2] ?? '');
   const before = m ? m[0].trim() : null;
   if (before !== after) {
     const next = m ? text.replace(PY_REQUIREMENT, after) : `${text}${text === '' || text.endsWith('\n') ? '' : '\n'}${after}\n`;
@@ -114,6 +122,34 @@ function pointPackageJson(dir: string, file: string): { dependencyFile: string; 
     }
   }
   return { dependencyFile: 'package.json', before, after };
+}
+
+/**
+ * package-lock.json records the vendored tarball's sha512. A new build of the same version (a newer
+ * svc, a developer's checkout: the SDK's version does not move with every change) has other bytes
+ * under the same name, and a plain `npm install` with the old lock, as an image build runs it
+ * (`svc build`, the docker runtime), fails with EINTEGRITY. So the recorded integrity of that file
+ * follows the file; the old value is replaced as text, keeping npm's layout. Returns whether it did.
+ */
+function relock(dir: string, file: string, tarball: string): boolean {
+  const path = join(dir, 'package-lock.json');
+  if (!existsSync(path)) return false;
+  const text = readFileSync(path, 'utf8');
+  let lock: { packages?: Record<string, { resolved?: string; integrity?: string }>; dependencies?: Record<string, { version?: string; integrity?: string }> };
+  try {
+    lock = JSON.parse(text) as typeof lock;
+  } catch {
+    return false; // not ours to repair: npm says what is wrong with it
+  }
+  const ref = reference('typescript', file);
+  const entries = [lock.packages?.['node_modules/svc-sdk'], lock.dependencies?.['svc-sdk']].filter(
+    (e): e is { integrity: string } => typeof e?.integrity === 'string' && ((e as { resolved?: string }).resolved === ref || (e as { version?: string }).version === ref),
+  );
+  const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
+  const stale = [...new Set(entries.map((e) => e.integrity))].filter((i) => i !== integrity);
+  if (stale.length === 0) return false;
+  writeFileSync(path, stale.reduce((s, old) => s.split(JSON.stringify(old)).join(JSON.stringify(integrity)), text));
+  return true;
 }
 
 function escapeRegExp(s: string): string {

@@ -1,7 +1,7 @@
 import { unknownKeyMessage } from 'svc-sdk/internal';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
-import { ConfigFileError } from '../engine/config/config-error.js';
+import { ConfigFileError, UnsetVariableError } from '../engine/config/config-error.js';
 import { parseEngineConfig } from '../engine/config/engine-config.js';
 import { parseDeployConfig, type DeployConfig } from './deploy-config.js';
 import { DEFAULT_ENGINE_OPTIONS, type EngineOptions } from '../engine/options.js';
@@ -44,7 +44,19 @@ export interface LoadedConfig {
 }
 
 /** Read config.yaml, creating it with defaults when missing. Throws ConfigFileError naming the key. */
-export function loadConfig(file: string, opts: { create?: boolean } = {}): LoadedConfig {
+/**
+ * `engineEnv: 'optional'`, for CLI commands that use config.yaml's workers, deploy block or the
+ * engine's address but not the engine's secrets: a `${VAR}` of the engine's block that is unset in
+ * the CLI's shell (a token, `node_id: ${SVC_NODE_ID}`: set where the engine runs, docs/security.md,
+ * docs/cluster.md) does not stop them; the engine block is then read for host and port only, and
+ * the engine checks the rest when it starts.
+ */
+export interface LoadConfigOptions {
+  create?: boolean;
+  engineEnv?: 'required' | 'optional';
+}
+
+export function loadConfig(file: string, opts: LoadConfigOptions = {}): LoadedConfig {
   let created = false;
   if (!existsSync(file)) {
     if (opts.create === false) throw new ConfigFileError(file, 'file not found');
@@ -52,12 +64,19 @@ export function loadConfig(file: string, opts: { create?: boolean } = {}): Loade
     created = true;
   }
   const text = readFileSync(file, 'utf8');
-  return { ...parseConfig(file, text), created };
+  return { ...parseConfig(file, text, process.env, opts.engineEnv), created };
 }
 
-export function parseConfig(file: string, text: string, env: NodeJS.ProcessEnv = process.env): Omit<LoadedConfig, 'created'> {
+export function parseConfig(file: string, text: string, env: NodeJS.ProcessEnv = process.env, engineEnv: 'required' | 'optional' = 'required'): Omit<LoadedConfig, 'created'> {
   const sections = readConfigSections(file, text);
-  const engine = parseEngineConfig(file, sections.engine, env);
+  let engine: EngineOptions;
+  try {
+    engine = parseEngineConfig(file, sections.engine, env);
+  } catch (e) {
+    if (!(e instanceof UnsetVariableError) || engineEnv === 'required') throw e;
+    const block = (sections.engine ?? {}) as Record<string, unknown>;
+    engine = parseEngineConfig(file, Object.fromEntries(['host', 'port'].filter((k) => k in block).map((k) => [k, block[k]])), env);
+  }
   return { file, engine, workers: sections.workers ?? [], deploy: parseDeployConfig(file, sections.deploy) };
 }
 

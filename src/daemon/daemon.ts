@@ -1,6 +1,7 @@
-import { SvcError } from 'svc-sdk';
+import { redactAddress, SvcError } from 'svc-sdk';
 import { newSecret } from '../engine/auth.js';
 import { Engine, EngineStartError } from '../engine/server.js';
+import { describeTelemetry } from '../engine/telemetry/telemetry-options.js';
 import { installSupervisorFunctions } from '../supervisor/control.js';
 import { DockerRuntime } from '../supervisor/docker-runtime.js';
 import { processStartToken } from '../supervisor/process-identity.js';
@@ -151,6 +152,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   log(`svc engine ready on ${address.url}`);
   const metrics = engine.metricsAddress();
   if (metrics) log(`metrics: Prometheus can scrape ${metrics.url}`);
+  if (options.telemetry) log(describeTelemetry(options.telemetry, process.env, redactAddress));
   if (entries.length > 0) {
     log(`starting ${entries.length} worker(s) from ${shownFile}: ${entries.map((e) => e.name).join(', ')}`);
     void Promise.all(entries.map((e) => supervisor.start(e)));

@@ -142,16 +142,22 @@ export function newSecret(): string {
   return randomBytes(24).toString('base64url');
 }
 
-/** A token travels as `Authorization: Bearer <token>` or, for clients that cannot set headers, `?token=`. */
+/**
+ * A token travels as `Authorization: Bearer <token>` or, for clients that cannot set headers, `?token=`.
+ * The query value is percent-decoded with `+` kept as `+` (RFC 3986, not form encoding): a token made
+ * with `openssl rand -base64 24`, as docs/security.md suggests, is pasted into a URL as it is, `+` and all.
+ */
 export function presentedToken(req: IncomingMessage): string | undefined {
   const h = req.headers.authorization;
   if (typeof h === 'string' && h.toLowerCase().startsWith('bearer ')) return h.slice(7).trim();
   const q = (req.url ?? '').split('?')[1];
-  if (q) {
-    const t = new URLSearchParams(q).get('token');
-    if (t) return t;
+  const raw = q?.split('&').find((p) => p.startsWith('token='))?.slice('token='.length);
+  if (!raw) return undefined;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw; // a stray `%`: as sent, so that it is refused as not valid rather than ignored
   }
-  return undefined;
 }
 
 /** Loopback addresses: the only ones the engine listens on without tokens. */

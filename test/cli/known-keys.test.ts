@@ -14,6 +14,10 @@ test('closestKey: typos (a letter missing, extra, swapped, replaced, case) find 
   assert.equal(closestKey('colour', known), undefined);
   assert.equal(closestKey('x', ['y']), 'y');
   assert.equal(closestKey('x'.repeat(10_000), known), undefined);
+  // A unit or kind left off: too many edits for a typo, but the one key it begins.
+  assert.equal(closestKey('lease', ['redis_url', 'node_id', 'lease_ms', 'prefix']), 'lease_ms');
+  assert.equal(closestKey('node', ['redis_url', 'node_id', 'lease_ms', 'prefix']), 'node_id');
+  assert.equal(closestKey('max', ['max_jobs', 'max_bytes']), undefined);
 });
 
 test('unknownKeyMessage: the key, the suggestion, every known key', () => {

@@ -5,6 +5,7 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -82,6 +83,32 @@ describe('svc sdk update', { timeout: 120_000 }, () => {
     const r = await runSvc(['sdk', 'update', './workers/math-worker'], { cwd: proj, timeoutMs: 60_000 });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /workers\/math-worker\/\.venv holds the SDK installed before \(same version\): svc worker restart <name> installs this one/);
+  });
+
+  test("package-lock.json's integrity of the vendored tarball follows a new build of the same version", async () => {
+    // Left as it was, `npm install` with that lock (an image build: svc build, the docker runtime)
+    // failed with EINTEGRITY once svc sdk update had put a newer build of the same version there.
+    writeFileSync(join(caller, 'vendor', TGZ), 'an older build of the same version');
+    const stale = `sha512-${createHash('sha512').update('an older build of the same version').digest('base64')}`;
+    const lock = (integrity: string): string =>
+      `{\n  "name": "caller-worker",\n  "lockfileVersion": 3,\n  "packages": {\n    "": { "dependencies": { "svc-sdk": "file:vendor/${TGZ}" } },\n    "node_modules/svc-sdk": {\n      "version": "${TS_VERSION}",\n      "resolved": "file:vendor/${TGZ}",\n      "integrity": "${integrity}"\n    },\n    "node_modules/ws": { "version": "8.0.0", "integrity": "sha512-other" }\n  }\n}\n`;
+    writeFileSync(join(caller, 'package-lock.json'), lock(stale));
+    const r = await runSvc(['sdk', 'update', './workers/caller-worker'], { cwd: proj, timeoutMs: 60_000 });
+    assert.equal(r.code, 0, r.stderr);
+    const fresh = `sha512-${createHash('sha512').update(readFileSync(join(caller, 'vendor', TGZ))).digest('base64')}`;
+    assert.notEqual(fresh, stale);
+    assert.equal(readFileSync(join(caller, 'package-lock.json'), 'utf8'), lock(fresh));
+    assert.ok(r.stdout.includes(`package-lock.json: the integrity of vendor/${TGZ} is now the new file's`), r.stdout);
+  });
+
+  test('extras are kept: ./vendor/svc_sdk-….whl[otel] and svc-sdk[otel] are the SDK, not a line to add another beside', async () => {
+    // docs/observability.md: a worker exporting its own spans installs the SDK with its `otel` extra.
+    for (const line of [`./vendor/svc_sdk-0.0.1-py3-none-any.whl[otel]`, `svc-sdk[otel] @ file://${ROOT}sdk/python`]) {
+      writeFileSync(join(math, 'requirements.txt'), `${line}\nhttpx>=0.27\n`);
+      const r = await runSvc(['sdk', 'update', './workers/math-worker'], { cwd: proj, timeoutMs: 60_000 });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(readFileSync(join(math, 'requirements.txt'), 'utf8'), `./vendor/${WHEEL}[otel]\nhttpx>=0.27\n`, line);
+    }
   });
 
   test('a requirements.txt without the SDK gets it appended; a directory without a manifest is refused (exit 2)', async () => {

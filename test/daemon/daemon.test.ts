@@ -59,6 +59,23 @@ describe('startDaemon', { timeout: 60_000 }, () => {
     assert.equal(existsSync(join(root, 'fresh', '.svc', 'engine.json')), false, '.svc/engine.json is removed');
   });
 
+  test('says at start where OTLP export goes, with secrets in the address hidden; nothing when it is off', async () => {
+    // Before, an engine exporting to a mistyped collector said nothing until the first failure.
+    const on = project('otlp-on', 'engine:\n  port: 0\n  telemetry:\n    endpoint: http://ops:s3cret@127.0.0.1:1\n    protocol: grpc\n    metrics: false\n    sampling_ratio: 0.5\n');
+    const lines: string[] = [];
+    const daemon = await startDaemon({ configFile: on, configName: 'config.yaml', log: (l) => lines.push(l) });
+    running.push(daemon);
+    assert.ok(lines.includes('telemetry: OTLP export of spans and log lines to http://ops:***@127.0.0.1:1 (grpc, sampling 0.5 of traces)'), lines.join('\n'));
+    assert.ok(!lines.join('\n').includes('s3cret'));
+    await daemon.stop('test');
+    const off = project('otlp-off', 'engine:\n  port: 0\n  telemetry: false\n');
+    const quiet: string[] = [];
+    const other = await startDaemon({ configFile: off, configName: 'config.yaml', log: (l) => quiet.push(l) });
+    running.push(other);
+    assert.ok(!quiet.some((l) => l.startsWith('telemetry:')), quiet.join('\n'));
+    await other.stop('test');
+  });
+
   test('starts the workers of config.yaml and records their instances', async () => {
     const dir = join(root, 'with-worker');
     mkdirSync(join(dir, 'w'), { recursive: true });

@@ -69,6 +69,22 @@ describe('tokens', () => {
     raw.close();
   });
 
+  test('?token= takes a base64 token as pasted (+ kept), or percent-encoded', async () => {
+    // `openssl rand -base64 24` (docs/security.md) makes tokens with + and /; form decoding read + as a space.
+    const b64 = await startEngine({ tokens: [{ name: 'b64', token: 'oR+7IAyMRQ6F/mRCYSz+lvCZjFvR3LbE', admin: true, call: [], register: [], trigger_types: [] }] });
+    try {
+      for (const query of ['oR+7IAyMRQ6F/mRCYSz+lvCZjFvR3LbE', encodeURIComponent('oR+7IAyMRQ6F/mRCYSz+lvCZjFvR3LbE')]) {
+        const raw = await RawClient.connect(`${b64.url}/?token=${query}`);
+        raw.send({ type: 'invokefunction', invocation_id: 'q', function_id: 'engine::health::check', data: {} });
+        const answer = await raw.next((f) => f.type === 'invocationresult' || f.type === 'error');
+        assert.equal((answer.result as { status?: string } | undefined)?.status, 'ok', `${query}: ${JSON.stringify(answer)}`);
+        raw.close();
+      }
+    } finally {
+      await b64.stop();
+    }
+  });
+
   test('a token limited to math::* calls and registers math::* only', async () => {
     const admin = pool.make('admin-worker', { token: ADMIN });
     admin.registerFunction('state::get', () => 'secret state');

@@ -12,7 +12,12 @@
  *   type CronErrorCode = 'a' | 'b'   (code: 'a' | 'b')   the codes a class or function declares it produces
  *   ErrorCode.Timeout, ErrorCode.TIMEOUT   the protocol's list, in either SDK
  *   [431, 'headers_too_large', …]   an HTTP status and its code
+ *   fail(`code: …`)   res.end(`code: …`)   `error: code: …`   a line that starts with its code
+ *   abort('code', …)   refuse(502, 'code', …)   a function or method whose first parameter (after
+ *                      `self` or an HTTP status) is named `code` (TypeScript, Python, Lua in a TS string);
+ *                      a plain call counts in the file that defines it, a method call (`.abort(`) anywhere
  *
+ * Comment lines are left out: a code named only in a comment is not one the code produces.
  * A new code written in another form is missed by the first check below, so write it in one of
  * these (an SvcError subclass is the usual way).
  */
@@ -36,8 +41,42 @@ function files(dir: string): string[] {
   });
 }
 
+/** A file's text with its comment lines (`//`, `#`, `--`, a block comment's `/*` and `*` lines) blanked, so line numbers hold. */
+function withoutComments(text: string): string {
+  return text.replace(/^[ \t]*(?:\/\/|\/\*|\*|#|--).*$/gm, '');
+}
+
+/**
+ * Functions and methods that take an error code as their first parameter (after `self` or an HTTP
+ * status): `abort(code: ChannelErrorCode, …)`, `const refuse = (status: number, code: string, …)`,
+ * `def fail_all(self, code: str, …)`, Lua's `local function fail(code, i, detail)`.
+ */
+const CODE_PARAM = new RegExp(
+  String.raw`(?:\bdef\s+|\bfunction\s+|^[ \t]*(?:(?:private|public|protected|async|static)\s+)*|\b(?:const|let)\s+)(\w+)\s*(?:=\s*(?:async\s*)?)?\(\s*(?:(?:self|status)\s*(?::\s*\w+)?\s*,\s*)?code\s*(?::\s*(?:string\b|str\b|\w*Code\b|'[^']*'(?:\s*\|\s*'[^']*')*)|,|\))`,
+  'gm',
+);
+
+function codeTakers(texts: Map<string, string>): { local: Map<string, Set<string>>; methods: Set<string> } {
+  const local = new Map<string, Set<string>>();
+  const methods = new Set<string>();
+  for (const [file, text] of texts) {
+    for (const m of text.matchAll(CODE_PARAM)) {
+      const name = m[1]!;
+      if (['constructor', '__init__', 'super', 'if', 'for', 'while'].includes(name)) continue;
+      local.set(file, (local.get(file) ?? new Set()).add(name));
+      methods.add(name);
+    }
+  }
+  return { local, methods };
+}
+
 /** Every code the sources produce, with where (file:line) it was first seen. */
 function producedCodes(): Map<string, string> {
+  return codesIn(new Map(SOURCES.flatMap((dir) => files(join(ROOT, dir))).map((file) => [file, readFileSync(file, 'utf8')])));
+}
+
+/** The codes these files (path → text) produce, with where each was first seen. */
+function codesIn(sources: Map<string, string>): Map<string, string> {
   const found = new Map<string, string>();
   const tsNames = new Map(Object.entries(ErrorCode));
   const pyErrors = readFileSync(join(ROOT, 'sdk/python/src/svc_sdk/errors.py'), 'utf8');
@@ -49,20 +88,26 @@ function producedCodes(): Map<string, string> {
     new RegExp(`(?<![.\\w])code${Q}?\\s*:\\s*${Q}(${CODE})${Q}(?!\\s*\\|)`, 'g'),
     new RegExp(`\\bcode\\s*=\\s*${Q}(${CODE})${Q}`, 'g'),
     new RegExp(`\\[\\s*[1-5]\\d\\d\\s*,\\s*${Q}(${CODE})${Q}`, 'g'),
+    // A line that starts with its code: the CLI's `fail(`worker_not_found: …`)` and `error: <code>: …`,
+    // a plain-text HTTP answer (`res.end(`method_not_allowed: …`)`), a close reason.
+    new RegExp(`(?:\\bfail\\(|\\.end\\(|\\.close\\([^,()]*,)\\s*[\`'"](${CODE}): `, 'g'),
+    new RegExp(`[\`'"]error: (${CODE}): `, 'g'),
   ];
   const unions = [new RegExp(`\\btype \\w*Code\\s*=([^;]+);`, 'g'), new RegExp(`\\bcode\\??:\\s*((?:${Q}${CODE}${Q}\\s*\\|\\s*)+${Q}${CODE}${Q})`, 'g')];
-  for (const dir of SOURCES) {
-    for (const file of files(join(ROOT, dir))) {
-      const text = readFileSync(file, 'utf8');
-      const where = (index: number): string => `${relative(ROOT, file)}:${text.slice(0, index).split('\n').length}`;
-      const add = (code: string | undefined, index: number): void => {
-        if (code !== undefined && !found.has(code)) found.set(code, where(index));
-      };
-      for (const re of singles) for (const m of text.matchAll(re)) add(m[1], m.index);
-      for (const re of unions) for (const m of text.matchAll(re)) for (const lit of m[1]!.matchAll(new RegExp(`${Q}(${CODE})${Q}`, 'g'))) add(lit[1], m.index);
-      const names = file.endsWith('.py') ? pyNames : tsNames;
-      for (const m of text.matchAll(/\bErrorCode\.([A-Za-z_]+)\b/g)) add(names.get(m[1]!), m.index);
-    }
+  const texts = new Map([...sources].map(([file, text]) => [file, withoutComments(text)]));
+  const takers = codeTakers(texts);
+  const takerCall = takers.methods.size === 0 ? null : new RegExp(`(\\.)?\\b(${[...takers.methods].join('|')})\\(\\s*(?:\\d+\\s*,\\s*)?${Q}(${CODE})${Q}`, 'g');
+  for (const [file, text] of texts) {
+    const where = (index: number): string => `${relative(ROOT, file)}:${text.slice(0, index).split('\n').length}`;
+    const add = (code: string | undefined, index: number): void => {
+      if (code !== undefined && !found.has(code)) found.set(code, where(index));
+    };
+    for (const re of singles) for (const m of text.matchAll(re)) add(m[1], m.index);
+    for (const re of unions) for (const m of text.matchAll(re)) for (const lit of m[1]!.matchAll(new RegExp(`${Q}(${CODE})${Q}`, 'g'))) add(lit[1], m.index);
+    const names = file.endsWith('.py') ? pyNames : tsNames;
+    for (const m of text.matchAll(/\bErrorCode\.([A-Za-z_]+)\b/g)) add(names.get(m[1]!), m.index);
+    // A plain call of a code-taking function counts in its own file; a method call anywhere.
+    if (takerCall) for (const m of text.matchAll(takerCall)) if (m[1] || takers.local.get(file)?.has(m[2]!)) add(m[3], m.index);
   }
   return found;
 }
@@ -118,5 +163,19 @@ describe('error codes: docs/errors.md and the code agree', () => {
       assert.ok(produced.has(code), code);
     }
     assert.match(produced.get('connection_lost') ?? '', /\.(ts|py):\d+$/);
+  });
+
+  test('a code passed to a function whose parameter is `code` counts; one named in a comment does not', () => {
+    const found = codesIn(
+      new Map([
+        [join(ROOT, 'src/a.ts'), "class C {\n  abort(code: ChannelErrorCode, message: string): void {}\n}\nconst refuse = (status: number, code: string, m: string): void => {};\nrefuse(502, 'code_b', 'x');\n// throw new SvcError('code_in_comment', 'x');\n"],
+        [join(ROOT, 'src/b.ts'), "x.abort('code_a', 'y');\nrefuse(400, 'not_this_files_refuse', 'z');\n"],
+        [join(ROOT, 'sdk/python/src/c.py'), 'def fail_all(self, code: str, message: str) -> None:\n    pass\nself.fail_all("code_c", "m")\n# raise SvcError("py_comment", "x")\n'],
+        [join(ROOT, 'src/e.ts'), "fail(`code_e: no ${x}`, 2);\nres.end(`code_f: ${path} answers GET`);\nconst line = `error: code_g: ${m}`;\nthrow new Error(`node_id: ${v} is not valid`);\n"],
+        [join(ROOT, 'src/d.ts'), "const LUA = `\nlocal function fail(code, i, detail) error({err = code}) end\nfail('code_d', i, 'x')\n-- fail('lua_comment', 0, '')\n`;\n"],
+      ]),
+    );
+    assert.deepEqual([...found.keys()].sort(), ['code_a', 'code_b', 'code_c', 'code_d', 'code_e', 'code_f', 'code_g']);
+    assert.equal(found.get('code_a'), 'src/b.ts:1');
   });
 });

@@ -19,7 +19,11 @@ function editDistance(a: string, b: string): number {
   return d[a.length]![b.length]!;
 }
 
-/** The known key `key` is most likely a typo of: within a third of its length in edits (at least 1), else none. */
+/**
+ * The known key `key` is most likely a typo of: within a third of its length in edits (at least 1);
+ * else the one key that is `key` with a suffix (`lease` → `lease_ms`, `node` → `node_id`: the unit or
+ * kind left off, too many edits for a typo); else none.
+ */
 export function closestKey(key: string, known: readonly string[]): string | undefined {
   // Keys are short; a long one is not a typo of any of them (and the distance is quadratic).
   if (key.length > 64) return undefined;
@@ -33,7 +37,9 @@ export function closestKey(key: string, known: readonly string[]): string | unde
       bestDistance = dist;
     }
   }
-  return best;
+  if (best !== undefined || lower.length < 3) return best;
+  const extended = known.filter((k) => k.toLowerCase().startsWith(`${lower}_`));
+  return extended.length === 1 ? extended[0] : undefined;
 }
 
 /** `unknown key "replcas" (did you mean "replicas"?); known keys: name, builtin, …` */

@@ -1,13 +1,13 @@
 import { Command, Flags } from '@oclif/core';
 import { startConsoleServer } from '../../console-server/server.js';
 import { redactAddress } from 'svc-sdk';
-import { ADDRESS_DEFAULT, engineAddress, fail, localClientSecret } from '../client.js';
+import { ADDRESS_DEFAULT, engineAddress, fail, formatError, localClientSecret } from '../client.js';
 
 export default class Console extends Command {
   static override summary = 'Serve the web console (workers, functions, triggers, queues, logs, traces, state) on port 3113.';
   static override description = `Opens on the Workers page at http://127.0.0.1:3113/. The console talks to the engine at --address
-(default: $SVC_URL, else the engine running for ./config.yaml, else ./config.yaml's engine.host:port,
-else ws://localhost:49134) over one connection of its own, keeps retrying while
+(default: $SVC_URL, else the engine running for ./config.yaml, else ./config.yaml's engine.host:port
+(port 0: the one .svc/engine.json recorded), else ws://localhost:49134) over one connection of its own, keeps retrying while
 the engine is away, and shows that plainly. Pages update every second without reloading.
 It binds 127.0.0.1 by default: anyone who can open it can call every function and edit state.
 It answers only to IP addresses, localhost and --allowed-host names (DNS rebinding), only to its
@@ -26,7 +26,12 @@ own page (Origin), and only to API requests carrying the page's session token (d
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Console);
-    const engineUrl = engineAddress(flags.address);
+    let engineUrl: string;
+    try {
+      engineUrl = engineAddress(flags.address);
+    } catch (e) {
+      fail(formatError(e).replace(/^error: /, ''), 1);
+    }
     let server;
     try {
       server = await startConsoleServer({

@@ -15,11 +15,23 @@ export class ConfigFileError extends SvcError {
   }
 }
 
+/** A `${NAME}` of config.yaml whose variable is not set: the engine cannot start without it; the CLI may go on without it. */
+export class UnsetVariableError extends ConfigFileError {
+  constructor(
+    file: string,
+    message: string,
+    readonly variable: string,
+  ) {
+    super(file, message);
+    this.name = 'UnsetVariableError';
+  }
+}
+
 /** `${NAME}` → the environment variable's value, so that secrets need not live in the file; a missing variable is an error naming it. */
 export function expandEnv(file: string, key: string, value: string, env: NodeJS.ProcessEnv = process.env): string {
   return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
     const v = env[name];
-    if (v === undefined || v === '') throw new ConfigFileError(file, `${key}: environment variable ${name} is not set`);
+    if (v === undefined || v === '') throw new UnsetVariableError(file, `${key}: environment variable ${name} is not set`, name);
     return v;
   });
 }

@@ -1,4 +1,5 @@
 import { DEFAULT_METRICS_OPTIONS, type MetricsOptions } from '../metrics/metrics-server.js';
+import { unknownKeyMessage } from 'svc-sdk/internal';
 import { ConfigFileError, isMapping } from './config-error.js';
 
 /**
@@ -29,7 +30,7 @@ export function parseMetrics(file: string, raw: unknown): MetricsOptions | null 
         else out.maxErrorCodeSeries = v;
         break;
       default:
-        throw new ConfigFileError(file, `engine.metrics.${k}: unknown key (known: ${METRICS_KEYS.join(', ')})`);
+        throw new ConfigFileError(file, `engine.metrics.${k}: ${unknownKeyMessage(k, METRICS_KEYS)}`);
     }
   }
   return out;

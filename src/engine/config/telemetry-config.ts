@@ -1,4 +1,5 @@
 import { exportAllowedByEnv, OTLP_PROTOCOLS, telemetryFromEnv, withEnvDefaults, type OtlpProtocol, type TelemetryOptions } from '../telemetry/telemetry-options.js';
+import { unknownKeyMessage } from 'svc-sdk/internal';
 import { ConfigFileError, expandEnv, isMapping } from './config-error.js';
 
 /**
@@ -59,7 +60,7 @@ export function parseTelemetry(file: string, raw: unknown, env: NodeJS.ProcessEn
         else given.exportIntervalMs = v;
         break;
       default:
-        throw new ConfigFileError(file, `${key}: unknown key (known: ${TELEMETRY_KEYS.join(', ')})`);
+        throw new ConfigFileError(file, `${key}: ${unknownKeyMessage(k, TELEMETRY_KEYS)}`);
     }
   }
   return exportAllowedByEnv(env) ? withEnvDefaults(given, env) : null;

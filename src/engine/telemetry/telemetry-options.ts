@@ -85,3 +85,18 @@ function samplerRatioFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   const arg = Number(env.OTEL_TRACES_SAMPLER_ARG);
   return Number.isFinite(arg) && arg >= 0 && arg <= 1 ? arg : 1;
 }
+
+/**
+ * The line the daemon prints at start when export is on, beside the metrics one, so that an
+ * operator sees where spans go before the first failure says so: `telemetry: OTLP export of spans,
+ * log lines and metrics to http://collector:4318 (http/protobuf)`. The address is the one the
+ * exporters use: the config's, else the environment's traces endpoint (which the exporter takes
+ * as is) or base endpoint, else their default. Passwords and keys in it are hidden by `redact`.
+ */
+export function describeTelemetry(t: TelemetryOptions, env: NodeJS.ProcessEnv, redact: (address: string) => string): string {
+  const signals = ['spans', ...(t.logs ? ['log lines'] : []), ...(t.metrics ? ['metrics'] : [])];
+  const what = signals.length === 1 ? signals[0] : `${signals.slice(0, -1).join(', ')} and ${signals.at(-1)}`;
+  const where = t.endpoint ?? (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || `http://localhost:${t.protocol === 'grpc' ? 4317 : 4318}`);
+  const sampled = t.samplingRatio < 1 ? `, sampling ${t.samplingRatio} of traces` : '';
+  return `telemetry: OTLP export of ${what} to ${redact(where)} (${t.protocol}${sampled})`;
+}

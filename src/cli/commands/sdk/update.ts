@@ -37,6 +37,7 @@ Exit 2 when a directory has no valid svc.worker.yaml or a package cannot be buil
         }
         this.log(`${shown}: ${v.package}${v.removed.length ? ` (removed ${v.removed.join(', ')})` : ''}`);
         if (v.before !== v.after) this.log(`  ${v.dependencyFile}: ${v.before ?? '(none)'} → ${v.after}`);
+        if (v.relocked) this.log(`  package-lock.json: the integrity of ${v.package} is now the new file's`);
         // The same version, other bytes: the worker's next install puts them in (supervisor/install.ts).
         const installed = ['.venv', 'node_modules'].find((d) => existsSync(join(v.dir, d)));
         if (v.before === v.after && installed) this.log(`  ${join(shown, installed)} holds the SDK installed before (same version): svc worker restart <name> installs this one`);
@@ -52,7 +53,7 @@ Exit 2 when a directory has no valid svc.worker.yaml or a package cannot be buil
 function projectWorkerDirs(configFile: string): string[] {
   const dirs = new Set(findWorkerDirs(dirname(configFile)));
   if (existsSync(configFile)) {
-    for (const e of parseWorkerEntries(configFile, loadConfig(configFile, { create: false }).workers)) if (e.path && existsSync(resolve(e.path, 'svc.worker.yaml'))) dirs.add(e.path);
+    for (const e of parseWorkerEntries(configFile, loadConfig(configFile, { create: false, engineEnv: 'optional' }).workers)) if (e.path && existsSync(resolve(e.path, 'svc.worker.yaml'))) dirs.add(e.path);
   }
   return [...dirs].sort();
 }

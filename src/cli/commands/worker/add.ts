@@ -88,7 +88,7 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
     };
     const configFile = resolve(flags.config);
     try {
-      const cfg = loadConfig(configFile);
+      const cfg = loadConfig(configFile, { engineEnv: 'optional' });
       if (cfg.created) say(`Created ${flags.config} with default settings.`);
     } catch (e) {
       if (e instanceof ConfigFileError) failWith(e, 2);
@@ -134,7 +134,7 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
     const change = upsertWorkerEntry(configFile, entry);
     // The entry as written must be one the engine accepts, and a built-in's config one it can run with.
     try {
-      const written = parseWorkerEntries(configFile, loadConfig(configFile).workers).find((e) => e.name === name)!;
+      const written = parseWorkerEntries(configFile, loadConfig(configFile, { engineEnv: 'optional' }).workers).find((e) => e.name === name)!;
       if (written.builtin) BUILTIN_CONFIG[written.builtin]?.(written.config);
     } catch (e) {
       writeFileSync(configFile, before);

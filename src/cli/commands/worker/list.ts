@@ -54,7 +54,7 @@ line of output; FUNCTIONS shows the first ones (… +N more); --json adds every 
     if (!engine) {
       let entries;
       try {
-        entries = parseWorkerEntries(configFile, loadConfig(configFile, { create: false }).workers);
+        entries = parseWorkerEntries(configFile, loadConfig(configFile, { create: false, engineEnv: 'optional' }).workers);
       } catch (e) {
         if (e instanceof ConfigFileError) failWith(e, 2);
         throw e;
