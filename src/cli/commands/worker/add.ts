@@ -109,7 +109,7 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
       entry = { name, builtin: name, runtime, ...(flags.replicas ? { replicas: flags.replicas } : {}), ...config };
     } else {
       const dir = resolve(args.target);
-      if (!existsSync(dir) || !statSync(dir).isDirectory()) fail(notAWorker(args.target, dir), 2);
+      if (!existsSync(dir) || !statSync(dir).isDirectory()) fail(`worker_not_found: ${notAWorker(args.target, dir)}`, 2);
       try {
         manifest = loadManifest(dir);
       } catch (e) {
