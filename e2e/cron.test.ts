@@ -99,6 +99,9 @@ describe('svc cron', { timeout: 120_000 }, () => {
     assert.equal(noneListed.stdout, 'No cron schedules call reports::weekly (svc cron list shows them all)\n');
     const none = await svc(['cron', 'pause', 'reports::weekly']);
     assert.equal(none.code, 1);
-    assert.match(none.stderr, /schedule_not_found: .*no live cron trigger has id "reports::weekly"[\s\S]*or the function id a schedule calls/);
+    // A function id close to one a schedule calls is a typo: the one meant is named.
+    assert.match(none.stderr, /^error: schedule_not_found: no cron schedule calls reports::weekly \(did you mean "reports::hourly"\?\)\n/);
+    const far = await svc(['cron', 'pause', 'billing::sync']);
+    assert.match(far.stderr, /schedule_not_found: .*no live cron trigger has id "billing::sync"[\s\S]*or the function id a schedule calls/);
   });
 });

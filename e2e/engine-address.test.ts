@@ -7,7 +7,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { closedPort, runSvc, tempDir } from './helpers/cli.js';
+import { closedPort, EngineProcess, runSvc, tempDir } from './helpers/cli.js';
 import { registerWorker } from 'svc-sdk';
 import { startEngine } from '../test/helpers/engine.js';
 
@@ -82,5 +82,27 @@ describe('config.yaml with engine.port: 0', { timeout: 60_000 }, () => {
     } finally {
       tmp.remove();
     }
+  });
+});
+
+describe('from another directory (no client secret at hand), the CLI takes no reserved name', { timeout: 60_000 }, () => {
+  const project = tempDir();
+  const away = tempDir();
+  let engine: EngineProcess | undefined;
+  after(async () => {
+    await engine?.stop('SIGTERM', 20_000);
+    project.remove();
+    away.remove();
+  });
+
+  test('svc trigger with SVC_URL leaves no reserved_name warning in the engine\'s log', async () => {
+    writeFileSync(join(project.dir, 'config.yaml'), 'engine:\n  host: 127.0.0.1\n  port: 0\nworkers: []\n');
+    engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: project.dir, timeoutMs: 30_000 });
+    const r = await runSvc(['trigger', 'engine::functions::list'], { cwd: away.dir, env: { SVC_URL: engine.url } });
+    assert.equal(r.code, 0, r.stderr);
+    // From the project itself the CLI proves its svc-cli name; the log is read from there.
+    const logs = await runSvc(['logs', '-n', '1000', '--level', 'warn'], { cwd: project.dir });
+    assert.equal(logs.code, 0, logs.stderr);
+    assert.doesNotMatch(logs.stdout, /reserved/, 'a command run from elsewhere asked for a name it may not take');
   });
 });

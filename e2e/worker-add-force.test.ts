@@ -47,7 +47,7 @@ describe('svc worker add --force with the engine running', { timeout: 180_000 },
     const forced = await svc(['worker', 'add', './counted', '--force']);
     assert.equal(forced.code, 0, `${forced.stdout}\n${forced.stderr}`);
     assert.match(forced.stdout, /✓ dependencies installed in /);
-    assert.match(forced.stdout, /✓ counted auto-started \(pid \d+\) and connected/);
+    assert.match(forced.stdout, /✓ counted restarted \(pid \d+\) and connected/);
     assert.equal(installs(), 2, 'installed once by --force, not again by the restart');
     const secondPid = await pidOf();
     assert.ok(secondPid && secondPid !== firstPid, `restarted: pid ${firstPid} → ${secondPid}`);

@@ -75,7 +75,8 @@ describe('a worker that fails to start is reported, not celebrated', { timeout: 
     ] as const) {
       const r = await svc(['worker', 'add', target]);
       assert.equal(r.code, 2, target);
-      assert.equal(r.stderr, `error: ${line}\n`, target);
+      // With a code, as every other CLI error (docs/errors.md).
+      assert.equal(r.stderr, `error: worker_not_found: ${line}\n`, target);
     }
     assert.equal(readFileSync(join(tmp.dir, 'config.yaml'), 'utf8'), before);
   });

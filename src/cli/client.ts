@@ -81,6 +81,15 @@ export function localClientSecret(address: string, fresh = false): string | unde
 }
 
 /**
+ * The name a CLI or console connection registers: the reserved `svc-cli:<pid>` (`svc-console:<pid>`)
+ * when it presents the local engine's client secret, which entitles it to the name; else the same
+ * without the `svc-` prefix, which nobody reserves, so the engine has no name to refuse and warn of.
+ */
+export function clientName(kind: 'svc-cli' | 'svc-console', proven: boolean): string {
+  return `${proven ? kind : kind.slice('svc-'.length)}:${process.pid}`;
+}
+
+/**
  * Whether anything accepts TCP connections at the engine address: a refused connection is known at
  * once, where the SDK would retry until the connect timeout. Anything else (a timeout, a name that
  * does not resolve yet, an address that is not ws://host:port) is left to the SDK.
@@ -117,12 +126,15 @@ export async function withClient<T>(address: string, fn: (w: Worker) => Promise<
   // SVC_TOKEN, else the local engine's own token, handed only to that same engine.
   const engine = localEngine();
   const token = tokenArg ?? process.env.SVC_TOKEN ?? (engine && engine.url === address ? engine.token : undefined);
+  const secret = localClientSecret(address);
   const w = new Worker(address, {
     ...(token ? { token } : {}),
     // Never a run secret from the environment: a CLI run by a supervised worker inherits its
     // worker's SVC_RUN_SECRET, which is not the CLI's to present (another engine would refuse it).
-    runSecret: localClientSecret(address) ?? '',
-    workerName: `svc-cli:${process.pid}`,
+    runSecret: secret ?? '',
+    // The reserved svc-cli name only with the secret that proves it: run from another directory,
+    // the engine refused it and logged a reserved_name warning for every command.
+    workerName: clientName('svc-cli', secret !== undefined),
     role: 'client',
     echoLogs: false,
     reconnect: { initialDelayMs: 100, maxDelayMs: 500 },

@@ -1,5 +1,6 @@
 import { Args } from '@oclif/core';
 import { InvocationError, type Worker } from 'svc-sdk';
+import { closestKey } from 'svc-sdk/internal';
 import { formatError } from './client.js';
 
 /** The argument of `svc cron pause|resume|run`: what a user has at hand for a schedule. */
@@ -32,7 +33,11 @@ export async function cronTarget(w: Worker, id: string): Promise<{ schedule_id: 
         `${found.length} schedules call ${id}: ${found.map((s) => `${s.schedule_id} (${s.expression})`).join(', ')}; pass one of these schedule ids`,
       );
     }
-    // No schedule calls a function of that id: it may be a trigger id with `::` in it.
+    // No schedule calls a function of that id. Close to one that a schedule calls: a typo, say which;
+    // else it may be a trigger id with `::` in it.
+    const all = await w.trigger<{ schedules: ListedSchedule[] }>({ function_id: 'cron::list', payload: {} });
+    const near = closestKey(id, [...new Set(all.schedules.map((s) => s.function_id))]);
+    if (near) throw new InvocationError('schedule_not_found', `no cron schedule calls ${id} (did you mean "${near}"?)`);
   }
   return { trigger_id: id };
 }

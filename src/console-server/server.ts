@@ -36,6 +36,8 @@ export interface ConsoleServerOptions {
   allowedHosts?: string[];
   /** The local engine's client secret (.svc/engine.json), asked at every connect: lets the console keep its svc-console name. */
   runSecret?: () => string | undefined;
+  /** The name it registers (default `svc-console:<pid>`, which needs that secret or an admin token). */
+  workerName?: string;
 }
 
 export interface ConsoleServer {
@@ -58,7 +60,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   const shownEngineUrl = redactAddress(o.engineUrl);
   const guard = new ConsoleGuard(o.host ?? '127.0.0.1', o.allowedHosts ?? []);
   const worker = new Worker(o.engineUrl, {
-    workerName: `svc-console:${process.pid}`,
+    workerName: o.workerName ?? `svc-console:${process.pid}`,
     // Only the local engine's client secret, never one inherited from the environment.
     runSecret: o.runSecret ?? '',
     role: 'client',

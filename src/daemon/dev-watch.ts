@@ -65,6 +65,10 @@ export function startDevWatch(o: { configFile: string; supervisor: Supervisor; i
       const w = watch(entry.path, { recursive: true }, (_event, file) => {
         const rel = file ? file.toString() : '';
         if (rel && !isSource(rel)) return;
+        // While it starts, what changes is its own install's doing (npm install rewrites
+        // package-lock.json): that restarted it at once, and a restart during the install launched
+        // it twice. A source edited meanwhile is read by the launch that follows the install.
+        if (o.supervisor.get(entry.name)?.status === 'starting') return;
         debounce(`worker:${entry.name}`, () => restart(entry.name, `${rel || entry.path} changed`));
       });
       w.on('error', (e) => o.log('warn', `dev: stopped watching ${entry.path}: ${e.message}`));

@@ -81,6 +81,11 @@ interface Managed {
   exits: number[];
   replicas: Replica[];
   stopping: boolean;
+  /**
+   * Bumped by every start and stop: a start still installing when a stop (or a restart's stop and
+   * start) came in launches nothing, else its instance would be no replica's, never stopped.
+   */
+  generation: number;
   lastError?: string;
   lastExit?: ExitReport;
 }
@@ -117,7 +122,8 @@ export class Supervisor {
     entry = oneHttpPerPort(entry, (m) => this.options.log('warn', m));
     const existing = this.workers.get(entry.name);
     if (existing && existing.status !== 'stopped' && existing.status !== 'crash-loop' && existing.status !== 'failed') return existing;
-    const m: Managed = existing ?? { entry, status: 'starting', restarts: 0, exits: [], replicas: [], stopping: false };
+    const m: Managed = existing ?? { entry, status: 'starting', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0 };
+    const generation = ++m.generation;
     m.entry = entry;
     m.status = 'starting';
     m.stopping = false;
@@ -131,10 +137,11 @@ export class Supervisor {
         mkdirSync(dirname(logFile), { recursive: true });
         const r = await ensureInstalled(first.manifest, { ...(opts.force ? { force: true } : {}), onLine: (l) => appendFileSync(logFile, `[install] ${l}\n`) });
         if (r.status === 'installed') this.options.log('info', `installed dependencies of ${entry.name} in ${r.seconds.toFixed(1)}s`);
+        if (m.generation !== generation) return m; // stopped or started again while it installed
       }
       m.replicas = Array.from({ length: entry.replicas }, () => ({ instance: null, timer: null, startedAt: 0, quickExits: 0 }));
       await Promise.all(m.replicas.map((_, i) => this.launch(m, i, opts.force === true)));
-      m.status = 'running';
+      if (m.generation === generation) m.status = 'running';
     } catch (e) {
       m.status = 'failed';
       m.lastError = (e as Error).message;
@@ -157,12 +164,19 @@ export class Supervisor {
     // engines of a cluster) must be able to attach there.
     const secret = spec.env.SVC_URL === this.options.engineUrl ? this.options.runSecrets?.issue({ kind: 'instance', worker: m.entry.name, replica: i }) : undefined;
     if (secret) spec.env[RUN_SECRET_ENV] = secret;
+    const generation = m.generation;
     let inst: Instance;
     try {
       inst = await this.runtimeFor(m.entry).launch({ ...spec, ...(force ? { force } : {}) });
     } catch (e) {
       if (secret) this.options.runSecrets?.revoke(secret);
       throw e;
+    }
+    if (m.generation !== generation) {
+      // Stopped while it launched (a container takes a while): no replica holds it, so end it here.
+      if (secret) this.options.runSecrets?.revoke(secret);
+      void inst.stop(this.options.stopGraceMs);
+      return;
     }
     if (secret) this.secrets.set(inst, secret);
     const rep = m.replicas[i]!;
@@ -235,6 +249,7 @@ export class Supervisor {
   async stop(name: string): Promise<boolean> {
     const m = this.workers.get(name);
     if (!m) return false;
+    m.generation++;
     m.stopping = true;
     await this.stopReplicas(m);
     m.status = 'stopped';

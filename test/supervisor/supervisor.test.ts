@@ -298,4 +298,35 @@ setInterval(() => {}, 1000);`,
     for (const p of d.pids as number[]) assert.equal(alive(p), false);
     assert.ok(existsSync(d.log_file as string));
   });
+
+  test('a restart while the worker is still installing leaves one instance, not a second one nobody stops', async () => {
+    // svc dev restarts a worker whose files change while its first start is still installing
+    // (npm install rewriting package-lock.json does that). Before, both starts launched it: the
+    // first instance was no replica's any more, served calls with the old code, outlived stops.
+    const dir = workerDir('slowinstall', nodeManifest('slowinstall', 'node w.mjs').replace('install: "true"', 'install: "sleep 1"'), {
+      'w.mjs': 'setInterval(() => {}, 1000);',
+      'package.json': '{"name":"slowinstall","version":"1.0.0"}',
+    });
+    const cfg = join(root, 'slowinstall.yaml');
+    writeFileSync(cfg, 'workers: []\n');
+    const logs: string[] = [];
+    const s = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', restartDelayMs: 50, stopGraceMs: 2000, log: (_l, msg) => logs.push(msg) });
+    const [entry] = parseWorkerEntries(cfg, [{ name: 'slowinstall', path: dir }]);
+    const first = s.start(entry!);
+    await sleep(300); // installing
+    await s.restart(entry!);
+    await first;
+    await sleep(300);
+    const started = logs.flatMap((l) => /^started slowinstall \(process, pid (\d+)\)/.exec(l)?.[1] ?? []).map(Number);
+    try {
+      const listed = s.get('slowinstall')!.pids as number[];
+      assert.equal(listed.length, 1);
+      assert.deepEqual(started.filter(alive), listed, `started: ${started.join(', ')}; supervised: ${listed.join(', ')}`);
+      await s.stopAll();
+      for (const p of started) assert.equal(alive(p), false, `pid ${p} outlived the stop`);
+    } finally {
+      await s.stopAll();
+      for (const p of started.filter(alive)) process.kill(-p, 'SIGKILL'); // the leaked one's whole group
+    }
+  });
 });

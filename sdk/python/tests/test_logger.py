@@ -41,7 +41,8 @@ def test_log_lines_reach_the_engine(make_worker: WorkerFactory, capsys: pytest.C
     assert "function_id" not in error
     assert isinstance(error["data"]["not json"], str)  # unencodable data is stringified, not dropped
     err = capsys.readouterr().err
-    assert "INFO  [logging-worker] py::logs adding numbers" in err
+    # The data as compact JSON, as the TypeScript SDK prints it (docs/console.md).
+    assert 'INFO  [logging-worker] py::logs adding numbers {"a":5}' in err
 
 
 def test_lines_are_batched_per_loop_iteration_and_arrive_in_order(

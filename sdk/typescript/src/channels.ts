@@ -74,6 +74,17 @@ function openSocket(ref: ChannelRef, opts: ChannelSocketOptions, fail: (e: SvcEr
   return ws;
 }
 
+/**
+ * A channel failing from its far side (an HTTP client hanging up on a streaming route, the other
+ * worker gone) fails this side's writes or reads: `errored` holds the error, `for await` and
+ * `pipeline` throw it, a write's callback gets an error. It must not also end the process when the handler attached no
+ * 'error' listener (Node's default for an unheard 'error'): then any client disconnecting
+ * mid-stream would kill the worker and every call it runs. Node's http.ServerResponse does the same.
+ */
+function hearErrors(stream: Readable | Writable): void {
+  stream.on('error', () => {});
+}
+
 /** The write side: a Node `Writable` of bytes (sent as binary frames of 64 KiB) plus `sendText`. */
 export class ChannelWriter extends Writable {
   private readonly ws: WebSocket;
@@ -81,6 +92,7 @@ export class ChannelWriter extends Writable {
 
   constructor(readonly ref: ChannelRef, opts: ChannelSocketOptions) {
     super({ highWaterMark: CHANNEL_FRAME_BYTES });
+    hearErrors(this);
     if (ref.direction !== 'write') throw new SvcError('invalid_channel_ref', `Channel ${ref.channel_id}: a writer needs the ref with direction "write", got "${ref.direction}"`);
     this.ws = openSocket(ref, opts, (e) => this.fail(e));
     this.ws.on('close', (code, reason) => {
@@ -147,6 +159,7 @@ export class ChannelReader extends Readable {
 
   constructor(readonly ref: ChannelRef, opts: ChannelSocketOptions) {
     super();
+    hearErrors(this);
     if (ref.direction !== 'read') throw new SvcError('invalid_channel_ref', `Channel ${ref.channel_id}: a reader needs the ref with direction "read", got "${ref.direction}"`);
     this.ws = openSocket(ref, opts, (e) => {
       if (!this.destroyed) this.destroy(e);

@@ -1,7 +1,7 @@
 import { Command, Flags } from '@oclif/core';
 import { startConsoleServer } from '../../console-server/server.js';
 import { redactAddress } from 'svc-sdk';
-import { ADDRESS_DEFAULT, engineAddress, fail, formatError, localClientSecret } from '../client.js';
+import { ADDRESS_DEFAULT, clientName, engineAddress, fail, formatError, localClientSecret } from '../client.js';
 
 export default class Console extends Command {
   static override summary = 'Serve the web console (workers, functions, triggers, queues, logs, traces, state) on port 3113.';
@@ -38,6 +38,8 @@ own page (Origin), and only to API requests carrying the page's session token (d
         engineUrl,
         // Read again at every connect: the engine may be restarted while the console runs.
         runSecret: () => localClientSecret(engineUrl, true),
+        // The reserved svc-console name only for the local engine, which the secret proves it to.
+        workerName: clientName('svc-console', localClientSecret(engineUrl, true) !== undefined),
         port: flags.port,
         host: flags.host,
         ...(flags['http-url'] ? { httpUrl: flags['http-url'] } : {}),

@@ -58,6 +58,7 @@ that no worker registered (function_not_found) is followed by the closest one th
     `svc trigger --function-id=math::add --payload='{"a":2,"b":3}'`,
     'svc trigger engine::workers::list',
     'svc trigger --enqueue default math::add a=2 b=3',
+    'svc trigger --namespace billing invoices::total id=42',
     'svc trigger --token "$SVC_TOKEN" --address ws://10.0.0.5:49134 math::add a=1 b=2',
   ];
   static override strict = false;
@@ -70,6 +71,7 @@ that no worker registered (function_not_found) is followed by the closest one th
     address: engineFlags.address,
     'timeout-ms': Flags.integer({ summary: "Deadline of the call in milliseconds (default: the engine's engine.invocation_timeout_ms).", min: 1 }),
     enqueue: Flags.string({ summary: 'Store the call as a job of this queue (svc-queue); prints its messageReceiptId.' }),
+    namespace: Flags.string({ summary: 'Namespace the function is looked up in (default: $SVC_NAMESPACE, else "default"): for workers registered in one (docs/workers.md).' }),
     token: engineFlags.token,
     json: Flags.boolean({ summary: 'Errors too as JSON on stdout: {"error": {"code", "message", "stacktrace"?}}.', default: false }),
     verbose: Flags.boolean({ char: 'v', summary: "On error, the callee's whole stack trace (else its first 12 lines, for invocation_failed only).", default: false }),
@@ -93,7 +95,13 @@ that no worker registered (function_not_found) is followed by the closest one th
     if (!built.ok) usageFail(built.message);
     try {
       const result = await withEngine(flags, (w) =>
-        w.trigger({ function_id: functionId, payload: built.payload, ...(flags['timeout-ms'] !== undefined ? { timeoutMs: flags['timeout-ms'] } : {}), ...(flags.enqueue !== undefined ? { action: { type: 'enqueue' as const, queue: flags.enqueue } } : {}) }),
+        w.trigger({
+          function_id: functionId,
+          payload: built.payload,
+          ...(flags.namespace !== undefined ? { namespace: flags.namespace } : {}),
+          ...(flags['timeout-ms'] !== undefined ? { timeoutMs: flags['timeout-ms'] } : {}),
+          ...(flags.enqueue !== undefined ? { action: { type: 'enqueue' as const, queue: flags.enqueue } } : {}),
+        }),
       );
       // Valid JSON still, with what a terminal would act on escaped (the result is the callee's).
       process.stdout.write(printableJson(JSON.stringify(result) ?? 'null') + '\n');
@@ -107,6 +115,8 @@ that no worker registered (function_not_found) is followed by the closest one th
         if (err instanceof InvocationError && err.code === 'function_not_found' && flags.enqueue === undefined) {
           const near = await nearestFunction(engineAddress(flags.address), flags.token, functionId);
           if (near) process.stderr.write(printable(`did you mean "${near}"? (svc worker list shows each worker's functions)`) + '\n');
+          // The engine names the namespaces that hold it: say how to call it there.
+          else if (/registered in namespace/.test(err.message)) process.stderr.write('call it in one of them with svc trigger --namespace <namespace>\n');
         }
         // With --enqueue the call is svc-queue's engine::queue::enqueue: a trace is svc-queue's, not the function's.
         const from = flags.enqueue !== undefined ? 'svc-queue' : "the function's worker";

@@ -56,7 +56,9 @@ export function parseSubscriberBinding(b: TriggerBinding, config: QueueWorkerCon
   }
   const queue = o.queue ?? DEFAULT_QUEUE;
   if (typeof queue !== 'string' || !config.queues.has(queue)) {
-    throw refuse('unknown_queue', `config.queue ${JSON.stringify(queue)} is not configured; configured queues: ${[...config.queues.keys()].join(', ')}`);
+    // How to configure it, as an enqueue on an unconfigured queue says (service.ts).
+    const how = typeof queue === 'string' ? `; add it to svc-queue's config (svc worker add svc-queue --set queues.${queue}.max_attempts=3)` : '';
+    throw refuse('unknown_queue', `config.queue ${JSON.stringify(queue)} is not configured; configured queues: ${[...config.queues.keys()].join(', ')}${how}`);
   }
   return { topic, function_id: b.function_id, queue, binding: b.id };
 }

@@ -126,7 +126,7 @@ describe('durable topics (durable:subscriber)', () => {
     w.registerFunction('sub::bad', async () => null);
     await assert.rejects(w.registerTrigger({ type: 'durable:subscriber', function_id: 'sub::bad', config: { topic: 'x', queue: 'nope' } }), (e: Error & { code?: string }) => {
       assert.equal(e.code, 'unknown_queue');
-      assert.match(e.message, /config\.queue "nope" is not configured; configured queues: events, default/);
+      assert.match(e.message, /config\.queue "nope" is not configured; configured queues: events, default; add it to svc-queue's config \(svc worker add svc-queue --set queues\.nope\.max_attempts=3\)/);
       return true;
     });
     await assert.rejects(w.registerTrigger({ type: 'durable:subscriber', function_id: 'sub::bad', config: {} }), (e: Error & { code?: string }) => {

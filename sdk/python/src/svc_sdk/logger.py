@@ -47,7 +47,8 @@ class Logger:
         data = _json_safe(data)
         name = worker.worker_name if worker is not None else "-"
         where = f" {ctx.function_id}" if ctx is not None else ""
-        tail = f" {json.dumps(data, ensure_ascii=False)}" if data is not None else ""
+        # Compact, as the TypeScript SDK prints it: one worker's lines read like another's.
+        tail = f" {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}" if data is not None else ""
         print(f"{level.upper():5} [{name}]{where} {message}{tail}", file=sys.stderr, flush=True)
         if worker is None:
             return

@@ -109,7 +109,7 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
       entry = { name, builtin: name, runtime, ...(flags.replicas ? { replicas: flags.replicas } : {}), ...config };
     } else {
       const dir = resolve(args.target);
-      if (!existsSync(dir) || !statSync(dir).isDirectory()) fail(notAWorker(args.target, dir), 2);
+      if (!existsSync(dir) || !statSync(dir).isDirectory()) fail(`worker_not_found: ${notAWorker(args.target, dir)}`, 2);
       try {
         manifest = loadManifest(dir);
       } catch (e) {
@@ -189,7 +189,9 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
     const alreadyRunning = d.already_running === true && change === 'unchanged';
     if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: !alreadyRunning, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
     if (alreadyRunning) say(`✓ ${name} was already running (${whereItRuns(d)}${d.ready ? ', connected' : ''}), supervised by the engine at ${engine.url}; left as it is (svc worker restart ${name} restarts it)`);
-    else if (d.ready) say(`✓ ${name} auto-started (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
-    else say(`✓ ${name} auto-started (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
+    // A restart (--force, a changed entry) says so: "auto-started" read as if it had not been running.
+    const started = restart ? 'restarted' : 'auto-started';
+    if (!alreadyRunning && d.ready) say(`✓ ${name} ${started} (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
+    else if (!alreadyRunning) say(`✓ ${name} ${started} (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
   }
 }

@@ -1,0 +1,51 @@
+/**
+ * `svc dev`'s watch of a worker's directory (src/daemon/dev-watch.ts) with a real supervisor and
+ * process: what the worker's own install writes while it starts (npm install rewrites
+ * package-lock.json) does not restart it; an edit of its source once it runs does. Before, the
+ * install's write restarted the worker in the middle of its first start.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startDevWatch } from '../../src/daemon/dev-watch.js';
+import { Supervisor } from '../../src/supervisor/supervisor.js';
+import { parseWorkerEntries } from '../../src/supervisor/worker-entries.js';
+import { eventually, sleep } from '../helpers/util.js';
+
+let root: string;
+before(() => {
+  root = mkdtempSync(join(tmpdir(), 'svc-devwatch-'));
+});
+after(() => rmSync(root, { recursive: true, force: true }));
+
+test("a worker's own install writing into its directory does not restart it; a source edit does", async () => {
+  const dir = join(root, 'locky');
+  mkdirSync(dir);
+  writeFileSync(
+    join(dir, 'svc.worker.yaml'),
+    // The install writes a lock file into the directory, as npm install does package-lock.json.
+    'name: locky\nruntime:\n  kind: typescript\n  package_manager: npm\n  entry: w.mjs\nscripts:\n  install: "sleep 0.5; echo locked > deps.lock"\n  start: node w.mjs\n',
+  );
+  writeFileSync(join(dir, 'package.json'), '{"name":"locky","version":"1.0.0"}');
+  writeFileSync(join(dir, 'w.mjs'), 'setInterval(() => {}, 1000);');
+  const cfg = join(root, 'config.yaml');
+  writeFileSync(cfg, 'workers: []\n');
+  const logs: string[] = [];
+  const supervisor = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', stopGraceMs: 2000, log: (_l, m) => logs.push(m) });
+  const [entry] = parseWorkerEntries(cfg, [{ name: 'locky', path: dir }]);
+  const dev = startDevWatch({ configFile: cfg, supervisor, initial: [entry!], log: (_l, m) => logs.push(m) });
+  try {
+    await supervisor.start(entry!);
+    await sleep(800); // past the debounce of any event the install caused
+    assert.deepEqual(logs.filter((l) => /restarting/.test(l)), [], logs.join('\n'));
+    assert.equal(logs.filter((l) => /^started locky/.test(l)).length, 1, logs.join('\n'));
+
+    writeFileSync(join(dir, 'w.mjs'), 'setInterval(() => {}, 2000);');
+    await eventually(() => assert.ok(logs.some((l) => l === 'dev: w.mjs changed; restarting locky'), logs.join('\n')), 5000);
+  } finally {
+    dev.close();
+    await supervisor.stopAll();
+  }
+});
