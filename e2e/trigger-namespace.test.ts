@@ -15,6 +15,7 @@ describe('svc trigger --namespace', { timeout: 60_000 }, () => {
   const tmp = tempDir();
   let engine: EngineProcess;
   let worker: Worker;
+  let neighbour: Worker;
   const away = (args: string[]) => runSvc(['trigger', ...args], { env: { SVC_URL: engine.url } });
 
   before(async () => {
@@ -23,9 +24,14 @@ describe('svc trigger --namespace', { timeout: 60_000 }, () => {
     worker = registerWorker(engine.url, { workerName: 'billing', namespace: 'ns1', echoLogs: false });
     worker.registerFunction('invoices::total', (d: { id: number }) => ({ id: d.id, total: 42 }));
     await worker.ready(10_000);
+    // A near id in the default namespace: the hint must still be the namespace, not this one.
+    neighbour = registerWorker(engine.url, { workerName: 'reports', echoLogs: false });
+    neighbour.registerFunction('invoices::totals', () => ({}));
+    await neighbour.ready(10_000);
   });
   after(async () => {
     await worker?.shutdown();
+    await neighbour?.shutdown();
     await engine?.stop('SIGTERM', 20_000);
     tmp.remove();
   });
@@ -39,5 +45,6 @@ describe('svc trigger --namespace', { timeout: 60_000 }, () => {
     assert.equal(missed.code, 1);
     assert.match(missed.stderr, /^error: function_not_found: .*registered in namespace\(s\): ns1/);
     assert.match(missed.stderr, /svc trigger --namespace <namespace>/);
+    assert.doesNotMatch(missed.stderr, /did you mean/, 'the id exists in ns1: a near id elsewhere is another function');
   });
 });

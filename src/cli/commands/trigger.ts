@@ -113,10 +113,13 @@ that no worker registered (function_not_found) is followed by the closest one th
       } else {
         process.stderr.write(formatError(err) + '\n');
         if (err instanceof InvocationError && err.code === 'function_not_found' && flags.enqueue === undefined) {
-          const near = await nearestFunction(engineAddress(flags.address), flags.token, functionId);
-          if (near) process.stderr.write(printable(`did you mean "${near}"? (svc worker list shows each worker's functions)`) + '\n');
-          // The engine names the namespaces that hold it: say how to call it there.
-          else if (/registered in namespace/.test(err.message)) process.stderr.write('call it in one of them with svc trigger --namespace <namespace>\n');
+          // The engine names the namespaces that hold this very id: say how to call it there (a
+          // near id would be another function).
+          if (/registered in namespace/.test(err.message)) process.stderr.write('call it in one of them with svc trigger --namespace <namespace>\n');
+          else {
+            const near = await nearestFunction(engineAddress(flags.address), flags.token, functionId);
+            if (near) process.stderr.write(printable(`did you mean "${near}"? (svc worker list shows each worker's functions)`) + '\n');
+          }
         }
         // With --enqueue the call is svc-queue's engine::queue::enqueue: a trace is svc-queue's, not the function's.
         const from = flags.enqueue !== undefined ? 'svc-queue' : "the function's worker";
