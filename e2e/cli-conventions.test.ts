@@ -71,7 +71,7 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     assert.match(help.stdout, /svc worker add svc-state/);
     const typo = await svc(['wrker', 'list']);
     assert.equal(typo.code, 2);
-    assert.equal(typo.stderr, 'error: unknown command "wrker list" (did you mean "worker list"?); svc --help lists the commands\n');
+    assert.equal(typo.stderr, 'error: invalid_argument: unknown command "wrker list" (did you mean "worker list"?); svc --help lists the commands\n');
     const topic = await svc(['qeue']);
     assert.match(topic.stderr, /did you mean "queue"\?/);
     // Cut short: the command it begins, not the nearest spelling ("start").
@@ -86,7 +86,7 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     ] as const) {
       const r = await svc([...args]);
       assert.equal(r.code, 2, args.join(' '));
-      assert.equal(r.stderr, `error: unknown command "${asked}" (did you mean "${near}"?); svc --help lists the commands\n`, args.join(' '));
+      assert.equal(r.stderr, `error: invalid_argument: unknown command "${asked}" (did you mean "${near}"?); svc --help lists the commands\n`, args.join(' '));
     }
   });
 

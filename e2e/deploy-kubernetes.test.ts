@@ -226,6 +226,18 @@ describe('svc deploy kubernetes', { timeout: 600_000 }, () => {
     const tagged = await runSvc(['deploy', 'kubernetes', '--config', join(bare, 'config.yaml'), '--image-tag', 'v7', '--registry', 'other.example.com']);
     assert.equal(tagged.code, 0, tagged.stderr);
     assert.match(readFileSync(join(bare, 'deploy', 'kubernetes', 'engine.yaml'), 'utf8'), /image: other\.example\.com\/svc-engine:v7/);
+
+    // Switching to --secret after a run generated tokens: the generated secret.yaml (maybe deployed) is kept, not applied.
+    const out = join(bare, 'deploy', 'kubernetes');
+    const generated = find(await validated(out), 'Secret', 'svc-tokens').stringData;
+    const switched = await runSvc(['deploy', 'kubernetes', '--config', join(bare, 'config.yaml'), '--secret', 'prod-tokens']);
+    assert.equal(switched.code, 0, switched.stderr);
+    assert.ok(existsSync(join(out, 'secret.yaml')), '--secret does not delete the generated tokens');
+    assert.match(switched.stdout, /secret\.yaml \(tokens of an earlier run\) is kept but no longer applied/);
+    assert.ok(!readFileSync(join(out, 'kustomization.yaml'), 'utf8').includes('secret.yaml'), 'the kept secret.yaml is not applied');
+    const back = await runSvc(['deploy', 'kubernetes', '--config', join(bare, 'config.yaml')]);
+    assert.equal(back.code, 0, back.stderr);
+    assert.deepEqual(find(await validated(out), 'Secret', 'svc-tokens').stringData, generated, 'a run without --secret uses the kept tokens again');
   });
 
   it('refuses what it cannot map, naming it', async () => {

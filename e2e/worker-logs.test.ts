@@ -76,5 +76,13 @@ w.registerFunction('chatty::noop', () => ({}));
     assert.match(output, /clear\\u001b\[2Jthe screen\\rand fake a line/);
     const pids = (await svc(['worker', 'list', '--json'])).stdout;
     for (const own of byReplica.values()) assert.match(pids, new RegExp(own.find((l) => l.startsWith('started pid'))!.slice('started pid '.length)));
+    // worker add names every replica's pid (before: only the first one's).
+    const started = [...byReplica.values()].map((own) => own.find((l) => l.startsWith('started pid'))!.slice('started pid '.length)).sort();
+    const printed = /\(pids (\d+), (\d+)\)/.exec(add.stdout);
+    assert.ok(printed, `worker add names both pids: ${add.stdout}`);
+    assert.deepEqual([printed[1], printed[2]].sort(), started);
+    const restarted = await svc(['worker', 'restart', 'chatty']);
+    assert.equal(restarted.code, 0, `${restarted.stdout}\n${restarted.stderr}`);
+    assert.match(restarted.stdout, /✓ restarted chatty \(pids \d+, \d+\)/);
   });
 });

@@ -111,7 +111,7 @@ describe('engine image + docker runtime + Redis', { skip, timeout: 900_000 }, ()
 
   it('adds the quickstart workers as containers (math-worker x2) and calls work', async () => {
     const math = await exec(['svc', 'worker', 'add', './workers/math-worker', '--runtime', 'docker', '--replicas', '2']);
-    assert.match(math, /auto-started \(container [0-9a-f]{12}\)/);
+    assert.match(math, /auto-started \(containers [0-9a-f]{12}, [0-9a-f]{12}\)/, 'both replicas named');
     const call = await exec(['svc', 'worker', 'add', './workers/caller-worker', '--runtime', 'docker']);
     assert.match(call, /auto-started \(container [0-9a-f]{12}\)/);
     const list = await exec(['svc', 'worker', 'list']);

@@ -58,7 +58,16 @@ export async function startWorker(
   }
 }
 
-/** The instance named the way `worker add|restart` print it: pid, else the container's short id. */
+/**
+ * Where the worker's instances run, the way `worker add|restart` print it: `pid 5395`, or with
+ * several replicas `pids 5395, 5396`; a container worker's short ids (`container 3f2a…`,
+ * `containers 3f2a…, 9b1c…`) since a container has no pid here. Every replica is named: a user
+ * who sees one pid of two looks for the other in vain.
+ */
 export function whereItRuns(d: StartedWorker): string {
-  return d.pid ? `pid ${d.pid}` : `container ${String(d.instances[0] ?? '?').slice(0, 12)}`;
+  const several = (one: string, items: readonly string[]): string => `${items.length === 1 ? one : `${one}s`} ${items.join(', ')}`;
+  const pids = d.pids.length > 0 ? d.pids : d.pid ? [d.pid] : [];
+  if (pids.length > 0) return several('pid', pids.map(String));
+  const ids = d.instances.filter((i): i is string => i !== null).map((i) => i.slice(0, 12));
+  return several('container', ids.length > 0 ? ids : ['?']);
 }

@@ -5,6 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { WebSocketServer } from 'ws';
 import { InvocationError, Worker, type WorkerEvent, type WorkerState } from 'svc-sdk';
 import { startEngine } from '../helpers/engine.js';
 import { sleep, WorkerPool } from '../helpers/util.js';
@@ -163,4 +164,38 @@ describe('a refused connection (unauthorized)', () => {
     await assert.rejects(w.ready(10_000), { code: 'unauthorized' });
     assert.ok(Date.now() - t0 < 5000, `rejected after ${Date.now() - t0} ms`);
   });
+});
+
+/**
+ * A refusal's message (the `error` frame before the close) is used for that refusal only. Every svc
+ * engine sends the frame, so a real engine cannot tell a stale message from a fresh one; what can is
+ * a peer that closes with 4401 and only a reason, as an authenticating proxy in front of the engine
+ * may. Here a loopback WebSocket server is that peer: the first connection is refused the way the
+ * engine does (frame, then close), the second with the close alone.
+ */
+test('a refusal without an error frame says its own reason, not the message of an earlier refusal', async () => {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
+  let connections = 0;
+  wss.on('connection', (ws) => {
+    if (++connections === 1) ws.send(JSON.stringify({ type: 'error', error: { code: 'unauthorized', message: 'first refusal: the token presented is not valid' } }));
+    ws.close(4401, connections === 1 ? 'unauthorized: first refusal' : 'unauthorized: second refusal, by the proxy');
+  });
+  const w = new WorkerPool(() => `ws://127.0.0.1:${(wss.address() as { port: number }).port}`);
+  const worker = w.make('refused-twice', { reconnect: { initialDelayMs: 10, maxDelayMs: 100 } });
+  worker.on('error', () => undefined);
+  try {
+    const messages: string[] = [];
+    await new Promise<void>((resolve) =>
+      worker.on('refused', (e) => {
+        messages.push(e.error.message);
+        if (messages.length === 2) resolve();
+      }),
+    );
+    assert.match(messages[0]!, /refused this connection: first refusal: the token presented is not valid$/);
+    assert.match(messages[1]!, /refused this connection: second refusal, by the proxy$/, 'the first refusal\'s message stuck');
+  } finally {
+    await w.closeAll();
+    wss.close();
+  }
 });

@@ -5,16 +5,19 @@ and is `worker.refusal`; a call that cannot reach the engine within its deadline
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.server import ServerConnection
 
 from svc_sdk import InvocationError, ReconnectOptions, register_worker
 
 from .conftest import Engine, fast_options, wait_for
+from .peer import ScriptedPeer
 
 ADMIN = "admin-secret-0123456789"
 
@@ -73,3 +76,44 @@ def test_no_engine_within_the_deadline_is_connection_lost() -> None:
         assert time.monotonic() - started < 3
     finally:
         w.shutdown()
+
+
+class TwoRefusals(ScriptedPeer):
+    """Refuses the first connection as the engine does (an `error` frame, then close 4401) and every
+    later one with the close alone, as an authenticating proxy in front of the engine may: no real
+    engine can, as each of its refusals sends its frame."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.connections = 0
+
+    async def handle(self, ws: ServerConnection) -> None:
+        self.connections += 1
+        if self.connections == 1:
+            error = {"code": "unauthorized", "message": "first refusal: the token presented is not valid"}
+            await ws.send(json.dumps({"type": "error", "error": error}))
+            await ws.close(4401, "unauthorized: first refusal")
+        else:
+            await ws.close(4401, "unauthorized: second refusal, by the proxy")
+
+
+def test_a_refusal_without_an_error_frame_says_its_own_reason(caplog: pytest.LogCaptureFixture) -> None:
+    """The message of a refusal's `error` frame is used for that refusal only (reconnect.py resets it)."""
+    caplog.set_level(logging.ERROR, logger="svc_sdk")
+    peer = TwoRefusals()
+    peer.start()
+    reconnect = ReconnectOptions(initial_delay_ms=10, max_delay_ms=100)
+    w = register_worker(peer.url, fast_options("refused-twice", reconnect=reconnect))
+
+    def refusals() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "refused this connection" in r.getMessage()]
+
+    try:
+        wait_for(lambda: len(refusals()) >= 2, what="two refusals")
+        first, second = refusals()[:2]
+        assert first.endswith("refused this connection: first refusal: the token presented is not valid"), first
+        stuck = f"the first refusal's message stuck: {second}"
+        assert second.endswith("refused this connection: second refusal, by the proxy"), stuck
+    finally:
+        w.shutdown()
+        peer.stop()

@@ -135,11 +135,15 @@ export function writeKubernetesManifests(opts: KubernetesOptions): KubernetesRes
     notes.push('secret.yaml holds the tokens in clear (random, kept on later runs): keep it out of version control, or create the Secret yourself and pass --secret <name>');
   } else {
     notes.push(`tokens: from the existing Secret ${opts.secret} (keys ${TOKEN_KEYS.join(', ')}${plan.redis?.kind === 'external' ? `, ${REDIS_URL_KEY}` : ''})`);
+    if (existsSync(join(dir, 'secret.yaml'))) {
+      notes.push(`secret.yaml (tokens of an earlier run) is kept but no longer applied (not in kustomization.yaml): the pods read the Secret ${opts.secret}; delete it once no worker uses those tokens (a run without --secret uses them again)`);
+    }
   }
 
   mkdirSync(dir, { recursive: true });
   const written = [...files.keys()];
-  removeStale(dir, new Set([...written, 'kustomization.yaml']));
+  // secret.yaml is never removed: its tokens may be deployed and in use, and exist nowhere else.
+  removeStale(dir, new Set([...written, 'kustomization.yaml', 'secret.yaml']));
   for (const [name, objects] of files) {
     writeFileSync(join(dir, name), `${HEADER} from ${basename(file)}; run it again after changing config.yaml.\n${objects.map((o) => stringify(o, YAML_OUT)).join('---\n')}`);
   }

@@ -1,11 +1,12 @@
 import type { Hook } from '@oclif/core';
 import { closestKey } from 'svc-sdk/internal';
+import { printable } from '../../engine/printable.js';
 import { extraArgumentsLine } from '../usage-error.js';
 
 /**
  * An unknown command: name it and the closest command or topic (`svc wrker list` → did you mean
  * "worker list"?; `svc stat` → "status"; `svc worker ad svc-state` → "worker add"), then the way to
- * list them all. Exit 2, as for any bad argument. Words after a command that takes no arguments
+ * list them all: `error: invalid_argument: unknown command …`, exit 2, as for any bad argument. Words after a command that takes no arguments
  * (`svc status extra`) are reported as such instead.
  */
 const hook: Hook<'command_not_found'> = async function (opts) {
@@ -58,5 +59,6 @@ export function unknownCommandLine(words: readonly string[], known: readonly str
     if (near !== undefined) asked = two;
   }
   near ??= closestKey(asked, under) ?? closestKey(asked, shown);
-  return `error: unknown command "${asked}"${near ? ` (did you mean "${near}"?)` : ''}; svc --help lists the commands\n`;
+  // The code every other refused command line has (usage-error.ts); what was typed is shown escaped.
+  return printable(`error: invalid_argument: unknown command "${asked}"${near ? ` (did you mean "${near}"?)` : ''}; svc --help lists the commands`) + '\n';
 }

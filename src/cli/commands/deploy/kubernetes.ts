@@ -25,7 +25,7 @@ export default class DeployKubernetes extends Command {
     'redis-image': Flags.string({ summary: 'Image of the Redis run in the cluster.', default: 'redis:7-bookworm' }),
     registry: Flags.string({ summary: 'Image name prefix when .svc/build/images.json is missing (default: deploy.registry of config.yaml).' }),
     'image-tag': Flags.string({ summary: 'Image tag when .svc/build/images.json is missing.' }),
-    secret: Flags.string({ summary: 'Name of an existing Secret with the tokens (SVC_ADMIN_TOKEN, SVC_WORKER_TOKEN, SVC_QUEUE_TOKEN, SVC_CRON_TOKEN); no secret.yaml is written.' }),
+    secret: Flags.string({ summary: 'Name of an existing Secret with the tokens (SVC_ADMIN_TOKEN, SVC_WORKER_TOKEN, SVC_QUEUE_TOKEN, SVC_CRON_TOKEN); no secret.yaml is written (one of an earlier run is kept, not applied).' }),
   };
 
   async run(): Promise<void> {

@@ -27,7 +27,7 @@ export default class WorkerLogs extends Command {
       if (!existsSync(resolve(flags.config))) fail(`invalid_config: ${resolve(flags.config)}: file not found`, 2);
       const names = workerNamesIn(resolve(flags.config));
       // A name config.yaml does not list is most likely mistyped: say which one it lists instead.
-      if (!names.includes(args.name)) fail(`worker_not_found: ${notListedMessage(args.name, names, flags.config)}`, 1);
+      if (!names.includes(args.name)) fail(`worker_not_found: ${notListedMessage(args.name, names, resolve(flags.config))}`, 1);
       fail(`no logs for worker ${args.name} (${file} does not exist; has it been started?)`, 1);
     }
     const size = statSync(file).size;

@@ -43,7 +43,8 @@ once, failing its calls in flight.`;
         return this.exit(1);
       }
     }
-    if (!removed && !stopped) fail(`worker_not_found: ${notListedMessage(args.name, workerNamesIn(configFile), flags.config)}`, 1);
+    // The absolute path, as restart's (from the engine) and every other config error name it.
+    if (!removed && !stopped) fail(`worker_not_found: ${notListedMessage(args.name, workerNamesIn(configFile), configFile)}`, 1);
     this.log(`✓ removed ${args.name}${removed ? ` from ${flags.config}` : ''}${stopped ? ` and stopped it${drained}` : ''}`);
   }
 }
