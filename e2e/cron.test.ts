@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { registerWorker, type Worker } from 'svc-sdk';
 import { EngineProcess, runSvc, tempDir, until } from './helpers/cli.js';
+import { RawClient } from '../test/helpers/raw-client.js';
 
 describe('svc cron', { timeout: 120_000 }, () => {
   const tmp = tempDir();
@@ -103,5 +104,20 @@ describe('svc cron', { timeout: 120_000 }, () => {
     assert.match(none.stderr, /^error: schedule_not_found: no cron schedule calls reports::weekly \(did you mean "reports::hourly"\?\)\n/);
     const far = await svc(['cron', 'pause', 'billing::sync']);
     assert.match(far.stderr, /schedule_not_found: .*no live cron trigger has id "billing::sync"[\s\S]*or the function id a schedule calls/);
+  });
+
+  // An iii client picks its own trigger ids; one close to the function id it binds is still that
+  // trigger's id, not a typo of the function id (the suggestion above must not refuse it).
+  test('svc cron pause <trigger id with ::> close to the function id pauses that trigger\'s schedule', async () => {
+    const raw = await RawClient.connect(engine.url);
+    try {
+      raw.send({ type: 'registertrigger', id: 'reports::hourly_job', trigger_type: 'cron', function_id: 'reports::hourly', config: { expression: '@weekly' } });
+      const row = await until('the @weekly schedule', async () => /^([0-9a-f]{16})\s+reports::hourly\s+@weekly/m.exec((await svc(['cron', 'list'])).stdout)?.[1], 20_000);
+      const pause = await svc(['cron', 'pause', 'reports::hourly_job']);
+      assert.equal(pause.code, 0, pause.stderr);
+      assert.equal(pause.stdout, `✓ schedule ${row} (reports::hourly) paused\n`);
+    } finally {
+      raw.close();
+    }
   });
 });

@@ -53,4 +53,14 @@ describe('svc worker add --force with the engine running', { timeout: 180_000 },
     assert.ok(secondPid && secondPid !== firstPid, `restarted: pid ${firstPid} → ${secondPid}`);
     assert.equal((await svc(['trigger', 'counted::ping'])).stdout, '"pong"\n');
   });
+
+  test('add --force of a worker config.yaml did not list starts it: auto-started, not restarted', async () => {
+    const fresh = join(tmp.dir, 'fresh');
+    mkdirSync(fresh);
+    writeFileSync(join(fresh, 'svc.worker.yaml'), 'name: fresh\nruntime:\n  kind: typescript\n  entry: w.mjs\nscripts:\n  install: "true"\n  start: node w.mjs\n');
+    writeFileSync(join(fresh, 'w.mjs'), `import { registerWorker } from ${JSON.stringify(SDK)};\nregisterWorker(process.env.SVC_URL, { echoLogs: false }).registerFunction('fresh::ping', () => 'pong');\n`);
+    const added = await svc(['worker', 'add', './fresh', '--force']);
+    assert.equal(added.code, 0, `${added.stdout}\n${added.stderr}`);
+    assert.match(added.stdout, /✓ fresh auto-started \(pid \d+\)/);
+  });
 });

@@ -13,6 +13,7 @@ interface ListedSchedule {
   schedule_id: string;
   function_id: string;
   expression: string;
+  trigger_ids?: string[];
 }
 
 /**
@@ -33,9 +34,11 @@ export async function cronTarget(w: Worker, id: string): Promise<{ schedule_id: 
         `${found.length} schedules call ${id}: ${found.map((s) => `${s.schedule_id} (${s.expression})`).join(', ')}; pass one of these schedule ids`,
       );
     }
-    // No schedule calls a function of that id. Close to one that a schedule calls: a typo, say which;
-    // else it may be a trigger id with `::` in it.
+    // No schedule calls a function of that id. A trigger id a schedule lists is taken as one (an iii
+    // client picks its own trigger ids, `::` and all, and one may be close to the function id);
+    // else close to a function id that a schedule calls: a typo, say which; else maybe a trigger id.
     const all = await w.trigger<{ schedules: ListedSchedule[] }>({ function_id: 'cron::list', payload: {} });
+    if (all.schedules.some((s) => s.trigger_ids?.includes(id))) return { trigger_id: id };
     const near = closestKey(id, [...new Set(all.schedules.map((s) => s.function_id))]);
     if (near) throw new InvocationError('schedule_not_found', `no cron schedule calls ${id} (did you mean "${near}"?)`);
   }

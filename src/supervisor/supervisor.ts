@@ -143,6 +143,12 @@ export class Supervisor {
       await Promise.all(m.replicas.map((_, i) => this.launch(m, i, opts.force === true)));
       if (m.generation === generation) m.status = 'running';
     } catch (e) {
+      // Stopped or restarted while it installed or launched: this start's failure is not the
+      // worker's state any more (it would mark a stopped worker, or the newer start's, failed).
+      if (m.generation !== generation) {
+        this.options.log('warn', `a start of ${entry.name} that was since stopped or restarted failed: ${(e as Error).message}`);
+        return m;
+      }
       m.status = 'failed';
       m.lastError = (e as Error).message;
       this.options.log('error', `cannot start ${entry.name}: ${m.lastError}`);

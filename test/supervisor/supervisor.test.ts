@@ -329,4 +329,37 @@ setInterval(() => {}, 1000);`,
       for (const p of started.filter(alive)) process.kill(-p, 'SIGKILL'); // the leaked one's whole group
     }
   });
+
+  test('a start that fails after a stop or restart leaves the worker as that stop or restart made it', async () => {
+    // The install fails once (slowly); a stop, then a restart, come in while it runs. Before, the
+    // stale start's failure marked the stopped worker failed, and the restarted one's last_error.
+    const dir = workerDir('failonce', nodeManifest('failonce', 'node w.mjs').replace('install: "true"', 'install: "sleep 0.6; if [ -f once ]; then true; else touch once; exit 3; fi"'), {
+      'w.mjs': 'setInterval(() => {}, 1000);',
+      'package.json': '{"name":"failonce","version":"1.0.0"}',
+    });
+    const cfg = join(root, 'failonce.yaml');
+    writeFileSync(cfg, 'workers: []\n');
+    const logs: string[] = [];
+    const s = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', restartDelayMs: 50, stopGraceMs: 2000, log: (_l, msg) => logs.push(msg) });
+    const [entry] = parseWorkerEntries(cfg, [{ name: 'failonce', path: dir }]);
+    try {
+      const first = s.start(entry!);
+      await sleep(200); // installing
+      await s.stop('failonce');
+      await first;
+      assert.equal(s.get('failonce')!.status, 'stopped', logs.join('\n'));
+
+      rmSync(join(dir, 'once'), { force: true });
+      const second = s.start(entry!);
+      await sleep(200);
+      const third = s.restart(entry!);
+      await second;
+      await third;
+      const d = s.get('failonce')!;
+      assert.equal(d.status, 'running', logs.join('\n'));
+      assert.equal(d.last_error, null, logs.join('\n'));
+    } finally {
+      await s.stopAll();
+    }
+  });
 });

@@ -190,7 +190,8 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
     if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: !alreadyRunning, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
     if (alreadyRunning) say(`✓ ${name} was already running (${whereItRuns(d)}${d.ready ? ', connected' : ''}), supervised by the engine at ${engine.url}; left as it is (svc worker restart ${name} restarts it)`);
     // A restart (--force, a changed entry) says so: "auto-started" read as if it had not been running.
-    const started = restart ? 'restarted' : 'auto-started';
+    // A worker config.yaml did not list was not running, whatever --force did to its dependencies.
+    const started = restart && change !== 'added' ? 'restarted' : 'auto-started';
     if (!alreadyRunning && d.ready) say(`✓ ${name} ${started} (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
     else if (!alreadyRunning) say(`✓ ${name} ${started} (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
   }
