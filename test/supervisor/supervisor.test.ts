@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { loadManifest, ManifestError } from '../../src/supervisor/manifest.js';
 import { DEFAULT_CONFIG_YAML, loadConfig } from '../../src/daemon/config-file.js';
 import { ConfigFileError } from '../../src/engine/config/config-error.js';
-import { parseWorkerEntries, removeWorkerEntry, upsertWorkerEntry } from '../../src/supervisor/worker-entries.js';
+import { parseWorkerEntries, removeWorkerEntry, upsertWorkerEntry, type WorkerEntry } from '../../src/supervisor/worker-entries.js';
 import { dependencyHash, ensureInstalled, isInstalled } from '../../src/supervisor/install.js';
 import { Supervisor } from '../../src/supervisor/supervisor.js';
 import { launchSpecOf } from '../../src/supervisor/launch.js';
@@ -299,22 +299,28 @@ setInterval(() => {}, 1000);`,
     assert.ok(existsSync(d.log_file as string));
   });
 
+  /** A Node worker (in `dir`) whose install script is `install`, on a supervisor of its own that logs into `logs`. */
+  function installingWorker(name: string, install: string): { s: Supervisor; entry: WorkerEntry; logs: string[]; dir: string } {
+    const dir = workerDir(name, nodeManifest(name, 'node w.mjs').replace('install: "true"', `install: "${install}"`), {
+      'w.mjs': 'setInterval(() => {}, 1000);',
+      'package.json': `{"name":"${name}","version":"1.0.0"}`,
+    });
+    const cfg = join(root, `${name}.yaml`);
+    writeFileSync(cfg, 'workers: []\n');
+    const logs: string[] = [];
+    const s = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', restartDelayMs: 50, stopGraceMs: 2000, log: (_l, msg) => logs.push(msg) });
+    const [entry] = parseWorkerEntries(cfg, [{ name, path: dir }]);
+    return { s, entry: entry!, logs, dir };
+  }
+
   test('a restart while the worker is still installing leaves one instance, not a second one nobody stops', async () => {
     // svc dev restarts a worker whose files change while its first start is still installing
     // (npm install rewriting package-lock.json does that). Before, both starts launched it: the
     // first instance was no replica's any more, served calls with the old code, outlived stops.
-    const dir = workerDir('slowinstall', nodeManifest('slowinstall', 'node w.mjs').replace('install: "true"', 'install: "sleep 1"'), {
-      'w.mjs': 'setInterval(() => {}, 1000);',
-      'package.json': '{"name":"slowinstall","version":"1.0.0"}',
-    });
-    const cfg = join(root, 'slowinstall.yaml');
-    writeFileSync(cfg, 'workers: []\n');
-    const logs: string[] = [];
-    const s = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', restartDelayMs: 50, stopGraceMs: 2000, log: (_l, msg) => logs.push(msg) });
-    const [entry] = parseWorkerEntries(cfg, [{ name: 'slowinstall', path: dir }]);
-    const first = s.start(entry!);
+    const { s, entry, logs } = installingWorker('slowinstall', 'sleep 1');
+    const first = s.start(entry);
     await sleep(300); // installing
-    await s.restart(entry!);
+    await s.restart(entry);
     await first;
     await sleep(300);
     const started = logs.flatMap((l) => /^started slowinstall \(process, pid (\d+)\)/.exec(l)?.[1] ?? []).map(Number);
@@ -333,26 +339,18 @@ setInterval(() => {}, 1000);`,
   test('a start that fails after a stop or restart leaves the worker as that stop or restart made it', async () => {
     // The install fails once (slowly); a stop, then a restart, come in while it runs. Before, the
     // stale start's failure marked the stopped worker failed, and the restarted one's last_error.
-    const dir = workerDir('failonce', nodeManifest('failonce', 'node w.mjs').replace('install: "true"', 'install: "sleep 0.6; if [ -f once ]; then true; else touch once; exit 3; fi"'), {
-      'w.mjs': 'setInterval(() => {}, 1000);',
-      'package.json': '{"name":"failonce","version":"1.0.0"}',
-    });
-    const cfg = join(root, 'failonce.yaml');
-    writeFileSync(cfg, 'workers: []\n');
-    const logs: string[] = [];
-    const s = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', restartDelayMs: 50, stopGraceMs: 2000, log: (_l, msg) => logs.push(msg) });
-    const [entry] = parseWorkerEntries(cfg, [{ name: 'failonce', path: dir }]);
+    const { s, entry, logs, dir } = installingWorker('failonce', 'sleep 0.6; if [ -f once ]; then true; else touch once; exit 3; fi');
     try {
-      const first = s.start(entry!);
+      const first = s.start(entry);
       await sleep(200); // installing
       await s.stop('failonce');
       await first;
       assert.equal(s.get('failonce')!.status, 'stopped', logs.join('\n'));
 
       rmSync(join(dir, 'once'), { force: true });
-      const second = s.start(entry!);
+      const second = s.start(entry);
       await sleep(200);
-      const third = s.restart(entry!);
+      const third = s.restart(entry);
       await second;
       await third;
       const d = s.get('failonce')!;
