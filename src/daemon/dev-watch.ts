@@ -23,6 +23,11 @@ function isSource(relativePath: string): boolean {
   return !(name.endsWith('~') || name.endsWith('.swp') || name.endsWith('.swx') || name.startsWith('.#') || name === '4913');
 }
 
+/** The lock files package managers write beside a worker's sources when they install. */
+function isLockFile(name: string): boolean {
+  return name.endsWith('.lock') || name === 'package-lock.json' || name === 'npm-shrinkwrap.json' || name === 'pnpm-lock.yaml';
+}
+
 export interface DevWatch {
   close(): void;
 }
@@ -65,10 +70,10 @@ export function startDevWatch(o: { configFile: string; supervisor: Supervisor; i
       const w = watch(entry.path, { recursive: true }, (_event, file) => {
         const rel = file ? file.toString() : '';
         if (rel && !isSource(rel)) return;
-        // While it starts, what changes is its own install's doing (npm install rewrites
-        // package-lock.json): that restarted it at once, and a restart during the install launched
-        // it twice. A source edited meanwhile is read by the launch that follows the install.
-        if (o.supervisor.get(entry.name)?.status === 'starting') return;
+        // A lock file changing while it starts is its own install's doing (npm install rewrites
+        // package-lock.json), not an edit: that restarted it in the middle of its first start. A
+        // source edited while it starts (a Docker image build takes a while) still restarts it.
+        if (isLockFile(basename(rel)) && o.supervisor.get(entry.name)?.status === 'starting') return;
         debounce(`worker:${entry.name}`, () => restart(entry.name, `${rel || entry.path} changed`));
       });
       w.on('error', (e) => o.log('warn', `dev: stopped watching ${entry.path}: ${e.message}`));

@@ -97,6 +97,11 @@ interface Managed {
  */
 export class Supervisor {
   private readonly workers = new Map<string, Managed>();
+  /**
+   * Set by stopAll (the engine is shutting down): a start still on its way, such as the second
+   * half of a restart `svc dev` began, launches nothing, else its instance would outlive the stop.
+   */
+  private closed = false;
   /** The run secret each running instance was given, revoked when it exits. */
   private readonly secrets = new Map<Instance, string>();
   private readonly runtimes: Partial<Record<RuntimeName, Runtime>>;
@@ -122,6 +127,7 @@ export class Supervisor {
     entry = oneHttpPerPort(entry, (m) => this.options.log('warn', m));
     const existing = this.workers.get(entry.name);
     if (existing && existing.status !== 'stopped' && existing.status !== 'crash-loop' && existing.status !== 'failed') return existing;
+    if (this.closed) return existing ?? { entry, status: 'stopped', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0 };
     const m: Managed = existing ?? { entry, status: 'starting', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0 };
     const generation = ++m.generation;
     m.entry = entry;
@@ -277,6 +283,7 @@ export class Supervisor {
   }
 
   async stopAll(): Promise<void> {
+    this.closed = true;
     await Promise.all([...this.workers.keys()].map((n) => this.stop(n)));
   }
 

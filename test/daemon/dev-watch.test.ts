@@ -1,8 +1,9 @@
 /**
  * `svc dev`'s watch of a worker's directory (src/daemon/dev-watch.ts) with a real supervisor and
- * process: what the worker's own install writes while it starts (npm install rewrites
- * package-lock.json) does not restart it; an edit of its source once it runs does. Before, the
- * install's write restarted the worker in the middle of its first start.
+ * process: the lock file the worker's own install writes while it starts (npm install rewrites
+ * package-lock.json) does not restart it; an edit of its source, once it runs or while it starts,
+ * does. Before, the install's write restarted the worker in the middle of its first start; then,
+ * for a while, an edit made while it started was lost.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -44,6 +45,40 @@ test("a worker's own install writing into its directory does not restart it; a s
 
     writeFileSync(join(dir, 'w.mjs'), 'setInterval(() => {}, 2000);');
     await eventually(() => assert.ok(logs.some((l) => l === 'dev: w.mjs changed; restarting locky'), logs.join('\n')), 5000);
+    // The engine shuts down while that restart is on its way: the restart's start must launch
+    // nothing after the stop (its instance would outlive the engine's stop of every worker).
+    await supervisor.stopAll();
+    await sleep(1500);
+    assert.deepEqual(supervisor.instances(), [], logs.join('\n'));
+  } finally {
+    dev.close();
+    await supervisor.stopAll();
+  }
+});
+
+test('a source edited while the worker starts restarts it once the edit is seen, leaving one instance', async () => {
+  const dir = join(root, 'slowstart');
+  mkdirSync(dir);
+  writeFileSync(
+    join(dir, 'svc.worker.yaml'),
+    'name: slowstart\nruntime:\n  kind: typescript\n  package_manager: npm\n  entry: w.mjs\nscripts:\n  install: "sleep 1"\n  start: node w.mjs\n',
+  );
+  writeFileSync(join(dir, 'package.json'), '{"name":"slowstart","version":"1.0.0"}');
+  writeFileSync(join(dir, 'w.mjs'), 'setInterval(() => {}, 1000);');
+  const cfg = join(root, 'slowstart.yaml');
+  writeFileSync(cfg, 'workers: []\n');
+  const logs: string[] = [];
+  const supervisor = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', stopGraceMs: 2000, log: (_l, m) => logs.push(m) });
+  const [entry] = parseWorkerEntries(cfg, [{ name: 'slowstart', path: dir }]);
+  const dev = startDevWatch({ configFile: cfg, supervisor, initial: [entry!], log: (_l, m) => logs.push(m) });
+  try {
+    const first = supervisor.start(entry!);
+    await sleep(300); // installing
+    writeFileSync(join(dir, 'w.mjs'), 'setInterval(() => {}, 2000);');
+    await first;
+    await eventually(() => assert.ok(logs.includes('dev: w.mjs changed; restarting slowstart'), logs.join('\n')), 5000);
+    await eventually(() => assert.equal(supervisor.get('slowstart')?.status, 'running', logs.join('\n')), 10_000);
+    assert.equal((supervisor.get('slowstart')!.pids as number[]).length, 1);
   } finally {
     dev.close();
     await supervisor.stopAll();
