@@ -10,9 +10,9 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startDevWatch } from '../../src/daemon/dev-watch.js';
+import { startDevWatch, type DevWatch } from '../../src/daemon/dev-watch.js';
 import { Supervisor } from '../../src/supervisor/supervisor.js';
-import { parseWorkerEntries } from '../../src/supervisor/worker-entries.js';
+import { parseWorkerEntries, type WorkerEntry } from '../../src/supervisor/worker-entries.js';
 import { eventually, sleep } from '../helpers/util.js';
 
 let root: string;
@@ -21,24 +21,27 @@ before(() => {
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
-test("a worker's own install writing into its directory does not restart it; a source edit does", async () => {
-  const dir = join(root, 'locky');
+/** A TypeScript worker `name` whose install script is `install`, supervised and watched as `svc dev` does. */
+function watchedWorker(name: string, install: string): { dir: string; supervisor: Supervisor; entry: WorkerEntry; dev: DevWatch; logs: string[] } {
+  const dir = join(root, name);
   mkdirSync(dir);
-  writeFileSync(
-    join(dir, 'svc.worker.yaml'),
-    // The install writes a lock file into the directory, as npm install does package-lock.json.
-    'name: locky\nruntime:\n  kind: typescript\n  package_manager: npm\n  entry: w.mjs\nscripts:\n  install: "sleep 0.5; echo locked > deps.lock"\n  start: node w.mjs\n',
-  );
-  writeFileSync(join(dir, 'package.json'), '{"name":"locky","version":"1.0.0"}');
+  writeFileSync(join(dir, 'svc.worker.yaml'), `name: ${name}\nruntime:\n  kind: typescript\n  package_manager: npm\n  entry: w.mjs\nscripts:\n  install: "${install}"\n  start: node w.mjs\n`);
+  writeFileSync(join(dir, 'package.json'), `{"name":"${name}","version":"1.0.0"}`);
   writeFileSync(join(dir, 'w.mjs'), 'setInterval(() => {}, 1000);');
-  const cfg = join(root, 'config.yaml');
+  const cfg = join(root, `${name}.yaml`);
   writeFileSync(cfg, 'workers: []\n');
   const logs: string[] = [];
   const supervisor = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', stopGraceMs: 2000, log: (_l, m) => logs.push(m) });
-  const [entry] = parseWorkerEntries(cfg, [{ name: 'locky', path: dir }]);
+  const [entry] = parseWorkerEntries(cfg, [{ name, path: dir }]);
   const dev = startDevWatch({ configFile: cfg, supervisor, initial: [entry!], log: (_l, m) => logs.push(m) });
+  return { dir, supervisor, entry: entry!, dev, logs };
+}
+
+test("a worker's own install writing into its directory does not restart it; a source edit does", async () => {
+  // The install writes a lock file into the directory, as npm install does package-lock.json.
+  const { dir, supervisor, entry, dev, logs } = watchedWorker('locky', 'sleep 0.5; echo locked > deps.lock');
   try {
-    await supervisor.start(entry!);
+    await supervisor.start(entry);
     await sleep(800); // past the debounce of any event the install caused
     assert.deepEqual(logs.filter((l) => /restarting/.test(l)), [], logs.join('\n'));
     assert.equal(logs.filter((l) => /^started locky/.test(l)).length, 1, logs.join('\n'));
@@ -57,22 +60,9 @@ test("a worker's own install writing into its directory does not restart it; a s
 });
 
 test('a source edited while the worker starts restarts it once the edit is seen, leaving one instance', async () => {
-  const dir = join(root, 'slowstart');
-  mkdirSync(dir);
-  writeFileSync(
-    join(dir, 'svc.worker.yaml'),
-    'name: slowstart\nruntime:\n  kind: typescript\n  package_manager: npm\n  entry: w.mjs\nscripts:\n  install: "sleep 1"\n  start: node w.mjs\n',
-  );
-  writeFileSync(join(dir, 'package.json'), '{"name":"slowstart","version":"1.0.0"}');
-  writeFileSync(join(dir, 'w.mjs'), 'setInterval(() => {}, 1000);');
-  const cfg = join(root, 'slowstart.yaml');
-  writeFileSync(cfg, 'workers: []\n');
-  const logs: string[] = [];
-  const supervisor = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', stopGraceMs: 2000, log: (_l, m) => logs.push(m) });
-  const [entry] = parseWorkerEntries(cfg, [{ name: 'slowstart', path: dir }]);
-  const dev = startDevWatch({ configFile: cfg, supervisor, initial: [entry!], log: (_l, m) => logs.push(m) });
+  const { dir, supervisor, entry, dev, logs } = watchedWorker('slowstart', 'sleep 1');
   try {
-    const first = supervisor.start(entry!);
+    const first = supervisor.start(entry);
     await sleep(300); // installing
     writeFileSync(join(dir, 'w.mjs'), 'setInterval(() => {}, 2000);');
     await first;
