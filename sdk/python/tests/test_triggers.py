@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from svc_sdk import InvocationError, TriggerInstance, TriggerRegistrationError
+from svc_sdk import InvocationError, TriggerInstance, TriggerRegistrationError, Worker
 
 from .conftest import WorkerFactory, wait_for
 
@@ -33,10 +33,26 @@ class TickProvider:
         self.removed.append(trigger["id"])
 
 
+def provide(worker: Worker, trigger_type: str | dict[str, Any], provider: Any) -> None:
+    """Register a trigger type and wait until the engine lists it.
+
+    Another worker's binding sent before the engine has the type is parked, not active: the two
+    workers' connections are not ordered with each other (a CI run caught `parked` once).
+    """
+    worker.register_trigger_type(trigger_type, provider)  # type: ignore[arg-type]
+    type_id = trigger_type if isinstance(trigger_type, str) else trigger_type["id"]
+
+    def listed() -> bool:
+        types = worker.trigger({"function_id": "engine::triggers::list", "payload": {}})["trigger_types"]
+        return any(t["id"] == type_id for t in types)
+
+    wait_for(listed, what=f"the engine to list trigger type {type_id}")
+
+
 def test_provider_receives_bindings_and_fires_them(make_worker: WorkerFactory) -> None:
     provider_worker = make_worker("tick-provider")
     provider = TickProvider()
-    provider_worker.register_trigger_type({"id": "test::tick", "description": "ticks on demand"}, provider)
+    provide(provider_worker, {"id": "test::tick", "description": "ticks on demand"}, provider)
 
     user = make_worker("tick-user")
     seen: list[Any] = []
@@ -67,9 +83,7 @@ def test_provider_fires_for_its_binding_with_binding_id(make_worker: WorkerFacto
     """`binding_id` marks a call made for a binding: accepted from its provider, refused from others."""
     provider_worker = make_worker("bound-provider")
     provider = TickProvider()
-    provider_worker.register_trigger_type(
-        {"id": "test::bound", "binding_requires_call": ["engine::health::check"]}, provider
-    )
+    provide(provider_worker, {"id": "test::bound", "binding_requires_call": ["engine::health::check"]}, provider)
     user = make_worker("bound-user")
     user.register_function("py::on_bound", lambda data: data["n"] + 1)
     binding = user.register_trigger({"type": "test::bound", "function_id": "py::on_bound", "config": {}})
@@ -90,7 +104,7 @@ def test_provider_fires_for_its_binding_with_binding_id(make_worker: WorkerFacto
 
 def test_refused_binding_raises_with_code(make_worker: WorkerFactory) -> None:
     provider_worker = make_worker("strict-provider")
-    provider_worker.register_trigger_type("test::strict", TickProvider())
+    provide(provider_worker, "test::strict", TickProvider())
     user = make_worker("strict-user")
     user.register_function("py::noop", lambda data: None)
     binding = user.register_trigger({"type": "test::strict", "function_id": "py::noop", "config": {"refuse": True}})
@@ -146,7 +160,7 @@ def test_binding_taken_away_while_its_registration_runs_is_undone(make_worker: W
             active.discard(trigger["id"])
             removed.append(trigger["id"])
 
-    make_worker("slow-provider").register_trigger_type({"id": "test::slow"}, SlowProvider())
+    provide(make_worker("slow-provider"), {"id": "test::slow"}, SlowProvider())
     user = make_worker("slow-user")
     user.register_function("py::slow", lambda data: None)
     binding = user.register_trigger({"type": "test::slow", "function_id": "py::slow", "config": {}})
