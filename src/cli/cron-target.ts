@@ -25,7 +25,8 @@ interface ListedSchedule {
 export async function cronTarget(w: Worker, id: string): Promise<{ schedule_id: string } | { trigger_id: string }> {
   if (/^[0-9a-f]{16}$/.test(id)) return { schedule_id: id };
   if (id.includes('::')) {
-    const { schedules } = await w.trigger<{ schedules: ListedSchedule[] }>({ function_id: 'cron::list', payload: { function_id: id } });
+    // Every schedule, once: those calling `id`, else its trigger ids and the function ids they call.
+    const { schedules } = await w.trigger<{ schedules: ListedSchedule[] }>({ function_id: 'cron::list', payload: {} });
     const found = schedules.filter((s) => s.function_id === id);
     if (found.length === 1) return { schedule_id: found[0]!.schedule_id };
     if (found.length > 1) {
@@ -37,9 +38,8 @@ export async function cronTarget(w: Worker, id: string): Promise<{ schedule_id: 
     // No schedule calls a function of that id. A trigger id a schedule lists is taken as one (an iii
     // client picks its own trigger ids, `::` and all, and one may be close to the function id);
     // else close to a function id that a schedule calls: a typo, say which; else maybe a trigger id.
-    const all = await w.trigger<{ schedules: ListedSchedule[] }>({ function_id: 'cron::list', payload: {} });
-    if (all.schedules.some((s) => s.trigger_ids?.includes(id))) return { trigger_id: id };
-    const near = closestKey(id, [...new Set(all.schedules.map((s) => s.function_id))]);
+    if (schedules.some((s) => s.trigger_ids?.includes(id))) return { trigger_id: id };
+    const near = closestKey(id, [...new Set(schedules.map((s) => s.function_id))]);
     if (near) throw new InvocationError('schedule_not_found', `no cron schedule calls ${id} (did you mean "${near}"?)`);
   }
   return { trigger_id: id };

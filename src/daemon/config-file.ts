@@ -43,7 +43,6 @@ export interface LoadedConfig {
   deploy: DeployConfig;
 }
 
-/** Read config.yaml, creating it with defaults when missing. Throws ConfigFileError naming the key. */
 /**
  * `engineEnv: 'optional'`, for CLI commands that use config.yaml's workers, deploy block or the
  * engine's address but not the engine's secrets: a `${VAR}` of the engine's block that is unset in
@@ -56,6 +55,7 @@ export interface LoadConfigOptions {
   engineEnv?: 'required' | 'optional';
 }
 
+/** Read config.yaml, creating it with defaults when missing. Throws ConfigFileError naming the key. */
 export function loadConfig(file: string, opts: LoadConfigOptions = {}): LoadedConfig {
   let created = false;
   if (!existsSync(file)) {

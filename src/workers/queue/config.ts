@@ -137,3 +137,8 @@ export function settingsView(s: QueueSettings): Record<string, unknown> {
     max_bytes: s.maxBytes,
   };
 }
+
+/** What a refusal naming an unconfigured queue adds: the configured ones, and how to configure `queue`. */
+export function unconfiguredQueueHint(config: QueueWorkerConfig, queue: string): string {
+  return `configured queues: ${[...config.queues.keys()].join(', ')}; add it to svc-queue's config (svc worker add svc-queue --set queues.${queue}.max_attempts=3)`;
+}

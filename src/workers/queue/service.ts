@@ -4,7 +4,7 @@
  * docs/queues.md; iii's names (iii-protocol.md §4) are aliases of the same handlers.
  */
 import { describe, hasLoneSurrogate } from '../shared/describe.js';
-import { DEFAULT_QUEUE, settingsView, type QueueSettings, type QueueWorkerConfig } from './config.js';
+import { DEFAULT_QUEUE, settingsView, unconfiguredQueueHint, type QueueSettings, type QueueWorkerConfig } from './config.js';
 import type { Dispatcher } from './dispatcher.js';
 import { jobId } from './job-id.js';
 import { liveSince } from './topics.js';
@@ -96,8 +96,7 @@ export function queueFunctions(dispatcher: Dispatcher, store: QueueStore, config
     const q = name(fn, 'queue', v);
     const s = config.queues.get(q);
     if (!s) {
-      const hint = `configured queues: ${[...config.queues.keys()].join(', ')}; add it to svc-queue's config (svc worker add svc-queue --set queues.${q}.max_attempts=3)`;
-      throw new QueueError(code, `${fn}: queue ${JSON.stringify(q)} is not configured; ${hint}`);
+      throw new QueueError(code, `${fn}: queue ${JSON.stringify(q)} is not configured; ${unconfiguredQueueHint(config, q)}`);
     }
     return s;
   };

@@ -16,7 +16,7 @@
  * subscription has no such binding waits (dispatcher.ts).
  */
 import type { TriggerBinding } from 'svc-sdk';
-import { DEFAULT_QUEUE, type QueueWorkerConfig } from './config.js';
+import { DEFAULT_QUEUE, unconfiguredQueueHint, type QueueWorkerConfig } from './config.js';
 import { UndeliverableCopyError } from './policy.js';
 import { MAX_NAME_BYTES, QueueError, type ClaimedJob, type QueueStore, type Subscription } from './store.js';
 import { hasLoneSurrogate } from '../shared/describe.js';
@@ -57,8 +57,8 @@ export function parseSubscriberBinding(b: TriggerBinding, config: QueueWorkerCon
   const queue = o.queue ?? DEFAULT_QUEUE;
   if (typeof queue !== 'string' || !config.queues.has(queue)) {
     // How to configure it, as an enqueue on an unconfigured queue says (service.ts).
-    const how = typeof queue === 'string' ? `; add it to svc-queue's config (svc worker add svc-queue --set queues.${queue}.max_attempts=3)` : '';
-    throw refuse('unknown_queue', `config.queue ${JSON.stringify(queue)} is not configured; configured queues: ${[...config.queues.keys()].join(', ')}${how}`);
+    const hint = typeof queue === 'string' ? unconfiguredQueueHint(config, queue) : `configured queues: ${[...config.queues.keys()].join(', ')}`;
+    throw refuse('unknown_queue', `config.queue ${JSON.stringify(queue)} is not configured; ${hint}`);
   }
   return { topic, function_id: b.function_id, queue, binding: b.id };
 }

@@ -188,11 +188,14 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
     // `svc dev` was started by the engine's watch of config.yaml, as this command asked.
     const alreadyRunning = d.already_running === true && change === 'unchanged';
     if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: !alreadyRunning, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
-    if (alreadyRunning) say(`✓ ${name} was already running (${whereItRuns(d)}${d.ready ? ', connected' : ''}), supervised by the engine at ${engine.url}; left as it is (svc worker restart ${name} restarts it)`);
+    if (alreadyRunning) {
+      say(`✓ ${name} was already running (${whereItRuns(d)}${d.ready ? ', connected' : ''}), supervised by the engine at ${engine.url}; left as it is (svc worker restart ${name} restarts it)`);
+      return;
+    }
     // A restart (--force, a changed entry) says so: "auto-started" read as if it had not been running.
     // A worker config.yaml did not list was not running, whatever --force did to its dependencies.
     const started = restart && change !== 'added' ? 'restarted' : 'auto-started';
-    if (!alreadyRunning && d.ready) say(`✓ ${name} ${started} (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
-    else if (!alreadyRunning) say(`✓ ${name} ${started} (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
+    if (d.ready) say(`✓ ${name} ${started} (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
+    else say(`✓ ${name} ${started} (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
   }
 }
