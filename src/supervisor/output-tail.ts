@@ -84,16 +84,29 @@ function collapseFrames(lines: string[]): string[] {
 }
 
 /** Lines around an error that do not say what it is: frames, Node's version trailer, its source-pointer lines. */
-const NOISE = [/^\s*$/, FRAME, /^\s+… \d+ more frames$/, /^Node\.js v\d/, /^\s*\^+\s*$/, /^\s*triggerUncaughtException\(/, /^node:internal\//];
+/** What collapseFrames leaves of a long run of frames. */
+const COLLAPSED = /^\s+… \d+ more frames$/;
+const NOISE = [/^\s*$/, FRAME, COLLAPSED, /^Node\.js v\d/, /^\s*\^+\s*$/, /^\s*triggerUncaughtException\(/, /^node:internal\//];
 
 /**
  * The line of an exit's output that says what went wrong, for the one-line report (`exit code 1:
  * <line>`): the last line that is not a stack frame or Node's trailer. A Python traceback ends with
- * its error; Node's ends with `Node.js v20.20.2`, which the last line named instead.
+ * its error; Node's ends with `Node.js v20.20.2`, which the last line named instead. An error with
+ * properties of its own (svc-sdk's InvocationError: `code`, `functionId`) is printed by Node with
+ * them after its stack, in braces (`… {`, `  code: 'invalid_expression',`, `}`): the report named
+ * the closing brace. The block is passed over to the error's line (its `{` cut).
  */
 export function tellingLine(output: readonly string[]): string | undefined {
   for (let i = output.length - 1; i >= 0; i--) {
-    const line = output[i]!;
+    let line = output[i]!;
+    if (line === '}') {
+      // Back over the block's indented property lines to where it opened: a frame (passed over
+      // below, as frames are) or, for an error without frames, the error's own line.
+      while (i > 0 && /^\s/.test(output[i - 1]!) && !FRAME.test(output[i - 1]!) && !COLLAPSED.test(output[i - 1]!)) i--;
+      if (i === 0) return line;
+      line = output[--i]!;
+      if (line.endsWith(' {') && !FRAME.test(line)) return line.slice(0, -2);
+    }
     if (!NOISE.some((re) => re.test(line))) return line;
   }
   return output.at(-1);

@@ -91,6 +91,26 @@ describe('worker log files', () => {
       // A Python traceback ends with its error, which stays the telling line; short frame runs stay whole.
       assert.equal(tellingLine(['Traceback (most recent call last):', '  File "w.py", line 1, in <module>', 'NameError: name \'x\' is not defined']), "NameError: name 'x' is not defined");
       assert.equal(tellingLine(['Error: boom', '    at a (w.mjs:1:1)', '', 'Node.js v22.1.0']), 'Error: boom');
+      // An error with properties of its own (svc-sdk's InvocationError) is printed with them in braces after its stack.
+      const invocationError = [
+        '/w/node_modules/svc-sdk/src/trigger-registry.ts:132',
+        '    const err = new InvocationError(m.error.code, m.error.message, m.function_id);',
+        '                ^',
+        'InvocationError: cron trigger 3f4e for orders::report: expression "* * * *" must have 5 fields',
+        '    at TriggerRegistry.onResult (/w/node_modules/svc-sdk/src/trigger-registry.ts:132:17)',
+        '    at WorkerSession.onMessage (/w/node_modules/svc-sdk/src/worker-session.ts:120:23)',
+        '    … 7 more frames',
+        "  code: 'invalid_expression',",
+        "  functionId: 'orders::report',",
+        '  stacktrace: undefined',
+        '}',
+        'Node.js v20.20.2',
+      ];
+      assert.equal(tellingLine(invocationError), 'InvocationError: cron trigger 3f4e for orders::report: expression "* * * *" must have 5 fields');
+      // Short stacks are not collapsed: the frame that opens the block is passed over too.
+      assert.equal(tellingLine(['Error: boom', '    at a (w.mjs:1:1) {', "  code: 'E_BOOM'", '}', 'Node.js v20.20.2']), 'Error: boom');
+      // Without frames the block opens on the error's own line.
+      assert.equal(tellingLine(['Error: boom {', "  code: 'E_BOOM',", '  detail: {', '    nested: 1', '  }', '}']), 'Error: boom');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
