@@ -112,6 +112,27 @@ describe('a worker that fails to start is reported, not celebrated', { timeout: 
     assert.equal((await svc(['worker', 'remove', 'ts-typo', '--force'])).code, 0);
   });
 
+  // Before: "✓ … auto-started (pid N) and connected", exit 0: the worker connected, then its
+  // registerTrigger was refused and it exited, and the CLI had returned at the connection. Since a
+  // worker counts as started only once it has stayed connected, its registrations settled.
+  test('a worker whose trigger is refused right after it connects: exit 1 naming the refusal', async () => {
+    const made = await svc(['worker', 'new', './refused-trigger', '--language', 'typescript']);
+    assert.equal(made.code, 0, made.stderr);
+    const file = join(tmp.dir, 'refused-trigger', 'src', 'worker.ts');
+    // A config over engine.limits.max_stored_value_bytes: the engine itself refuses the binding.
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8') +
+        "\nawait worker.registerTrigger({ type: 'http', function_id: 'refused-trigger::hello', config: { api_path: '/x', http_method: 'GET', blob: 'x'.repeat(70_000) } });\n",
+    );
+    const r = await svc(['worker', 'add', './refused-trigger']);
+    assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+    assert.doesNotMatch(r.stdout, /auto-started/);
+    // The error's own line, not the closing brace of the properties Node prints after its stack.
+    assert.match(r.stderr, /Worker refused-trigger exited while starting \(exit code 1\): InvocationError: Trigger \S+: its config of \d+ characters is over engine\.limits\.max_stored_value_bytes/);
+    assert.equal((await svc(['worker', 'remove', 'refused-trigger', '--force'])).code, 0);
+  });
+
   // Before: the install's output twice (streamed, then again in the error) and no next step,
   // though the worker stays in config.yaml.
   test('an install that fails: its output once, then what to do next', async () => {

@@ -41,12 +41,24 @@ function waitOf(data: unknown, fn: string): number {
 }
 
 /**
- * Wait until every instance of `name` is connected, or it exits, or `waitMs` passes. An exit since
- * `since` is the start failing: a worker_start_failed error naming how it exited and its last line
- * of output (the whole tail is in the row's last_exit). Polled: it runs only while a CLI waits.
+ * A worker counts as started once its connections have stayed up this long with their
+ * registrations unchanged: one whose registration is refused (a trigger config its provider or the
+ * engine refuses) exits right after it connects, and that exit is the start failing, which
+ * `svc worker add|restart` must report rather than "connected".
+ */
+const SETTLE_MS = 300;
+/** ...or this long in all, for a worker that goes on registering things. */
+const SETTLE_MAX_MS = 2_000;
+
+/**
+ * Wait until every instance of `name` is connected and settled (SETTLE_MS), or it exits, or `waitMs`
+ * passes. An exit since `since` is the start failing: a worker_start_failed error naming how it
+ * exited and its last line of output (the whole tail is in the row's last_exit). Polled: it runs
+ * only while a CLI waits. At `waitMs`, connected counts as started.
  */
 async function awaitRegistered(engine: Engine, sup: Supervisor, name: string, since: number, waitMs: number): Promise<boolean> {
   const deadline = Date.now() + waitMs;
+  let settling: { registrations: number; since: number; connectedAt: number } | null = null;
   for (;;) {
     const exit = sup.lastExit(name);
     if (exit && exit.at >= since) {
@@ -55,8 +67,15 @@ async function awaitRegistered(engine: Engine, sup: Supervisor, name: string, si
     }
     const row = sup.get(name);
     if (!row || row.status === 'stopped') throw new EngineError('worker_start_failed', `Worker ${name} was stopped while starting`);
-    if (connectionsOf(engine, name).length >= Number(row.replicas)) return true;
-    if (Date.now() >= deadline) return false;
+    const conns = connectionsOf(engine, name);
+    const now = Date.now();
+    if (conns.length >= Number(row.replicas)) {
+      const registrations = conns.reduce((n, s) => n + s.registrations, 0);
+      if (settling === null) settling = { registrations, since: now, connectedAt: now };
+      else if (settling.registrations !== registrations) Object.assign(settling, { registrations, since: now });
+      else if (now - settling.since >= SETTLE_MS || now - settling.connectedAt >= SETTLE_MAX_MS) return true;
+    } else settling = null;
+    if (now >= deadline) return settling !== null;
     await new Promise((r) => setTimeout(r, 50));
   }
 }
