@@ -168,7 +168,13 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
       say(`building the image of ${name} (images/${manifest.runtime.kind}/Dockerfile + ${args.target}) …`);
       try {
         const img = await ensureWorkerImage(docker.docker, manifest, { force: flags.force, onLine: (l) => say(`  │ ${l}`) });
-        say(img.status === 'cached' ? `✓ image ${img.tag} up to date (unchanged worker; --force rebuilds)` : `✓ image ${img.tag} built in ${img.seconds.toFixed(1)}s (base ${img.base})`);
+        say(
+          img.status === 'cached'
+            ? `✓ image ${img.tag} up to date (unchanged worker; --force rebuilds)`
+            : img.status === 'tagged'
+              ? `✓ image ${img.tag} tagged from ${img.from ?? '?'} (the same content; --force rebuilds)`
+              : `✓ image ${img.tag} built in ${img.seconds.toFixed(1)}s (base ${img.base})`,
+        );
       } catch (e) {
         if (e instanceof ImageBuildError) failWith(e, 1);
         throw e;
