@@ -5,7 +5,7 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { closedPort, EngineProcess, runSvc, tempDir } from './helpers/cli.js';
 import { registerWorker } from 'svc-sdk';
@@ -65,6 +65,27 @@ describe('config.yaml with engine.port: 0', { timeout: 60_000 }, () => {
     } finally {
       await here.shutdown();
       await eng.stop();
+      tmp.remove();
+    }
+  });
+
+  // The recorded URL is where the engine listens, its host included: config.yaml's engine.host may
+  // have changed since it started, or been overridden at start. A wildcard listening address is
+  // recorded as loopback (src/engine/listener.ts), never used as a destination.
+  test('engine.host 0.0.0.0: the engine records loopback, and the CLI reaches it there', async () => {
+    const tmp = tempDir();
+    let engine: EngineProcess | undefined;
+    try {
+      writeFileSync(join(tmp.dir, 'config.yaml'), 'engine:\n  host: 0.0.0.0\n  port: 0\n  auth:\n    tokens:\n      - name: admin\n        token: e2e-admin-token-0123456789\n        admin: true\nworkers: []\n');
+      engine = await EngineProcess.start(['--config', 'config.yaml'], { cwd: tmp.dir });
+      const recorded = (JSON.parse(readFileSync(join(tmp.dir, '.svc', 'engine.json'), 'utf8')) as { url: string }).url;
+      assert.match(recorded, /^ws:\/\/127\.0\.0\.1:\d+$/);
+      assert.notEqual(recorded, 'ws://127.0.0.1:0');
+      const r = await runSvc(['trigger', 'engine::health::check'], { cwd: tmp.dir });
+      assert.equal(r.code, 0, r.stderr);
+      assert.doesNotMatch(r.stdout + r.stderr, /0\.0\.0\.0/);
+    } finally {
+      await engine?.stop();
       tmp.remove();
     }
   });

@@ -56,6 +56,13 @@ describe('svc worker remove', { timeout: 120_000 }, () => {
       // One file name for all three (before: remove and logs said "config.yaml", restart the absolute path).
       assert.equal(r.stderr, `error: worker_not_found: Worker slw is not listed in ${join(tmp.dir, 'config.yaml')} (did you mean "slow"?); it lists: slow, quick\n`, command);
     }
+    // A name with an escape sequence is shown escaped, as every other message shows what it was sent
+    // (before: remove and logs wrote it raw, and `\x1b[2J` cleared the terminal).
+    for (const command of ['remove', 'restart', 'logs']) {
+      const r = await svc(['worker', command, 'sl\x1b[2Jw\nINFO']);
+      assert.equal(r.code, 1, `${command}: ${r.stderr}`);
+      assert.equal(r.stderr, `error: worker_not_found: Worker sl\\u001b[2Jw\\nINFO is not listed in ${join(tmp.dir, 'config.yaml')}; it lists: slow, quick\n`, command);
+    }
     const elsewhere = tempDir();
     try {
       for (const command of ['remove', 'logs']) {

@@ -28,6 +28,7 @@ describe('svc build: the quickstart as images', { skip, timeout: 2 * BUILD_MS },
   const proj = join(tmp.dir, 'proj');
   // A prefix of its own: the tags this test makes are removed at the end, Docker's layers stay cached.
   const prefix = `localhost:5000/svc-e2e-${randomBytes(4).toString('hex')}/`;
+  const other = `localhost:5000/svc-e2e-${randomBytes(4).toString('hex')}-other/`;
   const containers: Docker.Container[] = [];
   let images: { engine: string; workers: Record<string, string> };
   let caller: Worker | undefined;
@@ -46,7 +47,7 @@ describe('svc build: the quickstart as images', { skip, timeout: 2 * BUILD_MS },
   after(async () => {
     await caller?.shutdown().catch(() => undefined);
     await Promise.all(containers.map((c) => c.remove({ force: true }).catch(() => undefined)));
-    const ours = (await docker.listImages()).flatMap((i) => i.RepoTags ?? []).filter((t) => t.startsWith(prefix));
+    const ours = (await docker.listImages()).flatMap((i) => i.RepoTags ?? []).filter((t) => t.startsWith(prefix) || t.startsWith(other));
     for (const t of ours) await docker.getImage(t).remove({ force: true }).catch(() => undefined);
     tmp.remove();
   });
@@ -63,7 +64,9 @@ describe('svc build: the quickstart as images', { skip, timeout: 2 * BUILD_MS },
       await docker.getImage(ref).inspect();
       assert.ok(r.stdout.includes(ref), `${ref} not printed:\n${r.stdout}`);
     }
-    assert.match(r.stdout, /3 built, 0 unchanged/);
+    // Built, or tagged from an image of the same content another run or test left under another name.
+    const counts = /(\d) built, (\d) tagged, 0 unchanged/.exec(r.stdout);
+    assert.ok(counts && Number(counts[1]) + Number(counts[2]) === 3, r.stdout);
     assert.match(r.stdout, /svc-state\s+-\s+skipped: built in \(svc-state\): runs from the engine image/);
     assert.match(r.stdout, /docker push/);
   });
@@ -72,13 +75,30 @@ describe('svc build: the quickstart as images', { skip, timeout: 2 * BUILD_MS },
     const tarball = join(tmp.dir, 'images.tar');
     const r = await runSvc(['build', '--registry', prefix, '--save', tarball], { cwd: proj, timeoutMs: BUILD_MS });
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr.slice(-4000)}`);
-    assert.match(r.stdout, /0 built, 3 unchanged/);
+    assert.match(r.stdout, /0 built, 0 tagged, 3 unchanged/);
     assert.doesNotMatch(r.stderr, /building image/);
     assert.deepEqual(JSON.parse(readFileSync(join(proj, '.svc/build/images.json'), 'utf8')), images, 'the same references');
     assert.ok(existsSync(tarball));
     // docker save's manifest.json names every image.
     const manifest = JSON.parse(execFileSync('tar', ['-xOf', tarball, 'manifest.json'], { encoding: 'utf8' })) as Array<{ RepoTags: string[] }>;
     assert.deepEqual(manifest.flatMap((m) => m.RepoTags).sort(), [images.engine, ...Object.values(images.workers)].sort());
+  });
+
+  it('under another registry prefix the same images are tagged, not built again', async () => {
+    // Before, each was built again: minutes for the same content.
+    const r = await runSvc(['build', '--registry', other.slice(0, -1)], { cwd: proj, timeoutMs: BUILD_MS });
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr.slice(-4000)}`);
+    assert.match(r.stdout, /0 built, 3 tagged, 0 unchanged/);
+    assert.doesNotMatch(r.stderr, /building image/);
+    const tagged = JSON.parse(readFileSync(join(proj, '.svc/build/images.json'), 'utf8')) as typeof images;
+    for (const [ref, was] of [[tagged.engine, images.engine], ...Object.keys(images.workers).map((n) => [tagged.workers[n]!, images.workers[n]!])] as Array<[string, string]>) {
+      assert.equal(ref, was.replace(prefix, other));
+      assert.match(r.stdout.split('\n').find((l) => l.includes(ref)) ?? '', /\btagged from \S+:[0-9a-f]{16}, not built$/, r.stdout);
+      assert.equal((await docker.getImage(ref).inspect()).Id, (await docker.getImage(was).inspect()).Id);
+    }
+    // images.json names the last build's references: back to the first prefix for the tests below.
+    const back = await runSvc(['build', '--registry', prefix.slice(0, -1)], { cwd: proj, timeoutMs: BUILD_MS });
+    assert.match(back.stdout, /0 built, 0 tagged, 3 unchanged/);
   });
 
   it('the worker images hold no svc checkout and install the vendored SDK packages', async () => {

@@ -21,6 +21,8 @@ export interface StartedWorker {
   ready: boolean;
   /** add only: it ran before the call, which left it alone. */
   already_running?: boolean;
+  /** The URLs its connected instances serve (svc-http's, with the port it bound). */
+  urls?: string[];
 }
 
 interface ExitRow {
@@ -70,4 +72,9 @@ export function whereItRuns(d: StartedWorker): string {
   if (pids.length > 0) return several('pid', pids.map(String));
   const ids = d.instances.filter((i): i is string => i !== null).map((i) => i.slice(0, 12));
   return several('container', ids.length > 0 ? ids : ['?']);
+}
+
+/** `, serving http://127.0.0.1:40123` for a worker whose instances serve URLs (svc-http), else nothing. */
+export function whatItServes(d: StartedWorker): string {
+  return d.urls && d.urls.length > 0 ? printable(`, serving ${d.urls.join(', ')}`) : '';
 }

@@ -31,6 +31,18 @@ export function connectionsOf(engine: Engine, name: string): Session[] {
   return proven.length > 0 ? proven : named;
 }
 
+/**
+ * The URLs the instances of a worker serve, as they registered them (svc-http: metadata.http.url,
+ * the port it bound, which with `port: 0` is known nowhere else): svc worker add and svc status print them.
+ */
+export function urlsOf(conns: readonly Session[]): string[] {
+  const urls = conns.flatMap((c) => {
+    const url = (c.metadata.http as { url?: unknown } | undefined)?.url;
+    return typeof url === 'string' ? [url] : [];
+  });
+  return [...new Set(urls)].sort();
+}
+
 /** Longest a caller may ask `engine::supervisor::add|restart` to wait for the worker to register. */
 const MAX_WAIT_MS = 300_000;
 
@@ -117,6 +129,7 @@ export function installSupervisorFunctions(engine: Engine, sup: Supervisor, conf
         connections: conns.length,
         functions: [...new Set(conns.flatMap((c) => [...c.functions]))].sort(),
         namespaces: [...new Set(conns.map((c) => c.namespace))].sort(),
+        urls: urlsOf(conns),
         process: processTotals(conns),
       };
     }),
@@ -134,7 +147,7 @@ export function installSupervisorFunctions(engine: Engine, sup: Supervisor, conf
     const worker = sup.describe(m);
     if (worker.status === 'failed') throw new EngineError('worker_start_failed', `Worker ${name} failed to start: ${String(worker.last_error)}`);
     const ready = waitMs > 0 ? await awaitRegistered(engine, sup, name, since, waitMs) : connectionsOf(engine, name).length > 0;
-    return { ...sup.describe(m), ready, already_running };
+    return { ...sup.describe(m), ready, already_running, urls: urlsOf(connectionsOf(engine, name)) };
   };
   registry.addBuiltin(
     'engine::supervisor::add',

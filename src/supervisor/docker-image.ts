@@ -81,9 +81,30 @@ function hashTree(dir: string, h = createHash('sha256'), base = dir): ReturnType
 
 export interface BuiltImage {
   tag: string;
-  status: 'cached' | 'built';
+  /** cached: the tag existed; tagged: the same content existed under another name (`from`), now tagged; built. */
+  status: 'cached' | 'tagged' | 'built';
   seconds: number;
   base: string;
+  /** tagged: the image it was tagged from. */
+  from?: string;
+}
+
+/**
+ * The image tag `tag` names, made from an image with the same content under another name, if
+ * there is one: `svc build` with another registry prefix, or the docker runtime's
+ * `svc-worker-<name>` for `svc build`'s `<prefix><name>`. The tag after the `:` is the hash of
+ * everything that goes into the image, so an image of the same kind (`label`) carrying it is this
+ * image; tagging it takes a moment where building it again took minutes. Returns what it tagged from.
+ */
+export async function tagSameContent(docker: Docker, tag: string, label: string): Promise<string | undefined> {
+  const colon = tag.lastIndexOf(':');
+  const repo = tag.slice(0, colon);
+  const hash = tag.slice(colon + 1);
+  const images = await docker.listImages({ filters: { label: [label] } });
+  const from = images.flatMap((i) => i.RepoTags ?? []).find((t) => t !== tag && t.slice(t.lastIndexOf(':') + 1) === hash);
+  if (from === undefined) return undefined;
+  await docker.getImage(from).tag({ repo, tag: hash });
+  return from;
 }
 
 export interface BuildOptions {
@@ -127,6 +148,8 @@ export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: Build
     const hash = hashTree(ctx).update(JSON.stringify(buildargs)).digest('hex').slice(0, 16);
     const tag = `${opts.repository ?? `svc-worker-${m.name}`}:${hash}`;
     if (!opts.force && (await hasImage(docker, tag))) return { tag, status: 'cached', seconds: (Date.now() - t0) / 1000, base };
+    const from = opts.force ? undefined : await tagSameContent(docker, tag, `svc.worker=${m.name}`);
+    if (from) return { tag, status: 'tagged', from, seconds: (Date.now() - t0) / 1000, base };
     const pending = inFlight.get(tag);
     if (pending) return await pending;
     onLine(`building image ${tag} from ${m.dir} (images/${m.runtime.kind}/Dockerfile, ${base})`);

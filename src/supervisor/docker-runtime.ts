@@ -104,6 +104,7 @@ export class DockerRuntime implements Runtime {
     try {
       const img = await ensureWorkerImage(this.docker, spec.manifest, { ...(spec.force ? { force: true } : {}), onLine: (l) => write(`[build] ${l}`) });
       if (img.status === 'built') write(`[build] image ${img.tag} built in ${img.seconds.toFixed(1)}s`);
+      if (img.status === 'tagged') write(`[build] image ${img.tag} tagged from ${img.from ?? '?'} (the same content)`);
       const name = `svc-${this.project}-${spec.name}-${spec.replica}`;
       // A container of this name is left from a replica that died unwatched: replace it.
       await this.docker.getContainer(name).remove({ force: true }).catch(() => undefined);

@@ -4,7 +4,7 @@ import { join, relative, sep } from 'node:path';
 import dockerignore from '@balena/dockerignore';
 import type Docker from 'dockerode';
 import tar from 'tar-fs';
-import { baseImageFor, hasImage, ImageBuildError, runBuild, type BuiltImage } from './docker-image.js';
+import { baseImageFor, hasImage, ImageBuildError, runBuild, tagSameContent, type BuiltImage } from './docker-image.js';
 import { SVC_ROOT } from './launch.js';
 
 /**
@@ -16,6 +16,9 @@ import { SVC_ROOT } from './launch.js';
 
 // A CommonJS module whose types declare an ES default export: at run time the import is the function.
 const ignore = dockerignore as unknown as typeof dockerignore.default;
+
+/** The label the engine image carries (`svc.image=engine`): how an image of the same content under another name is found. */
+const ENGINE_LABEL = 'svc.image';
 
 /** Whether a path (relative, '/'-separated) goes into the context: .dockerignore's rules. */
 function contextFilter(root: string): (rel: string) => boolean {
@@ -52,6 +55,8 @@ export async function ensureEngineImage(docker: Docker, opts: { repository: stri
   for (const f of files) h.update(`${f} ${statSync(join(root, f)).mode & 0o111 ? 'x' : '-'}\0`).update(readFileSync(join(root, f))).update('\0');
   const tag = `${opts.repository}:${h.digest('hex').slice(0, 16)}`;
   if (!opts.force && (await hasImage(docker, tag))) return { tag, status: 'cached', seconds: (Date.now() - t0) / 1000, base };
+  const from = opts.force ? undefined : await tagSameContent(docker, tag, `${ENGINE_LABEL}=engine`);
+  if (from) return { tag, status: 'tagged', from, seconds: (Date.now() - t0) / 1000, base };
   onLine(`building image ${tag} from ${root} (Dockerfile, ${base})`);
   // Packed as the docker CLI sends it (directories included), so Docker's layer cache is shared with `docker build .`.
   const keep = contextFilter(root);
@@ -61,7 +66,7 @@ export async function ensureEngineImage(docker: Docker, opts: { repository: stri
     dockerfile: 'Dockerfile',
     buildargs: { NODE_BASE: base },
     force: opts.force === true,
-    labels: { 'svc.image': 'engine' },
+    labels: { [ENGINE_LABEL]: 'engine' },
     what: 'the engine image',
     base: { image: base, env: 'SVC_NODE_BASE' },
   }, onLine);

@@ -86,6 +86,11 @@ interface Managed {
    * start) came in launches nothing, else its instance would be no replica's, never stopped.
    */
   generation: number;
+  /**
+   * Launches under way, each ending, if a stop superseded it, in the stop of what it launched:
+   * stop() waits for them, so no instance of a stopped worker (or of a stopped engine) is left.
+   */
+  launching: Set<Promise<void>>;
   lastError?: string;
   lastExit?: ExitReport;
 }
@@ -127,8 +132,8 @@ export class Supervisor {
     entry = oneHttpPerPort(entry, (m) => this.options.log('warn', m));
     const existing = this.workers.get(entry.name);
     if (existing && existing.status !== 'stopped' && existing.status !== 'crash-loop' && existing.status !== 'failed') return existing;
-    if (this.closed) return existing ?? { entry, status: 'stopped', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0 };
-    const m: Managed = existing ?? { entry, status: 'starting', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0 };
+    if (this.closed) return existing ?? { entry, status: 'stopped', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0, launching: new Set() };
+    const m: Managed = existing ?? { entry, status: 'starting', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0, launching: new Set() };
     const generation = ++m.generation;
     m.entry = entry;
     m.status = 'starting';
@@ -168,7 +173,16 @@ export class Supervisor {
     return rt;
   }
 
-  private async launch(m: Managed, i: number, force = false): Promise<void> {
+  /** Launch replica `i`, recorded in m.launching while under way (stop() waits for it). */
+  private launch(m: Managed, i: number, force = false): Promise<void> {
+    const launched = this.launchReplica(m, i, force);
+    m.launching.add(launched);
+    const done = (): void => void m.launching.delete(launched);
+    launched.then(done, done);
+    return launched;
+  }
+
+  private async launchReplica(m: Managed, i: number, force: boolean): Promise<void> {
     const spec = launchSpecOf(m.entry, this.options.configFile, this.options.engineUrl, i);
     const token = this.options.tokenFor(m.entry);
     if (token) spec.env.SVC_TOKEN = token;
@@ -185,9 +199,11 @@ export class Supervisor {
       throw e;
     }
     if (m.generation !== generation) {
-      // Stopped while it launched (a container takes a while): no replica holds it, so end it here.
+      // Stopped while it launched (a container takes a while): no replica holds it, so end it here,
+      // before the stop waiting for this launch returns (one ignoring SIGTERM is forced after the
+      // grace, not left to outlive its engine).
       if (secret) this.options.runSecrets?.revoke(secret);
-      void inst.stop(this.options.stopGraceMs);
+      await inst.stop(this.options.stopGraceMs);
       return;
     }
     if (secret) this.secrets.set(inst, secret);
@@ -263,7 +279,10 @@ export class Supervisor {
     if (!m) return false;
     m.generation++;
     m.stopping = true;
-    await this.stopReplicas(m);
+    // Launches under way see the new generation and stop what they launch: wait for that too
+    // (their failures are their starts' to report).
+    const launching = [...m.launching].map((l) => l.catch(() => undefined));
+    await Promise.all([this.stopReplicas(m), ...launching]);
     m.status = 'stopped';
     this.options.log('info', `stopped ${name}`);
     return true;

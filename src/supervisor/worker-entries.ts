@@ -3,6 +3,7 @@ import { dirname, relative, resolve } from 'node:path';
 import { isMap, isSeq, parseDocument, YAMLSeq } from 'yaml';
 import { closestKey, unknownKeyMessage } from 'svc-sdk/internal';
 import { ConfigFileError } from '../engine/config/config-error.js';
+import { printable } from '../engine/printable.js';
 import { WORKER_NAME } from './manifest.js';
 
 /** The built-in workers `svc worker add` knows by name. */
@@ -178,8 +179,12 @@ export function workerNamesIn(file: string): string[] {
   }
 }
 
-/** `Worker math-workr is not listed in config.yaml (did you mean "math-worker"?); it lists: …`: a mistyped name gets the one meant. */
+/**
+ * `Worker math-workr is not listed in config.yaml (did you mean "math-worker"?); it lists: …`: a
+ * mistyped name gets the one meant. Printable (src/engine/printable.ts): the name is whatever was
+ * typed or sent, and the CLI prints this as it is.
+ */
 export function notListedMessage(name: string, names: readonly string[], file: string): string {
   const near = closestKey(name, names);
-  return `Worker ${name} is not listed in ${file}${near ? ` (did you mean "${near}"?)` : ''}; ${names.length ? `it lists: ${names.join(', ')}` : 'it lists no workers (svc worker add adds one)'}`;
+  return printable(`Worker ${name} is not listed in ${file}${near ? ` (did you mean "${near}"?)` : ''}; ${names.length ? `it lists: ${names.join(', ')}` : 'it lists no workers (svc worker add adds one)'}`);
 }

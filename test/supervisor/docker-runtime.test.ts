@@ -88,6 +88,27 @@ if (!skip) {
       assert.equal(changed.status, 'built');
     });
 
+    it('an image whose content exists under another name is tagged from it, not built again', async () => {
+      // svc build with another registry prefix, or after the docker runtime built svc-worker-<name>:
+      // before, the same context was built again (minutes for a real worker).
+      const m = loadManifest(fx.workerDir);
+      const own = await ensureWorkerImage(docker, m);
+      const hash = own.tag.slice(own.tag.indexOf(':') + 1);
+      const repository = `svc-test-${process.pid}-${Date.now()}/probe`;
+      const lines: string[] = [];
+      try {
+        const other = await ensureWorkerImage(docker, m, { repository, onLine: (l) => lines.push(l) });
+        assert.equal(other.status, 'tagged');
+        assert.equal(other.tag, `${repository}:${hash}`);
+        assert.match(other.from ?? '', new RegExp(`:${hash}$`));
+        assert.deepEqual(lines, [], 'nothing was built');
+        assert.equal((await docker.getImage(other.tag).inspect()).Id, (await docker.getImage(own.tag).inspect()).Id);
+        assert.equal((await ensureWorkerImage(docker, m, { repository })).status, 'cached');
+      } finally {
+        await docker.getImage(`${repository}:${hash}`).remove().catch(() => undefined);
+      }
+    });
+
     it('labels containers, runs them on the host network with only svc variables, removes them on stop', async () => {
       const s = spec(1);
       const inst = await rt.launch(s);

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadManifest } from '../../src/supervisor/manifest.js';
 import { ensureInstalled } from '../../src/supervisor/install.js';
+import { vendorSdk } from '../../src/cli/vendor.js';
 
 const root = mkdtempSync(join(tmpdir(), 'svc-install-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -76,4 +77,26 @@ describe('a vendored SDK rebuilt under the same version', () => {
       assert.equal((await ensureInstalled(m)).status, 'cached', 'and recorded');
     });
   }
+
+  test('typescript: after svc sdk update, a hand-run npm install in the worker takes the new build too', { timeout: 120_000 }, () => {
+    // svc sdk update rewrites package-lock.json's integrity of the tarball (src/cli/vendor.ts,
+    // relock). Left as it was, npm install called the installed build up to date and kept it;
+    // only svc worker restart (refreshSdk) put the new one in.
+    const dir = join(root, 'by-hand');
+    const vendor = join(dir, 'vendor');
+    mkdirSync(vendor, { recursive: true });
+    writeFileSync(join(dir, 'svc.worker.yaml'), manifest('w-by-hand', 'typescript'));
+    writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: 'w', version: '1.0.0', private: true, dependencies: { 'svc-sdk': 'file:vendor/svc-sdk-0.1.0.tgz' } }, null, 2)}\n`);
+    const npmInstall = (): void => void execFileSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'ignore' });
+    packSdk('typescript', 1, vendor);
+    npmInstall();
+    assert.equal(installedBuild('typescript', dir), 1);
+
+    const next = mkdtempSync(join(root, 'next-'));
+    packSdk('typescript', 2, next); // the SDK of a newer svc, under the same version
+    const r = vendorSdk(dir, { language: 'typescript', version: '0.1.0', file: 'svc-sdk-0.1.0.tgz', path: join(next, 'svc-sdk-0.1.0.tgz') });
+    assert.equal(r.relocked, true);
+    npmInstall();
+    assert.equal(installedBuild('typescript', dir), 2, 'npm install kept the build installed before');
+  });
 });

@@ -9,7 +9,9 @@ import { ConfigFileError } from '../../src/engine/config/config-error.js';
 import { parseWorkerEntries, removeWorkerEntry, upsertWorkerEntry, type WorkerEntry } from '../../src/supervisor/worker-entries.js';
 import { dependencyHash, ensureInstalled, isInstalled } from '../../src/supervisor/install.js';
 import { Supervisor } from '../../src/supervisor/supervisor.js';
-import { launchSpecOf } from '../../src/supervisor/launch.js';
+import { launchSpecOf, logFileOf } from '../../src/supervisor/launch.js';
+import { ProcessRuntime } from '../../src/supervisor/process-runtime.js';
+import type { Instance, LaunchSpec, Runtime } from '../../src/supervisor/runtime.js';
 import { eventually, sleep } from '../helpers/util.js';
 
 let root: string;
@@ -358,6 +360,42 @@ setInterval(() => {}, 1000);`,
       assert.equal(d.last_error, null, logs.join('\n'));
     } finally {
       await s.stopAll();
+    }
+  });
+
+  test('a stop while a launch is under way returns only once what it launched is gone, forced if it ignores SIGTERM', async () => {
+    // The process runtime, answering late as a container's launch does (its process runs already).
+    // Before, the superseded launch stopped its instance without anyone waiting: stopAll returned,
+    // the engine could exit, and a worker ignoring SIGTERM got no SIGKILL from the supervisor.
+    class SlowToAnswer implements Runtime {
+      readonly name = 'process' as const;
+      private readonly runtime = new ProcessRuntime();
+      async launch(spec: LaunchSpec): Promise<Instance> {
+        const inst = await this.runtime.launch(spec);
+        await sleep(1000);
+        return inst;
+      }
+    }
+    const dir = workerDir('deaf', nodeManifest('deaf', 'node w.mjs'), {
+      'w.mjs': "process.on('SIGTERM', () => {}); console.log('pid=' + process.pid); setInterval(() => {}, 1000);",
+    });
+    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    const cfg = join(root, 'deaf.yaml');
+    writeFileSync(cfg, 'workers: []\n');
+    const s = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', stopGraceMs: 300, runtimes: { process: new SlowToAnswer() } });
+    const [entry] = parseWorkerEntries(cfg, [{ name: 'deaf', path: dir }]);
+    const log = logFileOf(cfg, 'deaf');
+    let pid = 0;
+    try {
+      const first = s.start(entry!);
+      await eventually(() => assert.match(readFileSync(log, 'utf8'), /pid=\d+/)); // running, its launch not answered yet
+      pid = Number(/pid=(\d+)/.exec(readFileSync(log, 'utf8'))![1]);
+      await s.stopAll();
+      assert.equal(alive(pid), false, `pid ${pid} outlived stopAll`);
+      await first;
+      assert.equal(s.get('deaf')!.status, 'stopped');
+    } finally {
+      if (pid && alive(pid)) process.kill(-pid, 'SIGKILL');
     }
   });
 });

@@ -11,7 +11,8 @@ export default class Build extends Command {
   static override description = `Builds the engine image (the engine, the CLI and the built-in workers svc-state, svc-http, svc-queue,
 svc-cron) and one image per worker of config.yaml that has a directory, each named
 <registry prefix><name>:<hash of what goes into it> (the engine: <prefix>svc-engine:<hash>). An image
-whose tag exists is not built again: a second run builds nothing. The prefix is --registry, else
+whose tag exists is not built again: a second run builds nothing; one whose content exists under another
+name (another --registry) is tagged from it, not built. The prefix is --registry, else
 config.yaml's deploy.registry, else none. Writes the references to .svc/build/images.json (read by
 svc deploy kubernetes). Pushing is yours: docker push <reference> for each (after docker login), or
 --save FILE and docker load -i FILE on an air-gapped host. Docker's build output goes to stderr.
@@ -39,15 +40,15 @@ Exit 2 for a bad config.yaml, manifest or --registry; 1 when Docker is unreachab
         ...(flags.save ? { save: resolve(flags.save) } : {}),
         force: flags.force,
         onLine: (l) => process.stderr.write(`  ${l}\n`),
-        onImage: (i: ImageResult) => process.stderr.write(`${i.status === 'built' ? '✓ built' : '= unchanged'} ${i.tag}\n`),
+        onImage: (i: ImageResult) => process.stderr.write(`${i.status === 'built' ? '✓ built' : i.status === 'tagged' ? '✓ tagged' : '= unchanged'} ${i.tag}${i.from ? ` (same content as ${i.from})` : ''}\n`),
       });
       const rows = [
-        ...r.images.map((i) => ({ name: i.name, image: i.tag, status: i.status === 'built' ? `built (${i.seconds.toFixed(1)} s)` : 'unchanged, not built' })),
+        ...r.images.map((i) => ({ name: i.name, image: i.tag, status: i.status === 'built' ? `built (${i.seconds.toFixed(1)} s)` : i.status === 'tagged' ? `tagged from ${i.from ?? '?'}, not built` : 'unchanged, not built' })),
         ...r.skipped.map((s) => ({ name: s.name, image: '-', status: `skipped: ${s.reason}` })),
       ];
       this.log(table(rows, ['name', 'image', 'status']));
-      const built = r.images.filter((i) => i.status === 'built').length;
-      this.log(`\n${built} built, ${r.images.length - built} unchanged; references in ${relative(process.cwd(), r.imagesFile) || r.imagesFile}`);
+      const count = (status: ImageResult['status']): number => r.images.filter((i) => i.status === status).length;
+      this.log(`\n${count('built')} built, ${count('tagged')} tagged, ${count('cached')} unchanged; references in ${relative(process.cwd(), r.imagesFile) || r.imagesFile}`);
       if (r.saved) this.log(`saved ${r.images.length} images to ${r.saved.file} (${(r.saved.bytes / 2 ** 20).toFixed(1)} MiB): docker load -i ${r.saved.file}`);
       this.log(`to push: docker push <image> for each (after docker login to the registry)`);
     } catch (e) {

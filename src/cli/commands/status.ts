@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { Command, Flags } from '@oclif/core';
-import { printableJson } from '../../engine/printable.js';
+import { printable, printableJson } from '../../engine/printable.js';
 import { readEngineState } from '../../daemon/engine-state.js';
 import { fail, formatError, withClient } from '../client.js';
 import { configFlag, noEngineMessage, shortList, table } from '../project.js';
@@ -15,6 +15,8 @@ interface SupRow {
   connections: number;
   restarts: number;
   functions: string[];
+  /** What its instances serve (svc-http's URL, with the port it bound). */
+  urls?: string[];
   last_error: string | null;
 }
 
@@ -48,6 +50,8 @@ export default class Status extends Command {
       }
       const up = Math.round((Date.now() - Date.parse(engine.started_at)) / 1000);
       this.log(`engine   ${engine.url} (pid ${engine.pid}, up ${up}s)`);
+      // svc-http's address: with `port: 0` nothing else but its log says which port it bound.
+      for (const w of workers) if (w.urls?.length) this.log(printable(`http     ${w.urls.join(', ')} (${w.name})`));
       const down = workers.filter((w) => w.status !== 'running' || w.connections < w.replicas);
       this.log(`workers  ${workers.length} supervised, ${workers.length - down.length} connected${down.length ? `, ${down.length} not: ${down.map((w) => `${w.name} (${w.status})`).join(', ')}` : ''}`);
       this.log(`functions ${own.length}${own.length ? `: ${own.slice(0, 12).join(', ')}${own.length > 12 ? ', …' : ''}` : ''}`);

@@ -39,17 +39,23 @@ export const HEADERS_TIMEOUT_MS = 60_000;
 export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<HttpWorkerHandle> {
   const config: HttpWorkerConfig = { ...DEFAULT_HTTP_CONFIG, ...stripUndefined(opts) };
   const url = opts.url ?? process.env.SVC_URL ?? 'ws://localhost:49134';
+  // It listens before it connects, so that its registration carries the port actually bound
+  // (`port: 0` picks one): the engine shows it (metadata.http.url; svc worker add, svc status).
+  // The app is made in the same turn as listen() resolves, before any request can be read.
+  let app: ReturnType<typeof createHttpApp> | undefined;
+  const server = await listen((req, res) => app!(req, res), config.port, config.host);
+  const port = (server.address() as AddressInfo).port;
   const worker = registerWorker(url, {
     workerName: opts.workerName ?? 'svc-http',
     ...(opts.runSecret ? { runSecret: opts.runSecret } : {}),
     ...(config.timeoutMs !== undefined ? { invocationTimeoutMs: config.timeoutMs } : {}),
-    metadata: { kind: 'builtin', http: { host: config.host, port: config.port } },
+    metadata: { kind: 'builtin', http: { host: config.host, port, url: reachableUrl(config.host, port) } },
   });
   const routes = new RouteTable();
   // Request lines go to the engine only: printing each one locally would cost more than serving it.
   // Route changes (rare) use worker.logger, which also prints them on the process's stdout.
   const log = new Logger(worker, { echo: false });
-  const app = createHttpApp({
+  app = createHttpApp({
     table: routes,
     // Without a timeout_ms of svc-http's own, the worker's default applies: the engine's. The call
     // is the binding's: the engine runs it with the rights of the worker that bound the route.
@@ -69,15 +75,6 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
     streamAll: config.streaming === 'all',
     ...(config.requestLog ? { onRequestLog: (e: RequestLogEntry) => logRequest(log, e) } : {}),
   });
-
-  let server: Server;
-  try {
-    server = await listen(app, config.port, config.host);
-  } catch (e) {
-    await worker.shutdown();
-    throw e;
-  }
-  const port = (server.address() as AddressInfo).port;
   boundConnections(server, config.maxConnections, worker.logger);
 
   // Bindings arrive only after the server listens, so an accepted route is immediately served.
@@ -141,7 +138,13 @@ function logRequest(log: Logger, e: RequestLogEntry): void {
   else log.info(line, e);
 }
 
-function listen(app: ReturnType<typeof createHttpApp>, port: number, host: string): Promise<Server> {
+/** Where a client on this machine reaches a server listening on `host`: a wildcard address on loopback. */
+export function reachableUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
+  return `http://${h}:${port}`;
+}
+
+function listen(app: (req: IncomingMessage, res: ServerResponse) => void, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
     // Node answers an HTTP/1.1 request without Host with a bare 400 before express sees it; the
     // check is done here instead, so that this refusal too is a JSON error like every other.

@@ -40,7 +40,9 @@ Exit 2 when a directory has no valid svc.worker.yaml or a package cannot be buil
         if (v.relocked) this.log(`  package-lock.json: the integrity of ${v.package} is now the new file's`);
         // The same version, other bytes: the worker's next install puts them in (supervisor/install.ts).
         const installed = ['.venv', 'node_modules'].find((d) => existsSync(join(v.dir, d)));
-        if (v.before === v.after && installed) this.log(`  ${join(shown, installed)} holds the SDK installed before (same version): svc worker restart <name> installs this one`);
+        // By hand: npm takes it (the lock's integrity is the new file's now); pip keeps an installed version unless forced.
+        const byHand = installed === '.venv' ? `.venv/bin/pip install --force-reinstall --no-deps ./${v.package}` : 'npm install';
+        if (v.before === v.after && installed) this.log(`  ${join(shown, installed)} holds the SDK installed before (same version): svc worker restart <name> installs this one (by hand: ${byHand})`);
       }
     } catch (e) {
       if (e instanceof SvcError) fail(`${e.code}: ${e.message}`, 2);

@@ -18,7 +18,7 @@ import { buildPayload } from '../../payload.js';
 import { usageLine } from '../../usage-error.js';
 import { printableJson } from '../../../engine/printable.js';
 import { configFlag, runningEngine } from '../../project.js';
-import { startWorker, waitFlag, whereItRuns } from '../../worker-start.js';
+import { startWorker, waitFlag, whatItServes, whereItRuns } from '../../worker-start.js';
 
 /** Each built-in's own config check, run on what `worker add` writes. */
 const BUILTIN_CONFIG: Record<string, (raw: unknown) => unknown> = {
@@ -72,7 +72,7 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
     runtime: Flags.string({ summary: 'How the worker runs.', options: [...RUNTIMES], default: 'process' }),
     replicas: Flags.integer({ summary: 'Number of instances.', min: 1, max: 64 }),
     wait: waitFlag,
-    json: Flags.boolean({ summary: 'Print one JSON object at the end (the progress lines go to stderr): name, change, started, ready, pid, pids, instances (container ids), status.', default: false }),
+    json: Flags.boolean({ summary: 'Print one JSON object at the end (the progress lines go to stderr): name, change, started, ready, pid, pids, instances (container ids), status, urls (what it serves: the URL of svc-http).', default: false }),
     set: Flags.string({
       summary: 'Set a key of the worker\'s config block, e.g. --set port=3112 or --set queues.emails.max_attempts=5 (dots name nested keys; repeatable; values typed as in svc trigger).',
       multiple: true,
@@ -168,7 +168,13 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
       say(`building the image of ${name} (images/${manifest.runtime.kind}/Dockerfile + ${args.target}) …`);
       try {
         const img = await ensureWorkerImage(docker.docker, manifest, { force: flags.force, onLine: (l) => say(`  │ ${l}`) });
-        say(img.status === 'cached' ? `✓ image ${img.tag} up to date (unchanged worker; --force rebuilds)` : `✓ image ${img.tag} built in ${img.seconds.toFixed(1)}s (base ${img.base})`);
+        say(
+          img.status === 'cached'
+            ? `✓ image ${img.tag} up to date (unchanged worker; --force rebuilds)`
+            : img.status === 'tagged'
+              ? `✓ image ${img.tag} tagged from ${img.from ?? '?'} (the same content; --force rebuilds)`
+              : `✓ image ${img.tag} built in ${img.seconds.toFixed(1)}s (base ${img.base})`,
+        );
       } catch (e) {
         if (e instanceof ImageBuildError) failWith(e, 1);
         throw e;
@@ -187,15 +193,15 @@ lines of output, and exits 1. A worker that runs already, with its entry unchang
     // Running before this command only counts for an entry it left unchanged: a new entry under
     // `svc dev` was started by the engine's watch of config.yaml, as this command asked.
     const alreadyRunning = d.already_running === true && change === 'unchanged';
-    if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: !alreadyRunning, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances })));
+    if (flags.json) this.log(printableJson(JSON.stringify({ name, change, started: !alreadyRunning, ready: d.ready, status: d.status, pid: d.pid, pids: d.pids, instances: d.instances, urls: d.urls ?? [] })));
     if (alreadyRunning) {
-      say(`✓ ${name} was already running (${whereItRuns(d)}${d.ready ? ', connected' : ''}), supervised by the engine at ${engine.url}; left as it is (svc worker restart ${name} restarts it)`);
+      say(`✓ ${name} was already running (${whereItRuns(d)}${d.ready ? ', connected' : ''})${whatItServes(d)}, supervised by the engine at ${engine.url}; left as it is (svc worker restart ${name} restarts it)`);
       return;
     }
     // A restart (--force, a changed entry) says so: "auto-started" read as if it had not been running.
     // A worker config.yaml did not list was not running, whatever --force did to its dependencies.
     const started = restart && change !== 'added' ? 'restarted' : 'auto-started';
-    if (d.ready) say(`✓ ${name} ${started} (${whereItRuns(d)}) and connected, supervised by the engine at ${engine.url}`);
+    if (d.ready) say(`✓ ${name} ${started} (${whereItRuns(d)}) and connected${whatItServes(d)}, supervised by the engine at ${engine.url}`);
     else say(`✓ ${name} ${started} (${whereItRuns(d)}), supervised by the engine at ${engine.url}; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${name})`);
   }
 }

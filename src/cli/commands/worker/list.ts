@@ -22,6 +22,8 @@ interface SupRow {
   functions: string[];
   /** The namespaces its connections registered their functions in (iii 0.23+; `default` unless named). */
   namespaces: string[];
+  /** The URLs its instances serve (svc-http's, with the port it bound). */
+  urls: string[];
   last_error: string | null;
   last_exit: { how: string; at: string; output: string[] } | null;
   /** What its connected instances report of their processes, summed (engine::workers::report); null: none has. */
@@ -42,7 +44,7 @@ export default class WorkerList extends Command {
   static override description = `Every worker of config.yaml is listed, connected or not: starting, restarting, crash-loop (stopped after
 repeated quick exits), stopped, failed. LAST ERROR is how its latest unrequested exit went and its last
 line of output; FUNCTIONS shows the first ones (… +N more); --json adds every function, the last lines of output
-(last_exit.output), pids and container ids.`;
+(last_exit.output), pids, container ids and the URLs it serves (urls: svc-http's).`;
   static override examples = ['svc worker list', 'svc worker list --json'];
   static override flags = { config: configFlag, json: Flags.boolean({ summary: 'Print JSON (numbers as numbers; container ids for docker workers).', default: false }) };
 
@@ -72,6 +74,7 @@ line of output; FUNCTIONS shows the first ones (… +N more); --json adds every 
         connections: 0,
         functions: [],
         namespaces: [],
+        urls: [],
         last_error: null,
         last_exit: null,
         process: null,
@@ -93,6 +96,7 @@ line of output; FUNCTIONS shows the first ones (… +N more); --json adds every 
             connections: s.connections,
             functions: s.functions,
             namespaces: s.namespaces,
+            urls: s.urls,
             last_error: s.last_error,
             last_exit: s.last_exit,
             process: s.process ?? null,

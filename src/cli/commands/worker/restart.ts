@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { Args, Command, Flags } from '@oclif/core';
 import { fail } from '../../client.js';
 import { configFlag, noEngineMessage, runningEngine } from '../../project.js';
-import { startWorker, waitFlag, whereItRuns } from '../../worker-start.js';
+import { startWorker, waitFlag, whatItServes, whereItRuns } from '../../worker-start.js';
 
 export default class WorkerRestart extends Command {
   static override summary = 'Restart a supervised worker (also after a crash loop) and wait for it to register.';
@@ -16,6 +16,6 @@ export default class WorkerRestart extends Command {
     const engine = runningEngine(resolve(flags.config));
     if (!engine) fail(noEngineMessage(flags.config, ` (start it: svc --config ${flags.config})`), 1);
     const d = await startWorker(engine, 'engine::supervisor::restart', { name: args.name, force: flags.force }, flags.wait);
-    this.log(`✓ restarted ${args.name} (${whereItRuns(d)})${d.ready ? ', connected' : `; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${args.name})`}`);
+    this.log(`✓ restarted ${args.name} (${whereItRuns(d)})${d.ready ? `, connected${whatItServes(d)}` : `; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${args.name})`}`);
   }
 }
