@@ -50,6 +50,12 @@ describe('svc worker new', { timeout: 300_000 }, () => {
       assert.deepEqual(JSON.parse(call.stdout), { message: 'hello, svc' });
       const bad = await svc(['trigger', `${dir}::hello`, 'name=3']);
       assert.match(bad.stderr, /^error: invalid_payload: /);
+      // Stopped by the engine (SIGTERM), it closes its connection: it leaves, it is not lost.
+      // Before, the TypeScript one had no handler: "left: worker connection lost (code 1006)".
+      assert.equal((await svc(['worker', 'restart', dir])).code, 0);
+      const logs = await svc(['logs', '--lines', '500']);
+      assert.match(logs.stdout, new RegExp(`worker ${dir} left: worker disconnected`));
+      assert.doesNotMatch(logs.stdout, new RegExp(`worker ${dir} left: worker connection lost`));
     });
   }
 

@@ -19,3 +19,10 @@ worker.registerFunction(
   },
   { description: 'Greets name (default world): {message}.' },
 );
+
+// On Ctrl-C or SIGTERM (what `svc worker restart/remove` and `svc dev` send): calls in flight
+// finish, then the connection closes cleanly, so the engine sees this worker leave rather than a
+// dropped connection.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => void worker.shutdown().finally(() => process.exit(0)));
+}
