@@ -42,6 +42,29 @@ describe('bad arguments', () => {
   });
 });
 
+describe('a refused registerTrigger', () => {
+  // Before, its stack held only TriggerRegistry.onResult, WorkerSession.onMessage and ws's frames:
+  // a worker with several bindings crashed without saying which line made the refused one.
+  test("names the program's line that awaited it", async () => {
+    const engine = await startEngine();
+    const w = registerWorker(engine.url, { workerName: 'refused', echoLogs: false });
+    try {
+      // A config over engine.limits.max_stored_value_bytes: the engine itself refuses the binding.
+      const err = await w.registerTrigger({ type: 'http', function_id: 'refused::f', config: { blob: 'x'.repeat(70_000) } }).then(
+        () => assert.fail('the binding was accepted'),
+        (e: unknown) => e as InvocationError,
+      );
+      assert.ok(err instanceof InvocationError);
+      assert.equal(err.code, 'payload_too_large');
+      assert.equal(err.functionId, 'refused::f');
+      assert.match(err.stack ?? '', /arguments\.test\.(js|ts):\d+/, err.stack);
+    } finally {
+      await w.shutdown();
+      await engine.stop();
+    }
+  });
+});
+
 describe('payloads that cannot be encoded', () => {
   test('one nested too deeply for JSON.stringify is invalid_payload naming the depth the engine accepts, not the stack', async () => {
     const engine = await startEngine();

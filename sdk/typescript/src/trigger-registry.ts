@@ -104,7 +104,10 @@ export class TriggerRegistry {
       await acked;
     } catch (e) {
       this.triggers.delete(id);
-      throw e;
+      // Made again here, in the function the program awaits: V8 then gives it the program's own
+      // frames (`at async …/worker.ts:50`), where the refusal's error, made when the answer
+      // arrived, named only the SDK's message handling and ws's.
+      throw e instanceof InvocationError ? new InvocationError(e.code, e.message, e.functionId, e.stacktrace) : e;
     }
     return {
       id,
