@@ -112,6 +112,12 @@ export interface BuildOptions {
   /** The image's name without the tag (default `svc-worker-<name>`; `svc build` gives `<registry prefix><name>`). */
   repository?: string;
   onLine?: (line: string) => void;
+  /**
+   * Aborted: the build ends (Docker stops it when its request goes away; the container of the
+   * step that was running is removed before this returns) and ensureWorkerImage rejects with the
+   * signal's reason.
+   */
+  signal?: AbortSignal;
 }
 
 const inFlight = new Map<string, Promise<BuiltImage>>();
@@ -133,6 +139,8 @@ function sdkOutsideWorker(m: Manifest): string | undefined {
 export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: BuildOptions = {}): Promise<BuiltImage> {
   const t0 = Date.now();
   const onLine = opts.onLine ?? (() => {});
+  const signal = opts.signal;
+  signal?.throwIfAborted();
   const dockerfile = join(SVC_ROOT, 'images', m.runtime.kind, 'Dockerfile');
   if (!existsSync(dockerfile)) throw new ImageBuildError(`no Dockerfile for runtime kind ${m.runtime.kind}: ${dockerfile} is missing`);
   const outside = sdkOutsideWorker(m);
@@ -150,8 +158,18 @@ export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: Build
     if (!opts.force && (await hasImage(docker, tag))) return { tag, status: 'cached', seconds: (Date.now() - t0) / 1000, base };
     const from = opts.force ? undefined : await tagSameContent(docker, tag, `svc.worker=${m.name}`);
     if (from) return { tag, status: 'tagged', from, seconds: (Date.now() - t0) / 1000, base };
+    signal?.throwIfAborted();
     const pending = inFlight.get(tag);
-    if (pending) return await pending;
+    if (pending) {
+      try {
+        return await abortable(pending, signal);
+      } catch (e) {
+        // The build joined was cancelled by its own starter (another worker of this directory
+        // stopped), not by this one: build it here.
+        if (signal?.aborted || !isCancellation(e)) throw e;
+        return await ensureWorkerImage(docker, m, opts);
+      }
+    }
     onLine(`building image ${tag} from ${m.dir} (images/${m.runtime.kind}/Dockerfile, ${base})`);
     const job = runBuild(docker, tar.pack(ctx) as unknown as NodeJS.ReadableStream, {
       tag,
@@ -161,7 +179,7 @@ export async function ensureWorkerImage(docker: Docker, m: Manifest, opts: Build
       labels: { 'svc.worker': m.name, 'svc.source': m.dir },
       what: `the image of ${m.name}`,
       base: { image: base, env: BASES[m.runtime.kind].env },
-    }, onLine).then(() => ({ tag, status: 'built' as const, seconds: (Date.now() - t0) / 1000, base }));
+    }, onLine, signal).then(() => ({ tag, status: 'built' as const, seconds: (Date.now() - t0) / 1000, base }));
     inFlight.set(tag, job);
     try {
       return await job;
@@ -186,19 +204,57 @@ export interface BuildRequest {
   base: { image: string; env: string };
 }
 
-/** Build one image from a packed context, passing Docker's output on line by line; fails with its last 20 lines. */
-export async function runBuild(docker: Docker, context: NodeJS.ReadableStream, req: BuildRequest, onLine: (l: string) => void): Promise<void> {
-  const stream: NodeJS.ReadableStream = await docker.buildImage(context, {
-    t: req.tag,
-    dockerfile: req.dockerfile,
-    buildargs: req.buildargs,
-    // No bridge on these machines: the build reaches the package registries through the host's network.
-    networkmode: 'host',
-    nocache: req.force,
-    rm: true,
-    forcerm: true,
-    labels: req.labels,
+/** A build ended by its AbortSignal: rejects with the signal's reason, marked so a joiner can tell. */
+const CANCELLED = new WeakSet<object>();
+
+function isCancellation(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && CANCELLED.has(e);
+}
+
+function cancellation(signal: AbortSignal): unknown {
+  const reason: unknown = signal.reason;
+  if (typeof reason === 'object' && reason !== null) CANCELLED.add(reason);
+  return reason;
+}
+
+/** `p`, or the signal's reason as soon as it aborts (`p` itself goes on for whoever else awaits it). */
+function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(cancellation(signal));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
+}
+
+/** The legacy builder names the container of each RUN step: ` ---> Running in 0e3b1fe2ad1b`. */
+const STEP_CONTAINER = /^\s*---> Running in ([0-9a-f]{12,64})\s*$/;
+
+/**
+ * Build one image from a packed context, passing Docker's output on line by line; fails with its
+ * last 20 lines. On `signal`, the request is dropped (Docker cancels the build and kills the step
+ * running) and the step's container removed here too, so none is left when this rejects.
+ */
+export async function runBuild(docker: Docker, context: NodeJS.ReadableStream, req: BuildRequest, onLine: (l: string) => void, signal?: AbortSignal): Promise<void> {
+  signal?.throwIfAborted();
+  const steps = new Set<string>();
+  const stream: NodeJS.ReadableStream = await docker
+    .buildImage(context, {
+      ...(signal ? { abortSignal: signal } : {}),
+      t: req.tag,
+      dockerfile: req.dockerfile,
+      buildargs: req.buildargs,
+      // No bridge on these machines: the build reaches the package registries through the host's network.
+      networkmode: 'host',
+      nocache: req.force,
+      rm: true,
+      forcerm: true,
+      labels: req.labels,
+    })
+    .catch((e: unknown) => {
+      throw signal?.aborted ? cancellation(signal) : e;
+    });
   const tail: string[] = [];
   let failure: string | undefined;
   await new Promise<void>((resolve, reject) => {
@@ -209,6 +265,8 @@ export async function runBuild(docker: Docker, context: NodeJS.ReadableStream, r
         if (ev.error) failure = ev.errorDetail?.message ?? ev.error;
         for (const line of (ev.stream ?? ev.error ?? '').split('\n')) {
           if (line.trim() === '') continue;
+          const step = STEP_CONTAINER.exec(line)?.[1];
+          if (step) steps.add(step);
           tail.push(line);
           if (tail.length > 20) tail.shift();
           onLine(line);
@@ -218,6 +276,10 @@ export async function runBuild(docker: Docker, context: NodeJS.ReadableStream, r
   }).catch((e: Error) => {
     failure ??= e.message;
   });
+  if (signal?.aborted) {
+    await Promise.all([...steps].map((id) => docker.getContainer(id).remove({ force: true }).catch(() => undefined)));
+    throw cancellation(signal);
+  }
   if (failure !== undefined) {
     const hint = /pull access denied|not found|manifest unknown|dial tcp|lookup .* on/i.test(failure)
       ? `\nThe base image ${req.base.image} is not on this machine and cannot be pulled; build the offline equivalents with scripts/build-base-images.sh (or set ${req.base.env}).`

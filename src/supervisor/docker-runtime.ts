@@ -97,14 +97,20 @@ export class DockerRuntime implements Runtime {
     if (!spec.manifest) {
       throw new Error(`${spec.name}: built-in workers run with the process runtime inside the engine (in containers, run the engine image; see docker-compose.yml)`);
     }
+    spec.signal?.throwIfAborted();
     await this.reachable();
     mkdirSync(dirname(spec.logFile), { recursive: true });
     const log = createWriteStream(spec.logFile, { flags: 'a' });
     const write = (line: string): void => void log.write(line.endsWith('\n') ? line : line + '\n');
     try {
-      const img = await ensureWorkerImage(this.docker, spec.manifest, { ...(spec.force ? { force: true } : {}), onLine: (l) => write(`[build] ${l}`) });
+      const img = await ensureWorkerImage(this.docker, spec.manifest, {
+        ...(spec.force ? { force: true } : {}),
+        ...(spec.signal ? { signal: spec.signal } : {}),
+        onLine: (l) => write(`[build] ${l}`),
+      });
       if (img.status === 'built') write(`[build] image ${img.tag} built in ${img.seconds.toFixed(1)}s`);
       if (img.status === 'tagged') write(`[build] image ${img.tag} tagged from ${img.from ?? '?'} (the same content)`);
+      spec.signal?.throwIfAborted();
       const name = `svc-${this.project}-${spec.name}-${spec.replica}`;
       // A container of this name is left from a replica that died unwatched: replace it.
       await this.docker.getContainer(name).remove({ force: true }).catch(() => undefined);
@@ -122,6 +128,12 @@ export class DockerRuntime implements Runtime {
         Labels: { 'svc.worker': spec.name, 'svc.replica': String(spec.replica), 'svc.project': this.project },
         HostConfig: { NetworkMode: 'host', Init: true, RestartPolicy: { Name: 'no' }, LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } } },
       });
+      // Superseded before it started: remove it here, as no one else knows of it. (Once started,
+      // it is returned: the supervisor stops it with the stop grace, as any instance.)
+      if (spec.signal?.aborted) {
+        await container.remove({ force: true }).catch(() => undefined);
+        spec.signal.throwIfAborted();
+      }
       write(`\n=== ${new Date().toISOString()} starting ${spec.name}${spec.replica > 0 ? ` [replica ${spec.replica}]` : ''}: container ${container.id.slice(0, 12)} (${img.tag}): ${spec.manifest.scripts.start}`);
       const liveness = (await container.attach({ stream: true, stdin: true, stdout: false, stderr: false, hijack: true })) as NodeJS.ReadWriteStream & { destroy(): void };
       liveness.on('error', () => {

@@ -2,8 +2,10 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { guardedCommand } from './liveness-guard.js';
 import type { Manifest } from './manifest.js';
-import { processStartToken } from './process-identity.js';
+import { groupRuns, processStartToken } from './process-identity.js';
+import { killGroup } from './process-runtime.js';
 import { SvcError } from 'svc-sdk';
 
 /**
@@ -111,12 +113,13 @@ const LOCK_WAIT_MS = 15 * 60_000;
  * ran at once, and the engine launched the worker before its SDK was installed (ModuleNotFoundError,
  * restarts). A lock whose holder is gone is taken over. Inside the env dir, which `svc dev` does not watch.
  */
-async function withInstallLock<T>(m: Manifest, onLine: (line: string) => void, fn: () => Promise<T>): Promise<T> {
+async function withInstallLock<T>(m: Manifest, onLine: (line: string) => void, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
   mkdirSync(envDir(m), { recursive: true });
   const lock = join(envDir(m), '.svc-install.lock');
   const deadline = Date.now() + LOCK_WAIT_MS;
   let told = false;
   for (;;) {
+    signal?.throwIfAborted();
     try {
       closeSync(openSync(lock, 'wx'));
       writeFileSync(lock, `${process.pid}\n`);
@@ -141,28 +144,47 @@ async function withInstallLock<T>(m: Manifest, onLine: (line: string) => void, f
   }
 }
 
-export async function ensureInstalled(m: Manifest, opts: { force?: boolean; onLine?: (line: string) => void } = {}): Promise<InstallResult> {
-  const t0 = Date.now();
-  if (!opts.force && isInstalled(m)) return { status: 'cached', seconds: 0 };
-  const onLine = opts.onLine ?? (() => {});
-  // Another process may have installed it while this one waited for the lock.
-  return withInstallLock(m, onLine, () => (!opts.force && isInstalled(m) ? Promise.resolve({ status: 'cached' as const, seconds: 0 }) : install(m, onLine, t0)));
+export interface InstallOptions {
+  force?: boolean;
+  onLine?: (line: string) => void;
+  /**
+   * The engine's installs (the supervisor's): aborted when the start is superseded (a stop, a
+   * restart, the engine stopping). The install's whole process tree gets SIGTERM, SIGKILL
+   * `cancelGraceMs` later, and ensureInstalled rejects with the signal's reason once it is gone;
+   * nothing is recorded as installed, so the next start installs again. Such an install also
+   * runs guarded by a liveness pipe (liveness-guard.ts), as a worker does: it never outlives the
+   * engine, however the engine ends.
+   */
+  signal?: AbortSignal;
+  cancelGraceMs?: number;
 }
 
-async function install(m: Manifest, onLine: (line: string) => void, t0: number): Promise<InstallResult> {
+type Step = (command: string, env: Record<string, string>) => Promise<void>;
+
+export async function ensureInstalled(m: Manifest, opts: InstallOptions = {}): Promise<InstallResult> {
+  const t0 = Date.now();
+  opts.signal?.throwIfAborted();
+  if (!opts.force && isInstalled(m)) return { status: 'cached', seconds: 0 };
+  const onLine = opts.onLine ?? (() => {});
+  const step: Step = (command, env) => run(command, m.dir, env, onLine, opts.signal ? { signal: opts.signal, graceMs: opts.cancelGraceMs ?? 5000 } : undefined);
+  // Another process may have installed it while this one waited for the lock.
+  return withInstallLock(m, onLine, opts.signal, () => (!opts.force && isInstalled(m) ? Promise.resolve({ status: 'cached' as const, seconds: 0 }) : install(m, onLine, step, t0)));
+}
+
+async function install(m: Manifest, onLine: (line: string) => void, step: Step, t0: number): Promise<InstallResult> {
   // An environment installed before holds whichever build of the SDK it was installed with.
   const installedBefore = existsSync(markerFile(m));
   if (m.runtime.kind === 'python' && !existsSync(join(m.dir, '.venv', 'bin', 'python'))) {
     onLine(`creating virtual environment ${join(m.dir, '.venv')}`);
-    await run('python3 -m venv .venv', m.dir, process.env as Record<string, string>, onLine);
+    await step('python3 -m venv .venv', process.env as Record<string, string>);
   }
   onLine(`$ ${m.scripts.install}`);
-  await run(m.scripts.install, m.dir, workerEnv(m), onLine);
+  await step(m.scripts.install, workerEnv(m));
   const sdk = vendoredSdk(m);
   if (sdk) {
     const sdkMarker = sdkMarkerFile(m);
     const had = existsSync(sdkMarker) ? readFileSync(sdkMarker, 'utf8').trim() : null;
-    if (installedBefore && had !== sdk.hash) await refreshSdk(m, sdk.file, onLine);
+    if (installedBefore && had !== sdk.hash) await refreshSdk(m, sdk.file, onLine, step);
     mkdirSync(envDir(m), { recursive: true });
     writeFileSync(sdkMarker, sdk.hash + '\n');
   }
@@ -174,19 +196,42 @@ async function install(m: Manifest, onLine: (line: string) => void, t0: number):
 }
 
 /** Install the vendored SDK package again, though its version is the one installed (see the top of this file). */
-async function refreshSdk(m: Manifest, file: string, onLine: (line: string) => void): Promise<void> {
+async function refreshSdk(m: Manifest, file: string, onLine: (line: string) => void, step: Step): Promise<void> {
   const command =
     m.runtime.kind === 'python'
       ? `python -m pip install --force-reinstall --no-deps ./vendor/${file}`
       : // Rewrites package-lock.json's integrity for the package, and package.json's reference to the same text.
         `npm install --no-audit --no-fund ./vendor/${file}`;
   onLine(`the vendored SDK changed since the last install: $ ${command}`);
-  await run(command, m.dir, workerEnv(m), onLine);
+  await step(command, workerEnv(m));
 }
 
-function run(command: string, cwd: string, env: Record<string, string>, onLine: (line: string) => void): Promise<void> {
+/**
+ * Run one install command. With `cancel`, in its own process group (npm and pip start children of
+ * their own, which a signal to the shell alone would leave running) behind a liveness guard, and
+ * ended, the whole group, when the signal aborts. Without it (`svc worker add` in a terminal), in
+ * the caller's group, where Ctrl-C reaches it.
+ */
+function run(command: string, cwd: string, env: Record<string, string>, onLine: (line: string) => void, cancel?: { signal: AbortSignal; graceMs: number }): Promise<void> {
+  cancel?.signal.throwIfAborted();
   return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', command], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The command reads /dev/null, as without a guard: stdin is the guard's liveness pipe.
+    const child = cancel
+      ? spawn('/bin/sh', ['-c', guardedCommand(`{ ${command}\n} </dev/null`, false)], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true })
+      : spawn('/bin/sh', ['-c', command], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let cancelled = false;
+    let forceTimer: NodeJS.Timeout | undefined;
+    const onAbort = (): void => {
+      cancelled = true;
+      killGroup(child.pid!, 'SIGTERM');
+      forceTimer = setTimeout(() => killGroup(child.pid!, 'SIGKILL'), cancel!.graceMs);
+    };
+    if (cancel) {
+      // Our end of the liveness pipe: never written, closed by the kernel when the engine exits.
+      child.stdin!.on('error', () => undefined);
+      (child.stdin as unknown as { unref?: () => void }).unref?.();
+      cancel.signal.addEventListener('abort', onAbort, { once: true });
+    }
     const tail: string[] = [];
     const feed = (buf: Buffer): void => {
       for (const line of buf.toString().split('\n')) {
@@ -199,9 +244,25 @@ function run(command: string, cwd: string, env: Record<string, string>, onLine: 
     child.stdout.on('data', feed);
     child.stderr.on('data', feed);
     child.once('error', (e) => reject(new InstallError(`${cwd}: cannot run "${command}": ${e.message}`)));
-    child.once('exit', (code) => {
-      if (code === 0) resolve();
-      else reject(new InstallError(`${cwd}: "${command}" failed with exit code ${code}:\n${tail.join('\n')}`));
+    child.once('exit', (code, sig) => {
+      if (cancel) {
+        cancel.signal.removeEventListener('abort', onAbort);
+        clearTimeout(forceTimer);
+        // The shell is gone; what it left in its group (the guard, a daemonised helper) goes too.
+        killGroup(child.pid!, 'SIGKILL');
+        child.stdin!.destroy();
+      }
+      // Cancelled: rejected once the group is gone (SIGKILLed processes take a moment to die and be
+      // reaped), so that the stop waiting for it leaves nothing behind.
+      if (cancelled) void groupGone(child.pid, 2000).then(() => reject(cancel!.signal.reason));
+      else if (code === 0) resolve();
+      else reject(new InstallError(`${cwd}: "${command}" failed with ${code === null ? `signal ${sig}` : `exit code ${code}`}:\n${tail.join('\n')}`));
     });
   });
+}
+
+/** Resolves when no process of group `pid` runs any more, or after `ms`. */
+async function groupGone(pid: number | undefined, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (pid !== undefined && Date.now() < deadline && groupRuns(pid)) await new Promise((r) => setTimeout(r, 20));
 }

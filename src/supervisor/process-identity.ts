@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /**
  * What tells a process apart from a later one that got the same pid: on Linux the boot id and the
@@ -48,4 +48,33 @@ export function isSameProcess(pid: number, token: string | null | undefined): bo
   const now = processStartToken(pid);
   if (now === null) return false;
   return token === undefined || token === null || now === token;
+}
+
+/**
+ * Whether any process of process group `pgid` still runs. Zombies do not count: a killed process
+ * whose parent died is reaped by init, on some machines (a container's or a VM's init) a second or
+ * more later, and it holds nothing meanwhile.
+ */
+export function groupRuns(pgid: number): boolean {
+  if (process.platform !== 'linux') {
+    try {
+      process.kill(-pgid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // After the command name: state, ppid, pgrp.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true;
+  }
+  return false;
 }

@@ -27,6 +27,8 @@ export class ProcessRuntime implements Runtime {
   readonly name = 'process' as const;
 
   async launch(spec: LaunchSpec): Promise<Instance> {
+    // Nothing here takes long (the install is the supervisor's step before): only a launch already superseded is refused.
+    spec.signal?.throwIfAborted();
     mkdirSync(dirname(spec.logFile), { recursive: true });
     const fd = openSync(spec.logFile, 'a');
     writeSync(fd, `\n=== ${new Date().toISOString()} starting ${spec.name}${spec.replica > 0 ? ` [replica ${spec.replica}]` : ''}: ${spec.command}\n`);
@@ -87,7 +89,8 @@ function outputWritten(output: Promise<void>): Promise<void> {
   return Promise.race([output, late]).finally(() => clearTimeout(timer));
 }
 
-function killGroup(pid: number, signal: NodeJS.Signals): void {
+/** Signal process group `pid` (a child spawned `detached` leads its own), if it is still there. */
+export function killGroup(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pid, signal);
   } catch {

@@ -22,6 +22,12 @@ export interface LaunchSpec {
   manifest?: Manifest;
   /** Rebuild/reinstall even when cached. */
   force?: boolean;
+  /**
+   * Aborted when the launch is superseded (its worker stopped or restarted, the engine stopping):
+   * the runtime ends what it is doing (an image build, a container not yet started) and rejects
+   * with the signal's reason, so a stop waits seconds, not the minutes a build can take.
+   */
+  signal?: AbortSignal;
 }
 
 export interface ExitInfo {

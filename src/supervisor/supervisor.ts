@@ -90,7 +90,12 @@ interface Managed {
    * Launches under way, each ending, if a stop superseded it, in the stop of what it launched:
    * stop() waits for them, so no instance of a stopped worker (or of a stopped engine) is left.
    */
-  launching: Set<Promise<void>>;
+  launching: Set<Promise<unknown>>;
+  /**
+   * Aborted by the stop that ends this generation: its install (npm/pip) and launches (an image
+   * build) end what they are doing instead of finishing first, so that stop waits seconds, not minutes.
+   */
+  cancel: AbortController;
   lastError?: string;
   lastExit?: ExitReport;
 }
@@ -132,9 +137,11 @@ export class Supervisor {
     entry = oneHttpPerPort(entry, (m) => this.options.log('warn', m));
     const existing = this.workers.get(entry.name);
     if (existing && existing.status !== 'stopped' && existing.status !== 'crash-loop' && existing.status !== 'failed') return existing;
-    if (this.closed) return existing ?? { entry, status: 'stopped', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0, launching: new Set() };
-    const m: Managed = existing ?? { entry, status: 'starting', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0, launching: new Set() };
+    if (this.closed) return existing ?? { entry, status: 'stopped', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0, launching: new Set(), cancel: new AbortController() };
+    const m: Managed = existing ?? { entry, status: 'starting', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0, launching: new Set(), cancel: new AbortController() };
     const generation = ++m.generation;
+    m.cancel = new AbortController();
+    const { signal } = m.cancel;
     m.entry = entry;
     m.status = 'starting';
     m.stopping = false;
@@ -146,7 +153,10 @@ export class Supervisor {
       if (first.manifest && entry.runtime === 'process') {
         const logFile = logFileOf(this.options.configFile, entry.name);
         mkdirSync(dirname(logFile), { recursive: true });
-        const r = await ensureInstalled(first.manifest, { ...(opts.force ? { force: true } : {}), onLine: (l) => appendFileSync(logFile, `[install] ${l}\n`) });
+        const r = await this.track(
+          m,
+          ensureInstalled(first.manifest, { ...(opts.force ? { force: true } : {}), onLine: (l) => appendFileSync(logFile, `[install] ${l}\n`), signal, cancelGraceMs: this.options.stopGraceMs }),
+        );
         if (r.status === 'installed') this.options.log('info', `installed dependencies of ${entry.name} in ${r.seconds.toFixed(1)}s`);
         if (m.generation !== generation) return m; // stopped or started again while it installed
       }
@@ -157,7 +167,8 @@ export class Supervisor {
       // Stopped or restarted while it installed or launched: this start's failure is not the
       // worker's state any more (it would mark a stopped worker, or the newer start's, failed).
       if (m.generation !== generation) {
-        this.options.log('warn', `a start of ${entry.name} that was since stopped or restarted failed: ${(e as Error).message}`);
+        if (signal.aborted && e === signal.reason) this.options.log('info', `a start of ${entry.name} was cancelled: ${(e as Error).message}`);
+        else this.options.log('warn', `a start of ${entry.name} that was since stopped or restarted failed: ${(e as Error).message}`);
         return m;
       }
       m.status = 'failed';
@@ -175,11 +186,15 @@ export class Supervisor {
 
   /** Launch replica `i`, recorded in m.launching while under way (stop() waits for it). */
   private launch(m: Managed, i: number, force = false): Promise<void> {
-    const launched = this.launchReplica(m, i, force);
-    m.launching.add(launched);
-    const done = (): void => void m.launching.delete(launched);
-    launched.then(done, done);
-    return launched;
+    return this.track(m, this.launchReplica(m, i, force));
+  }
+
+  /** `work` (an install, a launch) recorded in m.launching while under way: stop() waits for it. */
+  private track<T>(m: Managed, work: Promise<T>): Promise<T> {
+    m.launching.add(work);
+    const done = (): void => void m.launching.delete(work);
+    work.then(done, done);
+    return work;
   }
 
   private async launchReplica(m: Managed, i: number, force: boolean): Promise<void> {
@@ -193,7 +208,7 @@ export class Supervisor {
     const generation = m.generation;
     let inst: Instance;
     try {
-      inst = await this.runtimeFor(m.entry).launch({ ...spec, ...(force ? { force } : {}) });
+      inst = await this.runtimeFor(m.entry).launch({ ...spec, ...(force ? { force } : {}), signal: m.cancel.signal });
     } catch (e) {
       if (secret) this.options.runSecrets?.revoke(secret);
       throw e;
@@ -248,11 +263,13 @@ export class Supervisor {
     rep.timer = setTimeout(() => {
       rep.timer = null;
       if (m.stopping) return;
+      const { signal } = m.cancel;
       this.launch(m, i)
         .then(() => {
           if (m.replicas.every((r) => r.instance)) m.status = 'running';
         })
         .catch((e: Error) => {
+          if (signal.aborted) return; // cancelled by a stop: nothing to report or retry
           this.options.log('error', `restart of ${m.entry.name} failed: ${e.message}`);
           // An exit of its own: retried after the backoff, and counted toward the crash loop.
           // (onExit acts only for the replica's current instance, which this failed start left as none.)
@@ -279,6 +296,9 @@ export class Supervisor {
     if (!m) return false;
     m.generation++;
     m.stopping = true;
+    // An install or image build under way ends now (killed, its half-made container removed)
+    // rather than finishing for nothing.
+    m.cancel.abort(new Error(`${name} was stopped while it was starting (installing, building or launching)`));
     // Launches under way see the new generation and stop what they launch: wait for that too
     // (their failures are their starts' to report).
     const launching = [...m.launching].map((l) => l.catch(() => undefined));

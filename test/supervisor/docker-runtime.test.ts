@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -7,9 +8,11 @@ import Docker from 'dockerode';
 import { ensureWorkerImage } from '../../src/supervisor/docker-image.js';
 import { assertDockerReachable, DockerRuntime, DockerUnavailableError, projectLabel } from '../../src/supervisor/docker-runtime.js';
 import { loadManifest } from '../../src/supervisor/manifest.js';
+import { Supervisor } from '../../src/supervisor/supervisor.js';
+import { parseWorkerEntries } from '../../src/supervisor/worker-entries.js';
 import { dockerSkipReason } from '../helpers/docker.js';
 import { standInEngine } from '../helpers/stand-in-engine.js';
-import { eventually } from '../helpers/util.js';
+import { eventually, sleep } from '../helpers/util.js';
 import { makeFixtureProject, runtimeConformance } from './runtime-conformance.js';
 
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
@@ -81,7 +84,6 @@ if (!skip) {
       assert.match(first.tag, /^svc-worker-probe:[0-9a-f]{16}$/);
       // Unique per run: images of earlier runs stay in the local store and must not match.
       const edited = readFileSync(join(fx.workerDir, 'main.py'), 'utf8') + `\n# changed ${process.pid}-${Date.now()}\n`;
-      const { writeFileSync } = await import('node:fs');
       writeFileSync(join(fx.workerDir, 'main.py'), edited);
       const changed = await ensureWorkerImage(docker, loadManifest(fx.workerDir));
       assert.notEqual(changed.tag, first.tag);
@@ -149,6 +151,81 @@ if (!skip) {
       } finally {
         engine.kill('SIGKILL');
         await docker.getContainer(id).remove({ force: true }).catch(() => undefined);
+      }
+    });
+
+    it('a stop while the image builds ends the build within the stop grace, leaving no process or container of it', { timeout: 120_000 }, async () => {
+      // `svc worker remove`, `restart` or the engine's Ctrl-C while a worker's image builds (its
+      // install step can take minutes). Before, the stop waited for the build to end.
+      const slow = makeFixtureProject();
+      // A sleep no other process runs (the pid in it), found on the host as the build's RUN step.
+      const sleeper = `sleep 45.${process.pid}`;
+      writeFileSync(join(slow.workerDir, 'slow-install.sh'), `echo "slow install running"\n${sleeper}\n`);
+      const yaml = join(slow.workerDir, 'svc.worker.yaml');
+      writeFileSync(yaml, readFileSync(yaml, 'utf8').replace('install: pip install -r requirements.txt', 'install: sh slow-install.sh'));
+      const cfg = join(slow.dir, 'config.yaml');
+      writeFileSync(cfg, 'workers: []\n');
+      const s = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', stopGraceMs: 2000, runtimes: { docker: new DockerRuntime({ configFile: cfg }) } });
+      const [entry] = parseWorkerEntries(cfg, [{ name: 'probe', path: slow.workerDir, runtime: 'docker' }]);
+      const log = join(slow.dir, '.svc', 'logs', 'probe.log');
+      const sleeping = (): boolean => {
+        try {
+          return execFileSync('pgrep', ['-f', `^${sleeper.replace('.', '\\.')}$`], { encoding: 'utf8' }).trim() !== '';
+        } catch {
+          return false;
+        }
+      };
+      const stepContainers = (): string[] => [...readFileSync(log, 'utf8').matchAll(/---> Running in ([0-9a-f]+)/g)].map((m) => m[1]!);
+      try {
+        const started = s.start(entry!, { force: true });
+        await eventually(() => assert.ok(existsSync(log) && /slow install running/.test(readFileSync(log, 'utf8')) && sleeping(), 'building'), 60_000);
+        const t0 = Date.now();
+        const stopped = await Promise.race([s.stop('probe').then(() => 'stopped'), sleep(15_000).then(() => 'still waiting')]);
+        const took = Date.now() - t0;
+        assert.equal(stopped, 'stopped', 'the stop waited for the build');
+        assert.ok(took < 2000 + 3000, `the stop took ${took} ms (grace 2000 ms)`);
+        assert.equal(sleeping(), false, 'the install step outlived the stop');
+        assert.ok(stepContainers().length > 0);
+        for (const id of stepContainers()) assert.equal(await state(id), null, `the build's container ${id} outlived the stop`);
+        const left = await docker.listContainers({ all: true, filters: { label: [`svc.project=${projectLabel(cfg)}`] } });
+        assert.deepEqual(left, []);
+        await started;
+        assert.equal(s.get('probe')!.status, 'stopped');
+      } finally {
+        await s.stopAll();
+        slow.cleanup();
+      }
+    });
+
+    it('a build joined by a second caller and cancelled by the first is built for the second', { timeout: 120_000 }, async () => {
+      // Replicas, or two entries of one directory, share one build (ensureWorkerImage): one
+      // caller's stop must not fail the other's start.
+      const shared = makeFixtureProject();
+      writeFileSync(join(shared.workerDir, 'slow-install.sh'), `echo "slow install running"\nsleep 2 # ${process.pid}-${Date.now()}\n`);
+      const yaml = join(shared.workerDir, 'svc.worker.yaml');
+      writeFileSync(yaml, readFileSync(yaml, 'utf8').replace('install: pip install -r requirements.txt', 'install: sh slow-install.sh'));
+      const m = loadManifest(shared.workerDir);
+      const cancel = new AbortController();
+      let second: Promise<Awaited<ReturnType<typeof ensureWorkerImage>>> | undefined;
+      let tag: string | undefined;
+      try {
+        const first = ensureWorkerImage(docker, m, {
+          signal: cancel.signal,
+          onLine: (l) => {
+            // Started once the first build is under way (registered as in flight), so it joins it.
+            if (l.startsWith('building image')) second = ensureWorkerImage(docker, m);
+            if (/slow install running/.test(l)) cancel.abort(new Error('stopped on purpose'));
+          },
+        });
+        await assert.rejects(first, /stopped on purpose/);
+        assert.ok(second);
+        const built = await second;
+        tag = built.tag;
+        assert.equal(built.status, 'built');
+        assert.ok(await docker.getImage(built.tag).inspect());
+      } finally {
+        if (tag) await docker.getImage(tag).remove().catch(() => undefined);
+        shared.cleanup();
       }
     });
 

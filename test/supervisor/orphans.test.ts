@@ -82,6 +82,28 @@ describe('the liveness pipe: svc-sdk workers exit when their engine process is k
     assert.ok(ms! >= GUARD_SELF_EXIT_S * 1000 - 500, `stopped after ${ms} ms: the guard first leaves a worker time to exit by itself`);
   });
 
+  test('an install the engine runs (npm, pip) is stopped by the guard too', async () => {
+    // The engine installs a worker's dependencies before starting it, for minutes at times; killed
+    // meanwhile, its install ran on to the end before (npm and pip watch nothing).
+    const dir = join(root, 'installing');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'svc.worker.yaml'), 'name: installing\nruntime:\n  kind: typescript\n  package_manager: npm\n  entry: w.mjs\nscripts:\n  install: sh install.sh\n  start: node w.mjs\n');
+    writeFileSync(join(dir, 'install.sh'), 'sleep 600 & echo "install $$ $!"\nwait\n');
+    writeFileSync(join(dir, 'w.mjs'), '');
+    const lib = join(ROOT, 'dist/src/supervisor');
+    const { engine, match } = await standInEngine(
+      `import { ensureInstalled } from ${JSON.stringify(join(lib, 'install.js'))};
+      import { loadManifest } from ${JSON.stringify(join(lib, 'manifest.js'))};
+      void ensureInstalled(loadManifest(${JSON.stringify(dir)}), { signal: new AbortController().signal, onLine: (l) => console.log(l) });`,
+      /install (\d+) (\d+)/,
+    );
+    const pids = [Number(match[1]), Number(match[2])];
+    await sleep(300);
+    assert.ok(pids.every(alive));
+    engine.kill('SIGKILL');
+    for (const pid of pids) assert.notEqual(await gone(pid, (GUARD_SELF_EXIT_S + 5) * 1000), null, `install process ${pid} outlived its engine`);
+  });
+
   test('the built-in svc-state exits within seconds of SIGKILL of the engine', async () => {
     const port = await freePort();
     const main = join(ROOT, 'dist/src/workers/state/main.js');

@@ -11,6 +11,7 @@ import { dependencyHash, ensureInstalled, isInstalled } from '../../src/supervis
 import { Supervisor } from '../../src/supervisor/supervisor.js';
 import { launchSpecOf, logFileOf } from '../../src/supervisor/launch.js';
 import { ProcessRuntime } from '../../src/supervisor/process-runtime.js';
+import { groupRuns, processStartToken } from '../../src/supervisor/process-identity.js';
 import type { Instance, LaunchSpec, Runtime } from '../../src/supervisor/runtime.js';
 import { eventually, sleep } from '../helpers/util.js';
 
@@ -303,7 +304,7 @@ setInterval(() => {}, 1000);`,
 
   /** A Node worker (in `dir`) whose install script is `install`, on a supervisor of its own that logs into `logs`. */
   function installingWorker(name: string, install: string): { s: Supervisor; entry: WorkerEntry; logs: string[]; dir: string } {
-    const dir = workerDir(name, nodeManifest(name, 'node w.mjs').replace('install: "true"', `install: "${install}"`), {
+    const dir = workerDir(name, nodeManifest(name, 'node w.mjs').replace('install: "true"', () => `install: "${install}"`), {
       'w.mjs': 'setInterval(() => {}, 1000);',
       'package.json': `{"name":"${name}","version":"1.0.0"}`,
     });
@@ -339,17 +340,35 @@ setInterval(() => {}, 1000);`,
   });
 
   test('a start that fails after a stop or restart leaves the worker as that stop or restart made it', async () => {
-    // The install fails once (slowly); a stop, then a restart, come in while it runs. Before, the
-    // stale start's failure marked the stopped worker failed, and the restarted one's last_error.
-    const { s, entry, logs, dir } = installingWorker('failonce', 'sleep 0.6; if [ -f once ]; then true; else touch once; exit 3; fi');
+    // The launch fails once (slowly, with nothing a stop could cancel); a stop, then a restart,
+    // come in while it runs. Before, the stale start's failure marked the stopped worker failed,
+    // and the restarted one's last_error. (An install under way is cancelled by the stop instead:
+    // the test after this one.)
+    let failNext = false;
+    class FailsOnceSlowly implements Runtime {
+      readonly name = 'process' as const;
+      private readonly runtime = new ProcessRuntime();
+      async launch(spec: LaunchSpec): Promise<Instance> {
+        await sleep(600);
+        if (failNext) {
+          failNext = false;
+          throw new Error('launch failed on purpose');
+        }
+        return this.runtime.launch(spec);
+      }
+    }
+    const { entry, logs, dir } = installingWorker('failonce', 'true');
+    const s = new Supervisor({ configFile: join(dir, '..', 'failonce.yaml'), engineUrl: 'ws://127.0.0.1:1', restartDelayMs: 50, stopGraceMs: 2000, log: (_l, msg) => logs.push(msg), runtimes: { process: new FailsOnceSlowly() } });
     try {
+      failNext = true;
       const first = s.start(entry);
-      await sleep(200); // installing
+      await sleep(200); // launching
       await s.stop('failonce');
       await first;
       assert.equal(s.get('failonce')!.status, 'stopped', logs.join('\n'));
+      assert.match(logs.join('\n'), /a start of failonce that was since stopped or restarted failed: launch failed on purpose/);
 
-      rmSync(join(dir, 'once'), { force: true });
+      failNext = true;
       const second = s.start(entry);
       await sleep(200);
       const third = s.restart(entry);
@@ -360,6 +379,66 @@ setInterval(() => {}, 1000);`,
       assert.equal(d.last_error, null, logs.join('\n'));
     } finally {
       await s.stopAll();
+    }
+  });
+
+  test('a stop while the worker installs ends the install, its whole process tree, within the stop grace', async () => {
+    // `svc worker remove`, `restart` or the engine's Ctrl-C during an npm/pip install that takes
+    // minutes. Before, the stop returned and the install ran on to its end (after the engine's
+    // exit too); the stop now kills it: SIGTERM, SIGKILL after the grace for what ignores it.
+    const { s, entry, logs, dir } = installingWorker('stopinstall', 'sh install.sh');
+    writeFileSync(
+      join(dir, 'install.sh'),
+      [
+        'sleep 60 & a=$!',
+        "(trap '' TERM; sleep 60) & b=$!",
+        'echo "$(ps -o pgid= -p $$ | tr -d " ") $$ $a $b" > install.pids',
+        'wait',
+      ].join('\n') + '\n',
+    );
+    const pidFile = join(dir, 'install.pids');
+    let pids: number[] = [];
+    try {
+      const first = s.start(entry);
+      await eventually(() => assert.equal((pids = existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim().split(/\s+/).map(Number) : []).length, 4), 10_000);
+      const [group, ...members] = pids as [number, ...number[]];
+      assert.ok(members.every(alive), 'installing');
+      const t0 = Date.now();
+      await s.stop('stopinstall');
+      const took = Date.now() - t0;
+      assert.ok(took < 2000 + 1500, `the stop took ${took} ms (grace 2000 ms)`);
+      // Zombies left for init to reap are gone (processStartToken and groupRuns do not count them).
+      for (const p of members) assert.equal(processStartToken(p), null, `install process ${p} outlived the stop`);
+      assert.equal(groupRuns(group), false, `process group ${group} of the install outlived the stop`);
+      await first;
+      assert.equal(s.get('stopinstall')!.status, 'stopped');
+      assert.equal(isInstalled(loadManifest(dir)), false, 'a cancelled install is not recorded as done');
+      assert.match(logs.join('\n'), /a start of stopinstall was cancelled: stopinstall was stopped while it was starting/);
+      assert.equal(existsSync(join(dir, 'node_modules', '.svc-install.lock')), false, 'the install lock is released');
+    } finally {
+      await s.stopAll();
+      if (pids[0] && groupRuns(pids[0])) process.kill(-pids[0], 'SIGKILL');
+    }
+  });
+
+  test('an install that ignores SIGTERM is killed when the stop grace ends', async () => {
+    // `{ …; }` runs in the shell itself: the whole install, its shell included, ignores SIGTERM.
+    const { s, entry, dir } = installingWorker('deafinstall', "trap '' TERM; echo $$ > install.pid; sleep 60");
+    const pidFile = join(dir, 'install.pid');
+    let group = 0;
+    try {
+      const first = s.start(entry);
+      await eventually(() => assert.ok((group = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : 0) > 0), 10_000);
+      const t0 = Date.now();
+      await s.stop('deafinstall');
+      const took = Date.now() - t0;
+      assert.ok(took >= 1900 && took < 2000 + 1500, `the stop took ${took} ms (grace 2000 ms)`);
+      assert.equal(groupRuns(group), false, `process group ${group} of the install outlived the stop`);
+      await first;
+      assert.equal(s.get('deafinstall')!.status, 'stopped');
+    } finally {
+      await s.stopAll();
+      if (group && groupRuns(group)) process.kill(-group, 'SIGKILL');
     }
   });
 
