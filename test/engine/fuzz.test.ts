@@ -387,6 +387,28 @@ describe('a real engine under random frames from several connections', () => {
     await eventually(() => assert.equal(eng.engine.sessionCount, 2));
   });
 
+  test('a call sent in fragments split inside characters is answered; UTF-8 broken across fragments closes only that connection (1007)', async () => {
+    const { raw } = await rawPeer(eng.url);
+    const data = { s: 'é💥\u0000\u202e' };
+    const bytes = Buffer.from(JSON.stringify({ type: 'invokefunction', invocation_id: 'frag-1', function_id: 'fuzz::echo', data }));
+    const cuts = [bytes.indexOf(Buffer.from('é')) + 1, bytes.indexOf(Buffer.from('💥')) + 2];
+    raw.ws.send(bytes.subarray(0, cuts[0]), { binary: false, fin: false });
+    raw.ws.send(bytes.subarray(cuts[0], cuts[1]), { binary: false, fin: false });
+    raw.ws.send(bytes.subarray(cuts[1]), { binary: false, fin: true });
+    assert.deepEqual((await raw.next((f) => f.type === 'invocationresult' && f.invocation_id === 'frag-1')).result, data);
+
+    const bad = await rawPeer(eng.url);
+    // 0xc3 begins a two-byte character; 0x28 cannot continue it.
+    bad.raw.ws.send(Buffer.concat([Buffer.from('{"type":"ping","x":"'), Buffer.from([0xc3])]), { binary: false, fin: false });
+    bad.raw.ws.send(Buffer.from([0x28, 0x22, 0x7d]), { binary: false, fin: true });
+    await eventually(() => assert.equal(bad.raw.closed, true));
+    assert.equal(bad.raw.closeCode, 1007);
+    assert.equal(raw.closed, false);
+    raw.close();
+    assert.deepEqual(await caller.trigger({ function_id: 'fuzz::echo', payload: 3 }), 3);
+    await eventually(() => assert.equal(eng.engine.sessionCount, 2));
+  });
+
   test('a frame beyond four times the limit closes only that connection (1009); the engine serves on', async () => {
     const { raw } = await rawPeer(eng.url);
     raw.send({ type: 'ping', pad: 'x'.repeat(LIMIT * 4 + 1) });
