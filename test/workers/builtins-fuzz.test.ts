@@ -97,6 +97,30 @@ const CALLS: Record<string, fc.Arbitrary<unknown>> = {
   'cron::pause': obj({ schedule_id: edgeStr, trigger_id: triggerId }),
   'cron::resume': obj({ schedule_id: edgeStr, trigger_id: triggerId }),
   'cron::run_now': obj({ schedule_id: edgeStr, trigger_id: triggerId }),
+  // The engine's own functions (docs/protocol.md, Built-in functions), callable by any client.
+  'engine::workers::register': obj({ name: fc.oneof(fc.constantFrom('svc-state', 'engine', 'svc-cli-x', 'fz-raw'), edgeStr), namespace: fc.oneof(fc.constantFrom('default', 'fz-ns'), edgeStr), runtime: edgeStr, version: edgeStr, pid: edgeNum, os: edgeStr }),
+  'engine::workers::list': obj({ include_clients: fc.boolean() }),
+  'engine::workers::info': obj({ worker_id: edgeStr, name: fc.oneof(fc.constantFrom('fuzz-state', 'fz-app'), edgeStr) }),
+  'engine::workers::report': obj({
+    process: obj({ cpu_user_seconds: edgeNum, cpu_system_seconds: edgeNum, rss_bytes: edgeNum, heap_used_bytes: edgeNum, event_loop_lag_max_ms: edgeNum, interval_ms: edgeNum }),
+    state: anyValue,
+    queues: fc.oneof(fc.array(obj({ queue: edgeStr, waiting: edgeNum, running: edgeNum }), { maxLength: 4 }), anyValue),
+  }),
+  'engine::functions::list': obj({ include_builtins: fc.boolean() }),
+  'engine::functions::info': obj({ function_id: fnId, namespace: edgeStr }),
+  'engine::triggers::info': obj({ id: fc.oneof(fc.constantFrom('cron', 'http', 'state'), edgeStr) }),
+  'engine::registered-triggers::info': obj({ id: triggerId }),
+  'engine::registered-triggers::list': obj({}),
+  'engine::queues::list': obj({}),
+  'engine::log::warn': obj({ message: edgeStr, data: anyValue, function_id: fnId, invocation_id: edgeStr, traceparent: edgeStr }),
+  'engine::log::batch': obj({
+    lines: fc.array(fc.oneof(fc.tuple(fc.constantFrom('info', 'error', 'nope', 7), edgeStr, anyValue, fnId, edgeStr, edgeStr), obj({ level: edgeStr, message: edgeStr, data: anyValue }), anyValue), { maxLength: 5 }),
+  }),
+  'engine::logs::list': obj({ limit: smallInt, worker: edgeStr, level: fc.constantFrom('debug', 'warn', 'x'), since_seq: smallInt, text: edgeStr }),
+  'engine::traces::list': obj({ limit: smallInt, function_id: fnId, worker: edgeStr, errors_only: fc.boolean() }),
+  'engine::traces::get': obj({ trace_id: fc.oneof(fc.constantFrom('0af7651916cd43dd8448eb211c80319c', '0'.repeat(32)), edgeStr) }),
+  'engine::channels::create': obj({ buffer_size: smallInt, direction: edgeStr }),
+  'engine::channels::close': obj({ channel_id: edgeStr }),
 };
 const TRIGGERS: Record<string, fc.Arbitrary<unknown>> = {
   state: obj({ scope, key, condition_function_id: fnId }),
