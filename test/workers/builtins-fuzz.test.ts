@@ -137,10 +137,30 @@ const TRIGGERS: Record<string, fc.Arbitrary<unknown>> = {
   'durable:subscriber': obj({ topic: edgeStr, queue, queue_config: anyValue }),
 };
 
+const filterOp = fc.oneof(
+  value,
+  fc.record({ op: fc.constantFrom('$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$exists', '$prefix', '$any', '$not', '$nope'), v: value }).map(({ op, v }) => ({ [op]: v })),
+);
+const filters = fc.oneof(
+  fc.dictionary(fc.oneof(fc.constantFrom('input.n', 'output', 'status', 'input.__proto__.x', 'input..x', ''), edgeStr), filterOp, { maxKeys: 3 }),
+  fc.record({ op: fc.constantFrom('$and', '$or'), v: fc.array(fc.dictionary(fc.constantFrom('input.n', 'status'), filterOp, { maxKeys: 2 }), { maxLength: 3 }) }).map(({ op, v }) => ({ [op]: v })),
+  anyValue,
+);
+/** An observer (iii 0.25's observe frame) of a function, with generated fields. */
+const observe = obj({
+  source: obj({ function_id: fnId, filters, on: fc.constantFrom('success', 'error', 'complete', 'x') }),
+  target: obj({ function_id: fnId, deliver: fc.constantFrom('envelope', 'input', 'output', 'x'), capture: fc.array(edgeStr, { maxLength: 3 }) }),
+  max_fires: smallInt,
+  expires_in_ms: smallInt,
+  max_in_flight: smallInt,
+  metadata: anyValue,
+});
+
 type Act =
   | { kind: 'call'; function_id: string; data: unknown; enqueue?: unknown }
   | { kind: 'bind'; tid: string; trigger_type: string; function_id: unknown; config: unknown }
-  | { kind: 'burst'; n: number; bytes: number };
+  | { kind: 'burst'; n: number; bytes: number }
+  | { kind: 'observe'; frame: unknown };
 const act: fc.Arbitrary<Act> = fc.oneof(
   { arbitrary: fc.constantFrom(...Object.keys(CALLS)).chain((f) => CALLS[f]!.map((data) => ({ kind: 'call' as const, function_id: f, data }))), weight: 12 },
   { arbitrary: fc.oneof(anyValue, fc.constant(undefined)).map((data) => ({ kind: 'call' as const, function_id: 'engine::queue::enqueue', data })), weight: 1 },
@@ -154,6 +174,7 @@ const act: fc.Arbitrary<Act> = fc.oneof(
       .chain(([t, tid, f]) => (TRIGGERS[t] ?? anyValue).map((config) => ({ kind: 'bind' as const, tid, trigger_type: t, function_id: f, config }))),
     weight: 4,
   },
+  { arbitrary: observe.map((frame) => ({ kind: 'observe' as const, frame })), weight: 2 },
   { arbitrary: fc.record({ n: fc.integer({ min: PER_WORKER + 5, max: PER_WORKER * 3 }), bytes: fc.constantFrom(10, 60_000) }).map((b) => ({ kind: 'burst' as const, ...b })), weight: 1 },
 );
 
@@ -214,7 +235,7 @@ async function assertServing(run: number): Promise<void> {
 }
 
 type Frame = Record<string, unknown> & { type?: string };
-const seen = { calls: 0, results: 0, errors: 0, overloaded: 0, binds: 0, bindErrors: 0 };
+const seen = { calls: 0, results: 0, errors: 0, overloaded: 0, binds: 0, bindErrors: 0, observers: 0 };
 const codesSeen = new Map<string, number>();
 
 /** Play one connection's actions; check that every call and binding is answered in time. */
@@ -253,12 +274,19 @@ async function play(run: number, conn: number, acts: Act[]): Promise<void> {
       if (f.error) {
         checkError(f.error, binds.get(id)!.what);
         seen.bindErrors++;
-      }
+      } else if (id.length > 1024) problems.push(`a binding id of ${id.length} characters was accepted: the engine keeps it outside its byte budgets`);
+    } else if (f.type === 'observeresult' && binds.has(f.id as string)) {
+      const id = f.id as string;
+      if (!answered.has(id)) answered.set(id, Date.now() - binds.get(id)!.at);
+      if (f.error) checkError(f.error, binds.get(id)!.what);
+    } else if (f.type === 'observerstatechanged') {
+      const reason = f.reason as { code?: string } | undefined;
+      if (reason) checkError(reason, `observer ${String(f.id)}`);
     } else if (f.type === 'error') {
       const ref = f.ref as { type?: string; id?: string } | undefined;
       checkError(f.error, `frame ${JSON.stringify(ref)}`);
       // A binding refused where it entered (e.g. a function id that is not a string).
-      if (ref?.type === 'registertrigger' && typeof ref.id === 'string') for (const [id, b] of binds) if (id.slice(0, 128) === ref.id && !answered.has(id)) answered.set(id, Date.now() - b.at);
+      if ((ref?.type === 'registertrigger' || ref?.type === 'observe') && typeof ref.id === 'string') for (const [id, b] of binds) if (id.slice(0, 128) === ref.id && !answered.has(id)) answered.set(id, Date.now() - b.at);
     } else if (f.type === 'invokefunction') {
       // Bindings of this connection's own ids are fired at the function they name, never here.
       problems.push(`a raw client that registered nothing was called: ${JSON.stringify(f).slice(0, 200)}`);
@@ -283,6 +311,13 @@ async function play(run: number, conn: number, acts: Act[]): Promise<void> {
         bindIds.add(id);
         seen.binds++;
         raw.send(text);
+      } else if (a.kind === 'observe') {
+        const id = `obs-${run}-${conn}-${binds.size}`;
+        const text = frameText({ ...(a.frame as object), type: 'observe', id }, run);
+        binds.set(id, { at: Date.now(), what: text.slice(0, 300) });
+        bindIds.add(id);
+        seen.observers++;
+        raw.send(text);
       } else {
         const pad = 'p'.repeat(a.bytes);
         for (let i = 0; i < a.n; i++) call('fz::slow', { pad }, {}, `burst call ${i} of ${a.n} (${a.bytes} bytes)`);
@@ -301,7 +336,7 @@ async function play(run: number, conn: number, acts: Act[]): Promise<void> {
     assert.deepEqual(late.map(([id, ms]) => `${calls.get(id)?.what ?? binds.get(id)?.what} after ${ms} ms`), [], 'answered long before the deadline');
     assert.deepEqual(problems, [], `every answer is well formed (seed ${SEED}, run ${run})`);
     assert.equal(raw.closed, false, `the engine closed connection ${conn} (code ${raw.closeCode})`);
-    for (const id of bindIds) raw.send({ type: 'unregistertrigger', id });
+    for (const id of bindIds) raw.send({ type: id.startsWith('obs-') ? 'unobserve' : 'unregistertrigger', id });
   } finally {
     await sleep(50);
     raw.close();
