@@ -188,7 +188,11 @@ test('malformed and generated requests to the console and svc-http get well-form
           }
           seen.answered++;
           assert.ok(a.status >= 200 && a.status < 600, `status ${a.status}: ${what}`);
-          // An /api answer from the console's own code is JSON; node's parser refuses bad requests itself (a bare 400/431).
+          // An /api answer from the console's own code is JSON; node's parser refuses bad requests itself (a bare 400/431, no body type).
+          if (r.target === 'console' && r.path.startsWith('/api')) {
+            const type = /^content-type: ([^\r\n]*)/im.exec(a.headers)?.[1];
+            assert.ok(type === undefined ? a.status === 400 || a.status === 431 || a.status === 505 : /^application\/json/.test(type), `an /api answer of ${a.status} as ${type}: ${a.body.slice(0, 300)}: ${what}`);
+          }
           if (r.target === 'console' && r.method !== 'HEAD' && r.path.startsWith('/api') && /content-type: application\/json/i.test(a.headers)) {
             seen.api++;
             const j = JSON.parse(a.body) as { ok?: boolean; error?: { code?: string; message?: string } };
