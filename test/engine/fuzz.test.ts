@@ -60,6 +60,24 @@ function validFrame(idPrefix: string): fc.Arbitrary<Obj> {
     fc.record({ type: fc.constant('hello'), protocol: fc.integer({ min: 0, max: 3 }), features: fc.subarray(['cancel', 'ack', 'zstd']) }),
     fc.record({ type: fc.constant('reattach'), previous_worker_id: fc.uuid(), reattach_token: fc.uuid() }),
     fc.record({ type: fc.constant('registertriggertype'), id: shortStr.map((s) => `fuzz-${s}`) }),
+    fc.record({ type: fc.constant('unregistertriggertype'), id: shortStr.map((s) => `fuzz-${s}`) }),
+    fc.record(
+      {
+        type: fc.constant('observe'),
+        id: shortStr.map((s) => `obs-${s}`),
+        source: fc.record({ function_id: fc.constantFrom(...FUNCTIONS), filters: fc.constantFrom({ 'input.x': { $eq: 1 } }, { $or: [] }, { 'input.x': 1 }) }, { requiredKeys: ['function_id'] }),
+        target: fc.record({ function_id: fc.constantFrom(...FUNCTIONS) }),
+        max_fires: fc.integer({ min: -1, max: 3 }),
+        expires_in_ms: fc.integer({ min: 0, max: 500 }),
+      },
+      { requiredKeys: ['type', 'id', 'source', 'target'] },
+    ),
+    fc.record({ type: fc.constant('unobserve'), id: shortStr.map((s) => `obs-${s}`) }),
+    // Frames only a provider or the engine sends, from a client: a result for no binding, and the engine's own.
+    fc.record({ type: fc.constant('triggerregistrationresult'), id: weirdStr, error: fc.option(fc.record({ code: shortStr, message: shortStr })) }),
+    fc.record({ type: fc.constant('registrationrejected'), code: shortStr, namespace: shortStr }),
+    fc.record({ type: fc.constant('workerregistered'), worker_id: shortStr }),
+    fc.record({ type: fc.constant('error'), error: fc.record({ code: shortStr, message: shortStr }) }),
     fc.record({ type: fc.constant('registertrigger'), id: fc.uuid(), trigger_type: shortStr.map((s) => `fuzz-${s}`), function_id: fc.constant('fuzz::echo'), config: json }),
     fc.record({ type: fc.constant('unregistertrigger'), id: fc.uuid() }),
   );
