@@ -54,6 +54,10 @@ export const engineErrors = {
     client.calls >= limits.maxInFlightPerClient
       ? { code: 'overloaded', message: `The connections of ${client.label} have ${client.calls} calls in flight (engine.limits.max_in_flight_per_client = ${limits.maxInFlightPerClient}); retry later` }
       : { code: 'overloaded', message: `The calls the connections of ${client.label} have in flight carry ${client.bytes} bytes (engine.limits.max_in_flight_bytes_per_client = ${limits.maxInFlightBytesPerClient}); retry later` },
+  idTooLong: (type: string, field: string, length: number): ErrorBody => ({
+    code: 'invalid_frame',
+    message: `"${type}" frame: field "${field}" must be at most ${MAX_ID_CHARS} characters, got ${length}`,
+  }),
   tooManyRegistrations: (limit: number, id: string): ErrorBody => ({
     code: 'too_many_registrations',
     message: `Cannot register ${id}: this connection already holds ${limit} registrations (engine.limits.max_registrations_per_worker)`,
@@ -87,6 +91,20 @@ export class EngineError extends SvcError {
     super(code, message);
     this.name = 'EngineError';
   }
+}
+
+/**
+ * The longest binding id, trigger type and bound function id a registration may name. The engine
+ * keeps them for the life of the registration, outside max_stored_bytes_per_worker (which counts
+ * configs, descriptions and metadata): unbounded, 10,000 registrations of a connection could each
+ * hold an id of max_frame_bytes. iii's SDKs send UUIDs and short names.
+ */
+export const MAX_ID_CHARS = 1024;
+
+/** The first of `fields` of frame `m` longer than MAX_ID_CHARS, as the refusal naming it; else null. */
+export function idTooLong(type: string, fields: Record<string, string | null | undefined>): ErrorBody | null {
+  for (const [field, v] of Object.entries(fields)) if (typeof v === 'string' && v.length > MAX_ID_CHARS) return engineErrors.idTooLong(type, field, v.length);
+  return null;
 }
 
 /** Ids are free-form (`math::add`, `http::users/get`) but must be printable, unambiguous and bounded (svc-sdk's rule). */

@@ -8,6 +8,7 @@
 import { DEFAULT_NAMESPACE, type ErrorBody, type ObserveMsg } from 'svc-sdk/protocol';
 import type { Call, ObservedCall } from './call.js';
 import { compileFilter, FilterError, type CompiledFilter } from './observe-filter.js';
+import { MAX_ID_CHARS } from './errors.js';
 import type { Peer } from './peer.js';
 import type { Registry } from './registry.js';
 
@@ -206,6 +207,10 @@ export class Observers {
     const src = m.source;
     if (typeof src.function_id !== 'string' || src.function_id === '') return bad('source.function_id must be a non-empty string');
     if (typeof m.target.function_id !== 'string' || m.target.function_id === '') return bad('target.function_id must be a non-empty string');
+    // Kept while the observer lives (64 per connection); filters are bounded by compileFilter.
+    for (const [field, v] of [['id', m.id], ['source.function_id', src.function_id], ['target.function_id', m.target.function_id]] as const) {
+      if (v.length > MAX_ID_CHARS) return bad(`${field} must be at most ${MAX_ID_CHARS} characters, got ${v.length}`);
+    }
     for (const [field, v] of [['source.namespace', src.namespace], ['target.namespace', m.target.namespace]] as const) {
       if (v != null && typeof v !== 'string') return bad(`${field} must be a string`);
     }

@@ -1,7 +1,7 @@
 import { FEATURES, PROTOCOL_VERSION, decodeFrame, type DecodeResult, type ErrorBody, type Feature, type Message } from 'svc-sdk/protocol';
 import type { StoredValues } from './budgets.js';
 import { cancelCall, failCall } from './call-endings.js';
-import { checkFunctionId, engineErrors } from './errors.js';
+import { checkFunctionId, engineErrors, idTooLong } from './errors.js';
 import type { Invocations } from './invocations.js';
 import { ENGINE_VERSION, type EngineOptions } from './options.js';
 import type { Registry } from './registry.js';
@@ -153,13 +153,16 @@ export class Router {
         this.deps.stored.release(s, `f:${m.id}`);
         registry.remove(s, m.id);
         return;
-      case 'registertriggertype':
+      case 'registertriggertype': {
+        const long = idTooLong(m.type, { id: m.id });
+        if (long) return s.sendError(long, { type: m.type, id: m.id.slice(0, 128) });
         if (!s.access.canProvideTriggerType(m.id)) return s.sendError(engineErrors.forbiddenRegister(s.access.name, 'trigger type', m.id), { type: m.type, id: m.id });
         if (!s.triggerTypes.has(m.id) && s.registrations >= this.deps.opts.maxRegistrationsPerWorker) {
           return s.sendError(engineErrors.tooManyRegistrations(this.deps.opts.maxRegistrationsPerWorker, m.id), { type: m.type, id: m.id });
         }
         triggers.registerType(s, { ...m, ...this.keep(s, `t:${m.id}`, m, { description: m.description, trigger_request_format: m.trigger_request_format, call_request_format: m.call_request_format }, text) });
         return;
+      }
       case 'unregistertriggertype':
         this.deps.stored.release(s, `t:${m.id}`);
         triggers.unregisterType(s, m.id);
@@ -170,7 +173,7 @@ export class Router {
         const access = s.node === undefined ? s.access : new Access((m as ForwardedBindingMsg).binder ?? null);
         // Binding a function to an event source lets that source call it: the token must be
         // allowed to register or to call the function. (What the type itself asks for, triggers.ts.)
-        let refusal: ErrorBody | null = bindingNamespacesRefusal(m);
+        let refusal: ErrorBody | null = idTooLong(m.type, { id: m.id, trigger_type: m.trigger_type, function_id: m.function_id }) ?? bindingNamespacesRefusal(m);
         if (!refusal && !access.canRegister(m.function_id) && !access.canCall(m.function_id)) {
           refusal = engineErrors.forbiddenRegister(access.name, 'a trigger for', m.function_id);
         }

@@ -60,6 +60,24 @@ function validFrame(idPrefix: string): fc.Arbitrary<Obj> {
     fc.record({ type: fc.constant('hello'), protocol: fc.integer({ min: 0, max: 3 }), features: fc.subarray(['cancel', 'ack', 'zstd']) }),
     fc.record({ type: fc.constant('reattach'), previous_worker_id: fc.uuid(), reattach_token: fc.uuid() }),
     fc.record({ type: fc.constant('registertriggertype'), id: shortStr.map((s) => `fuzz-${s}`) }),
+    fc.record({ type: fc.constant('unregistertriggertype'), id: shortStr.map((s) => `fuzz-${s}`) }),
+    fc.record(
+      {
+        type: fc.constant('observe'),
+        id: shortStr.map((s) => `obs-${s}`),
+        source: fc.record({ function_id: fc.constantFrom(...FUNCTIONS), filters: fc.constantFrom({ 'input.x': { $eq: 1 } }, { $or: [] }, { 'input.x': 1 }) }, { requiredKeys: ['function_id'] }),
+        target: fc.record({ function_id: fc.constantFrom(...FUNCTIONS) }),
+        max_fires: fc.integer({ min: -1, max: 3 }),
+        expires_in_ms: fc.integer({ min: 0, max: 500 }),
+      },
+      { requiredKeys: ['type', 'id', 'source', 'target'] },
+    ),
+    fc.record({ type: fc.constant('unobserve'), id: shortStr.map((s) => `obs-${s}`) }),
+    // Frames only a provider or the engine sends, from a client: a result for no binding, and the engine's own.
+    fc.record({ type: fc.constant('triggerregistrationresult'), id: weirdStr, error: fc.option(fc.record({ code: shortStr, message: shortStr })) }),
+    fc.record({ type: fc.constant('registrationrejected'), code: shortStr, namespace: shortStr }),
+    fc.record({ type: fc.constant('workerregistered'), worker_id: shortStr }),
+    fc.record({ type: fc.constant('error'), error: fc.record({ code: shortStr, message: shortStr }) }),
     fc.record({ type: fc.constant('registertrigger'), id: fc.uuid(), trigger_type: shortStr.map((s) => `fuzz-${s}`), function_id: fc.constant('fuzz::echo'), config: json }),
     fc.record({ type: fc.constant('unregistertrigger'), id: fc.uuid() }),
   );
@@ -384,6 +402,28 @@ describe('a real engine under random frames from several connections', () => {
     await eventually(() => assert.equal(raw.closed, true));
     assert.equal(raw.closeCode, 1007);
     assert.deepEqual(await caller.trigger({ function_id: 'fuzz::echo', payload: 1 }), 1);
+    await eventually(() => assert.equal(eng.engine.sessionCount, 2));
+  });
+
+  test('a call sent in fragments split inside characters is answered; UTF-8 broken across fragments closes only that connection (1007)', async () => {
+    const { raw } = await rawPeer(eng.url);
+    const data = { s: 'é💥\u0000\u202e' };
+    const bytes = Buffer.from(JSON.stringify({ type: 'invokefunction', invocation_id: 'frag-1', function_id: 'fuzz::echo', data }));
+    const cuts = [bytes.indexOf(Buffer.from('é')) + 1, bytes.indexOf(Buffer.from('💥')) + 2];
+    raw.ws.send(bytes.subarray(0, cuts[0]), { binary: false, fin: false });
+    raw.ws.send(bytes.subarray(cuts[0], cuts[1]), { binary: false, fin: false });
+    raw.ws.send(bytes.subarray(cuts[1]), { binary: false, fin: true });
+    assert.deepEqual((await raw.next((f) => f.type === 'invocationresult' && f.invocation_id === 'frag-1')).result, data);
+
+    const bad = await rawPeer(eng.url);
+    // 0xc3 begins a two-byte character; 0x28 cannot continue it.
+    bad.raw.ws.send(Buffer.concat([Buffer.from('{"type":"ping","x":"'), Buffer.from([0xc3])]), { binary: false, fin: false });
+    bad.raw.ws.send(Buffer.from([0x28, 0x22, 0x7d]), { binary: false, fin: true });
+    await eventually(() => assert.equal(bad.raw.closed, true));
+    assert.equal(bad.raw.closeCode, 1007);
+    assert.equal(raw.closed, false);
+    raw.close();
+    assert.deepEqual(await caller.trigger({ function_id: 'fuzz::echo', payload: 3 }), 3);
     await eventually(() => assert.equal(eng.engine.sessionCount, 2));
   });
 

@@ -9,7 +9,7 @@
 import type { CallRequest, InvocationContext } from 'svc-sdk';
 import { CronError, shown } from './errors.js';
 import type { Firer } from './fire.js';
-import { nextTimes, scheduleOf } from './schedule.js';
+import { nextTimes, SCHEDULE_ID, scheduleOf } from './schedule.js';
 import type { CronStore, FireRecord, HeldBinding, ScheduleCounts, ScheduleState } from './store.js';
 
 export interface ScheduleView {
@@ -83,6 +83,9 @@ export function cronOperations(store: CronStore, firer: Firer, place: RunPlace) 
     const sid = optionalString(fn, o, 'schedule_id');
     const tid = optionalString(fn, o, 'trigger_id');
     if ((sid === undefined) === (tid === undefined)) throw new CronError('invalid_payload', `${fn}: give exactly one of "schedule_id" (from cron::list) and "trigger_id"`);
+    // Every schedule id is scheduleId()'s 16 hex digits: anything else names none, and must not
+    // reach the store (lmdb refuses a key of tens of kilobytes with a RangeError).
+    if (sid !== undefined && !SCHEDULE_ID.test(sid)) throw new CronError('schedule_not_found', `${fn}: no schedule has id ${shown(sid)} (cron::list shows them)`);
     const bindings = await store.liveBindings(Date.now());
     const id = sid ?? bindings.find((b) => b.trigger_id === tid)?.schedule_id;
     if (id === undefined) throw new CronError('schedule_not_found', `${fn}: no live cron trigger has id ${shown(tid)} (cron::list shows them)`);

@@ -67,6 +67,9 @@ function canonicalJson(v: unknown): string {
   return JSON.stringify(v) ?? 'null';
 }
 
+/** What scheduleId() makes. */
+export const SCHEDULE_ID = /^[0-9a-f]{16}$/;
+
 export function scheduleId(def: ScheduleDef): string {
   const identity = canonicalJson(def);
   return createHash('sha256').update(identity).digest('hex').slice(0, 16);

@@ -19,7 +19,7 @@ import type { TriggerBinding } from 'svc-sdk';
 import { DEFAULT_QUEUE, unconfiguredQueueHint, type QueueWorkerConfig } from './config.js';
 import { UndeliverableCopyError } from './policy.js';
 import { MAX_NAME_BYTES, QueueError, type ClaimedJob, type QueueStore, type Subscription } from './store.js';
-import { hasLoneSurrogate } from '../shared/describe.js';
+import { describe, hasLoneSurrogate } from '../shared/describe.js';
 
 export const HEARTBEAT_MS = 10_000;
 /** How long the store's subscription list is reused while deciding about copies without a binding. */
@@ -43,7 +43,12 @@ const CONFIG_KEYS = ['topic', 'queue', 'queue_config'];
 
 /** Validate a binding's config: {topic, queue?}; iii's `queue_config` is accepted and ignored (settings come from svc-queue's config). */
 export function parseSubscriberBinding(b: TriggerBinding, config: QueueWorkerConfig): Bound {
-  const refuse = (code: 'invalid_payload' | 'unknown_queue', msg: string) => new QueueError(code, `durable:subscriber trigger ${b.id} for ${b.function_id}: ${msg}`);
+  const fid = b.function_id;
+  const badFid = Buffer.byteLength(fid) > MAX_NAME_BYTES || CONTROL.test(fid) || hasLoneSurrogate(fid);
+  const refuse = (code: 'invalid_payload' | 'unknown_queue', msg: string) => new QueueError(code, `durable:subscriber trigger ${b.id} for ${badFid ? describe(fid) : fid}: ${msg}`);
+  // The function id is part of the subscription's key in the store, as a job's function_id is:
+  // held to the same bound (the embedded store failed a longer key's commit, as store_unavailable).
+  if (badFid) throw refuse('invalid_payload', `function_id must be at most ${MAX_NAME_BYTES} bytes without control characters or lone surrogates`);
   const c = b.config;
   if (typeof c !== 'object' || c === null || Array.isArray(c)) throw refuse('invalid_payload', 'config must be an object {topic, queue?}');
   const o = c as Record<string, unknown>;

@@ -165,6 +165,15 @@ describe('svc-cron through the engine (embedded store)', () => {
     await w.shutdown();
   });
 
+  test('a schedule id no schedule can have (kilobytes long, not hex) is not found, for each operation', async () => {
+    // 70,000 characters: more than the embedded store takes as a key (it threw a RangeError, sent as invocation_failed).
+    for (const schedule_id of ['f'.repeat(3000), 'k'.repeat(70_000), 'FEEDFEEDFEEDFEED', 'feed\u0000feedfeedfee']) {
+      for (const function_id of ['cron::pause', 'cron::resume', 'cron::run_now']) {
+        await assert.rejects(client.trigger({ function_id, payload: { schedule_id } }), (e: Error & { code?: string }) => e.code === 'schedule_not_found' && e.message.includes(JSON.stringify(schedule_id.slice(0, 20)).slice(0, -1)), `${function_id} ${schedule_id.slice(0, 20)}`);
+      }
+    }
+  });
+
   test('a queue without svc-queue: the function is called directly and the outcome says so', async () => {
     const w = pool.make('queued');
     const fired = recordFires([w], 'queued::job');

@@ -145,6 +145,16 @@ describe('durable topics (durable:subscriber)', () => {
       assert.match(e.message, /"topic" .* is not valid Unicode \(lone surrogate\)/);
       return true;
     });
+    // The function id is held to a job's bound (256 bytes): a longer one (up to the engine's 1,024
+    // characters: 2,000 bytes of UTF-8 here) failed the embedded store's commit, its key too long.
+    for (const function_id of ['💥'.repeat(500), 'f'.repeat(300), 'sub::\u0000x']) {
+      await assert.rejects(w.registerTrigger({ type: 'durable:subscriber', function_id, config: { topic: 'x' } }), (e: Error & { code?: string }) => {
+        assert.equal(e.code, 'invalid_payload', e.message);
+        assert.match(e.message, /function_id must be at most 256 bytes without control characters or lone surrogates/);
+        assert.ok(e.message.length < 400, e.message.slice(0, 400));
+        return true;
+      });
+    }
     // iii's shape: queue_config is accepted (settings come from svc-queue's config).
     await w.registerTrigger({ type: 'durable:subscriber', function_id: 'sub::bad', config: { topic: 'iii-style', queue_config: { max_retries: 5 } } });
     assert.equal((await client.trigger<{ copies: number }>({ function_id: 'iii::durable::publish', payload: { topic: 'iii-style', data: { ok: true } } })).copies, 1);
