@@ -224,7 +224,8 @@ export class Connection {
     } catch (e) {
       // JSON.stringify recurses: a value nested some thousands deep overflows the stack, which the
       // engine would refuse anyway (MAX_FRAME_DEPTH); say that rather than "call stack size".
-      const why = e instanceof RangeError && /call stack/i.test(e.message) ? `nested too deeply to encode (the engine accepts ${MAX_FRAME_DEPTH} levels of arrays and objects)` : (e as Error).message;
+      // V8's message for a cycle spans lines (`--> starting at object …`): one line reads better in a log or the CLI.
+      const why = e instanceof RangeError && /call stack/i.test(e.message) ? `nested too deeply to encode (the engine accepts ${MAX_FRAME_DEPTH} levels of arrays and objects)` : (e as Error).message.replace(/\s*\n\s*/g, ' ');
       throw new InvocationError('invalid_payload', `Payload is not JSON-serializable: ${why}`, functionId);
     }
     const size = exceedsBytes(text, this.opts.maxFrameBytes);
