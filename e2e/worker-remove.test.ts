@@ -120,3 +120,37 @@ describe('svc worker remove', { timeout: 120_000 }, () => {
     assert.notEqual(await inFlight, 'answered');
   });
 });
+
+// Under `svc dev` the engine applies config.yaml's edits itself: remove took the entry out first,
+// svc dev's watch stopped the worker at once (its calls in flight failed: a queue job burnt an
+// attempt), and the engine's drain then found nothing to drain.
+describe('svc worker remove under svc dev', { timeout: 120_000 }, () => {
+  const tmp = tempDir();
+  let engine: EngineProcess;
+  let client: Worker;
+  const svc = (args: string[]) => runSvc(args, { cwd: tmp.dir, timeoutMs: 60_000 });
+
+  before(async () => {
+    writeFileSync(join(tmp.dir, 'config.yaml'), 'engine:\n  host: 127.0.0.1\n  port: 0\nworkers: []\n');
+    writeSlowWorker(join(tmp.dir, 'slow'), 'slow');
+    engine = await EngineProcess.start(['dev', '--config', 'config.yaml'], { cwd: tmp.dir });
+    const r = await svc(['worker', 'add', './slow']);
+    assert.equal(r.code, 0, r.stderr);
+    client = registerWorker(engine.url, { workerName: 'remove-dev-test', echoLogs: false });
+    await client.ready(5000);
+  });
+  after(async () => {
+    await client?.shutdown();
+    await engine?.stop();
+    tmp.remove();
+  });
+
+  test('the call in flight finishes before the worker stops, as without svc dev', async () => {
+    const inFlight = client.trigger<{ waited: number }>({ function_id: 'slow::wait', payload: { ms: 3000 }, timeoutMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 300));
+    const r = await svc(['worker', 'remove', 'slow']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await inFlight, { waited: 3000 });
+    assert.match(r.stdout, /✓ removed slow from config\.yaml and stopped it \(after its 1 call\(s\) in flight finished\)/);
+  });
+});

@@ -33,11 +33,12 @@ export interface RunResult {
 }
 
 /** Run `svc <args>` to completion; SIGKILLed (and rejected) if it runs past `timeoutMs`. */
-export function runSvc(args: string[], opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<RunResult> {
+export function runSvc(args: string[], opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; stdin?: string } = {}): Promise<RunResult> {
   const timeoutMs = opts.timeoutMs ?? 15_000;
   const t0 = Date.now();
-  const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd: opts.cwd ?? ROOT, env: childEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd: opts.cwd ?? ROOT, env: childEnv(opts.env), stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
   children.add(child);
+  if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -145,6 +145,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
     tokenFor: (e) => (e.token ? tokenByName.get(e.token) : supervisorToken),
     runSecrets: engine.run,
     onInstancesChanged: record,
+    sourcesWatched: o.watch === true,
   });
   // engine::supervisor::add|restart act on the entry as config.yaml says now: the CLI edits the file.
   installSupervisorFunctions(engine, supervisor, file, () => workerEntriesOf(loadConfig(file, { create: false })));

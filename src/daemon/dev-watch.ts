@@ -1,9 +1,10 @@
-import { watch, type FSWatcher } from 'node:fs';
+import { watch } from 'node:fs';
 import { basename, dirname, resolve, sep } from 'node:path';
 import { ConfigFileError } from '../engine/config/config-error.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import type { WorkerEntry } from '../supervisor/worker-entries.js';
 import { loadConfig, workerEntriesOf } from './config-file.js';
+import { watchSourceTree, type SourceWatch } from './source-watch.js';
 
 /** Changes closer together than this are one change: an editor's save is several writes. */
 export const DEV_DEBOUNCE_MS = 150;
@@ -42,7 +43,7 @@ export interface DevWatch {
  */
 export function startDevWatch(o: { configFile: string; supervisor: Supervisor; initial: WorkerEntry[]; log: (level: 'info' | 'warn' | 'error', message: string) => void }): DevWatch {
   let entries = new Map(o.initial.map((e) => [e.name, e]));
-  const sourceWatchers = new Map<string, FSWatcher>();
+  const sourceWatchers = new Map<string, SourceWatch>();
   const timers = new Map<string, NodeJS.Timeout>();
   let closed = false;
 
@@ -67,16 +68,18 @@ export function startDevWatch(o: { configFile: string; supervisor: Supervisor; i
   const watchSources = (entry: WorkerEntry): void => {
     if (!entry.path || sourceWatchers.has(entry.name)) return;
     try {
-      const w = watch(entry.path, { recursive: true }, (_event, file) => {
-        const rel = file ? file.toString() : '';
-        if (rel && !isSource(rel)) return;
-        // A lock file changing while it starts is its own install's doing (npm install rewrites
-        // package-lock.json), not an edit: that restarted it in the middle of its first start. A
-        // source edited while it starts (a Docker image build takes a while) still restarts it.
-        if (isLockFile(basename(rel)) && o.supervisor.get(entry.name)?.status === 'starting') return;
-        debounce(`worker:${entry.name}`, () => restart(entry.name, `${rel || entry.path} changed`));
+      const w = watchSourceTree(entry.path, {
+        skipDir: (name) => NOT_SOURCE.has(name),
+        onError: (message) => o.log('warn', `dev: ${message}`),
+        onChange: (rel) => {
+          if (rel && !isSource(rel)) return;
+          // A lock file changing while it starts is its own install's doing (npm install rewrites
+          // package-lock.json), not an edit: that restarted it in the middle of its first start. A
+          // source edited while it starts (a Docker image build takes a while) still restarts it.
+          if (isLockFile(basename(rel)) && o.supervisor.get(entry.name)?.status === 'starting') return;
+          debounce(`worker:${entry.name}`, () => restart(entry.name, `${rel || entry.path} changed`));
+        },
       });
-      w.on('error', (e) => o.log('warn', `dev: stopped watching ${entry.path}: ${e.message}`));
       sourceWatchers.set(entry.name, w);
     } catch (e) {
       o.log('warn', `dev: cannot watch ${entry.path}: ${(e as Error).message}`);

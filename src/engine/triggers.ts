@@ -56,11 +56,27 @@ export interface Binding {
  * type's active provider, which accepts or refuses it. Bindings wait ("parked") while their type has
  * no provider, and move to the next provider when one leaves.
  */
+/** Trigger types of iii's built-in workers that svc has no counterpart of, and what to use instead. */
+const III_ONLY_TYPES: Record<string, string> = {
+  subscribe: "iii's pubsub; svc has none: svc-queue's durable:subscriber with queue::publish is the closest",
+  stream: "iii's stream worker; svc has none",
+  queue: "iii's old queue trigger; with svc-queue, bind durable:subscriber {topic}",
+  configuration: "iii's configuration worker; svc has none",
+  trace: "iii's trace trigger; svc has none",
+  'engine::workers-available': 'not provided by svc yet',
+};
+
 export class Triggers {
   private readonly types = new Map<string, TriggerType>();
   private readonly bindings = new Map<string, Binding>();
+  /** Trigger types with bindings and no provider, to be told of once the wait looks like more than a start-up order. */
+  private readonly unprovided = new Map<string, NodeJS.Timeout>();
 
-  constructor(private readonly warn: (message: string) => void) {}
+  constructor(
+    private readonly warn: (message: string) => void,
+    /** How long a binding waits for its type's first provider before the engine's log says so. */
+    private readonly unprovidedWarnMs = 5000,
+  ) {}
 
   registerType(peer: Peer, msg: RegisterTriggerTypeMsg): void {
     let type = this.types.get(msg.id);
@@ -83,6 +99,8 @@ export class Triggers {
     peer.triggerTypes.add(msg.id);
     const known = type.providers.includes(peer);
     if (!known) type.providers.push(peer);
+    clearTimeout(this.unprovided.get(type.id));
+    this.unprovided.delete(type.id);
     // Other rights asked for now: bindings made before must hold them too.
     if (this.requiredCalls(type).join('\n') !== before) this.recheck(type);
     if (known) return;
@@ -153,6 +171,33 @@ export class Triggers {
     if (holders.length === 0 && owner.features.has('ack')) {
       owner.send({ type: 'triggerregistrationresult', id: msg.id, trigger_type: msg.trigger_type, function_id: msg.function_id, status: 'parked' });
     }
+    if (!type?.providers.length) this.watchUnprovided(msg.trigger_type);
+  }
+
+  /**
+   * A binding of a type nobody provides waits in silence: the worker's registerTrigger succeeds
+   * (iii's SDKs never hear of it), so a typo'd type, or one of iii's workers svc has no counterpart
+   * of (`subscribe`, `stream`), looked like a trigger that never fires. Once it has waited
+   * `unprovidedWarnMs` (longer than the built-ins take to connect when everything starts at
+   * once), the engine's log says which bindings wait and which types are provided.
+   */
+  private watchUnprovided(typeId: string): void {
+    if (this.unprovided.has(typeId)) return;
+    const timer = setTimeout(() => {
+      this.unprovided.delete(typeId);
+      if (this.types.get(typeId)?.providers.length) return;
+      const waiting = [...this.bindings.values()].filter((b) => b.trigger_type === typeId && b.holders.length === 0);
+      if (waiting.length === 0) return;
+      const shown = waiting.slice(0, 3).map((b) => `${b.function_id} from ${b.owner.name}`);
+      const provided = [...this.types.values()].filter((t) => t.providers.length > 0).map((t) => t.id).sort();
+      const hint = III_ONLY_TYPES[typeId] ? ` (${III_ONLY_TYPES[typeId]})` : '';
+      this.warn(
+        `trigger type ${JSON.stringify(typeId.slice(0, 200))} has no provider${hint}: ${waiting.length} binding(s) wait for one (${shown.join(', ')}${waiting.length > 3 ? ', …' : ''}); ` +
+          `types provided now: ${provided.join(', ') || 'none'}`,
+      );
+    }, this.unprovidedWarnMs);
+    timer.unref();
+    this.unprovided.set(typeId, timer);
   }
 
   unregister(owner: Peer, id: string): void {

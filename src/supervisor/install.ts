@@ -174,9 +174,19 @@ export async function ensureInstalled(m: Manifest, opts: InstallOptions = {}): P
 async function install(m: Manifest, onLine: (line: string) => void, step: Step, t0: number): Promise<InstallResult> {
   // An environment installed before holds whichever build of the SDK it was installed with.
   const installedBefore = existsSync(markerFile(m));
-  if (m.runtime.kind === 'python' && !existsSync(join(m.dir, '.venv', 'bin', 'python'))) {
-    onLine(`creating virtual environment ${join(m.dir, '.venv')}`);
-    await step('python3 -m venv .venv', process.env as Record<string, string>);
+  if (m.runtime.kind === 'python') {
+    const venv = join(m.dir, '.venv');
+    if (!existsSync(join(venv, 'bin', 'python'))) {
+      onLine(`creating virtual environment ${venv}`);
+      await step('python3 -m venv .venv', process.env as Record<string, string>);
+    } else if (!existsSync(join(venv, 'bin', 'pip'))) {
+      // A venv whose creation was cut short (Ctrl-C during `svc worker add`) has its python but not
+      // yet its pip: `pip install` then ran whatever pip came next on PATH, installing into another
+      // Python, and the worker started without its SDK (ModuleNotFoundError) while the install
+      // counted as done. `venv` run again over it completes it (ensurepip), keeping what is there.
+      onLine(`completing virtual environment ${venv} (it has no pip: its creation was interrupted)`);
+      await step('python3 -m venv .venv', process.env as Record<string, string>);
+    }
   }
   onLine(`$ ${m.scripts.install}`);
   await step(m.scripts.install, workerEnv(m));

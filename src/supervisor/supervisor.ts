@@ -46,6 +46,8 @@ export interface SupervisorOptions {
   runSecrets?: RunSecrets;
   /** Called whenever instances start or exit: the engine records them (.svc/engine.json). */
   onInstancesChanged?: () => void;
+  /** `svc dev`: a local worker's saved source restarts it, which is what its crash-loop message tells. */
+  sourcesWatched?: boolean;
 }
 
 export interface RunSecrets {
@@ -128,6 +130,7 @@ export class Supervisor {
       log: () => {},
       tokenFor: () => undefined,
       onInstancesChanged: () => {},
+      sourcesWatched: false,
       ...opts,
     };
   }
@@ -250,7 +253,8 @@ export class Supervisor {
     if (m.exits.length >= this.options.crashLoopExits) {
       m.status = 'crash-loop';
       m.lastError = `exited ${m.exits.length} times within ${Math.round(this.options.crashWindowMs / 1000)}s (last: ${m.lastError})`;
-      this.options.log('error', `${m.entry.name} is crash-looping: ${m.lastError}; not restarting. See \`svc worker logs ${m.entry.name}\`, fix it, then \`svc worker restart ${m.entry.name}\``);
+      const then = this.options.sourcesWatched && m.entry.path ? ' and save: svc dev restarts it' : `, then \`svc worker restart ${m.entry.name}\``;
+      this.options.log('error', `${m.entry.name} is crash-looping: ${m.lastError}; not restarting. See \`svc worker logs ${m.entry.name}\`, fix it${then}`);
       this.stopReplicas(m);
       return;
     }

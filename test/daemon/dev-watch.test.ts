@@ -7,7 +7,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startDevWatch, type DevWatch } from '../../src/daemon/dev-watch.js';
@@ -69,6 +69,37 @@ test('a source edited while the worker starts restarts it once the edit is seen,
     await eventually(() => assert.ok(logs.includes('dev: w.mjs changed; restarting slowstart'), logs.join('\n')), 5000);
     await eventually(() => assert.equal(supervisor.get('slowstart')?.status, 'running', logs.join('\n')), 10_000);
     assert.equal((supervisor.get('slowstart')!.pids as number[]).length, 1);
+  } finally {
+    dev.close();
+    await supervisor.stopAll();
+  }
+});
+
+test('a source replaced by a rename (sed -i, an editor\'s safe write) is still watched: later edits restart the worker too', async () => {
+  // Node 20's recursive fs.watch on Linux lost such a file: after one sed -i, svc dev never saw it again.
+  const { dir, supervisor, entry, dev, logs } = watchedWorker('renamed', 'true');
+  const restarts = (): number => logs.filter((l) => l === 'dev: w.mjs changed; restarting renamed').length;
+  try {
+    await supervisor.start(entry);
+    await sleep(400);
+    writeFileSync(join(dir, 'w.tmp'), 'setInterval(() => {}, 3000);');
+    renameSync(join(dir, 'w.tmp'), join(dir, 'w.mjs'));
+    await eventually(() => assert.equal(restarts(), 1, logs.join('\n')), 5000);
+    await sleep(400);
+    writeFileSync(join(dir, 'w.mjs'), 'setInterval(() => {}, 4000);');
+    await eventually(() => assert.equal(restarts(), 2, logs.join('\n')), 5000);
+    // A directory made after the watch began is watched too; node_modules is not.
+    mkdirSync(join(dir, 'lib'));
+    await sleep(400);
+    const before = logs.length;
+    writeFileSync(join(dir, 'lib', 'util.mjs'), 'export const x = 1;');
+    await eventually(() => assert.ok(logs.slice(before).includes('dev: lib/util.mjs changed; restarting renamed'), logs.join('\n')), 5000);
+    mkdirSync(join(dir, 'node_modules', 'dep'), { recursive: true });
+    await sleep(400);
+    const quiet = logs.length;
+    writeFileSync(join(dir, 'node_modules', 'dep', 'index.js'), '');
+    await sleep(500);
+    assert.deepEqual(logs.slice(quiet).filter((l) => /restarting/.test(l)), []);
   } finally {
     dev.close();
     await supervisor.stopAll();

@@ -123,6 +123,22 @@ describe('bad input is answered, never fatal', () => {
     await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::sdk_result', timeoutMs: 5000 }), { code: 'result_too_large', message: /^Result of big::sdk_result: Frame of \d+ bytes exceeds/ }));
   });
 
+  test('a result JSON cannot encode fails the call as the handler\'s invocation_failed, naming the function, on one line', async () => {
+    const callee = pool.make('odd-result');
+    callee.registerFunction('odd::bigint', () => ({ n: 10n }));
+    callee.registerFunction('odd::cycle', () => {
+      const a: Record<string, unknown> = {};
+      a.self = a;
+      return a;
+    });
+    await callee.ready();
+    const caller = pool.make('odd-caller');
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'odd::bigint', timeoutMs: 5000 }), { code: 'invocation_failed', message: 'Result of odd::bigint is not JSON-serializable: Do not know how to serialize a BigInt' }));
+    await assert.rejects(caller.trigger({ function_id: 'odd::cycle', timeoutMs: 5000 }), { code: 'invocation_failed', message: /^Result of odd::cycle is not JSON-serializable: Converting circular structure to JSON --> starting at object [^\n]*closes the circle$/ });
+    // The caller's own payload keeps its code.
+    await assert.rejects(caller.trigger({ function_id: 'odd::bigint', payload: { n: 1n } }), { code: 'invalid_payload', message: /^Payload is not JSON-serializable: Do not know how to serialize a BigInt$/ });
+  });
+
   test('the SDK refuses to send a frame over its limit, locally', async () => {
     const caller = pool.make('sdk-limit', { maxFrameBytes: 1024 });
     await caller.ready();

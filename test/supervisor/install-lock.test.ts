@@ -45,6 +45,22 @@ describe('worker installs', () => {
     assert.equal(existsSync(join(dir, 'node_modules', '.svc-install.lock')), false, 'the lock is released');
   });
 
+  test('a venv whose creation was interrupted (python, no pip yet) is completed before the install script runs', { timeout: 120_000 }, async () => {
+    // As Ctrl-C during `svc worker add` leaves it: the CLI's lock, and a .venv without pip. The
+    // install then ran the next pip on PATH (another Python's), and the worker lacked its SDK.
+    const dir = join(root, 'halfvenv');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'svc.worker.yaml'), 'name: halfvenv\nruntime:\n  kind: python\n  entry: w.py\nscripts:\n  install: "command -v pip > pip-used.txt"\n  start: python w.py\n');
+    writeFileSync(join(dir, 'w.py'), '');
+    assert.equal(spawnSync('python3', ['-m', 'venv', '--without-pip', '.venv'], { cwd: dir }).status, 0);
+    const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    writeFileSync(join(dir, '.venv', '.svc-install.lock'), `${gone.stdout}\n`);
+    const lines: string[] = [];
+    assert.equal((await ensureInstalled(loadManifest(dir), { onLine: (l) => lines.push(l) })).status, 'installed');
+    assert.ok(lines.some((l) => l.startsWith('completing virtual environment')), lines.join('\n'));
+    assert.equal(readFileSync(join(dir, 'pip-used.txt'), 'utf8').trim(), join(dir, '.venv', 'bin', 'pip'));
+  });
+
   test('a lock left by a process that is gone is taken over', async () => {
     const dir = slowInstallWorker('stale');
     const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });

@@ -287,6 +287,22 @@ setInterval(() => {}, 1000);`,
     await s.stopAll();
   });
 
+  test('under svc dev the crash-loop message says that saving the fix restarts it', async () => {
+    // Before, it said `svc worker restart`, though svc dev restarts a local worker on a save.
+    const dir = workerDir('crashy-dev', nodeManifest('crashy-dev', 'node w.mjs'), { 'w.mjs': 'process.exit(3);' });
+    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    const cfg = join(root, 'crashy-dev.yaml');
+    writeFileSync(cfg, 'workers: []\n');
+    const logs: string[] = [];
+    const s = new Supervisor({ configFile: cfg, engineUrl: 'ws://127.0.0.1:1', restartDelayMs: 20, crashLoopExits: 3, crashWindowMs: 10_000, sourcesWatched: true, log: (_l, msg) => logs.push(msg) });
+    const [entry] = parseWorkerEntries(cfg, [{ name: 'crashy-dev', path: dir }]);
+    await s.start(entry!);
+    await eventually(() => assert.equal(s.get('crashy-dev')!.status, 'crash-loop'), 5000);
+    const told = logs.find((l) => l.includes('crash-looping'));
+    assert.match(String(told), /; not restarting\. See `svc worker logs crashy-dev`, fix it and save: svc dev restarts it$/);
+    await s.stopAll();
+  });
+
   test('replicas start that many instances', async () => {
     const dir = workerDir('multi', nodeManifest('multi', 'node w.mjs'), { 'w.mjs': 'setInterval(() => {}, 1000);' });
     mkdirSync(join(dir, 'node_modules'), { recursive: true });

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from svc_sdk import register_worker
+from svc_sdk import InvalidArgumentError, register_worker
 from svc_sdk.reconnect import parse_engine_urls
 
 from .conftest import Engine, fast_options, wait_for
@@ -19,6 +19,17 @@ def test_parse_engine_urls() -> None:
     assert parse_engine_urls(["ws://a:1", "ws://b:2,ws://c:3"]) == ["ws://a:1", "ws://b:2", "ws://c:3"]
     with pytest.raises(ValueError, match="no engine URL"):
         parse_engine_urls(" , ")
+
+
+def test_a_url_that_is_not_ws_is_refused_by_register_worker() -> None:
+    # Before, websockets refused it in the connection's thread: a traceback, and a process that
+    # exited 0 without ever connecting.
+    expected = r"cannot connect to the engine at 'localhost:49134': .*scheme isn't ws or wss.*ws://localhost:49134"
+    with pytest.raises(InvalidArgumentError, match=expected) as e:
+        register_worker("localhost:49134", fast_options("schemeless"))
+    assert e.value.code == "invalid_argument"
+    with pytest.raises(InvalidArgumentError, match="'http://a:1'"):
+        register_worker("ws://b:2,http://a:1", fast_options("httpish"))
 
 
 @pytest.fixture

@@ -51,6 +51,8 @@ export interface ConnectionHandler {
   onRefused(code: 'unauthorized' | 'stale_worker', reason: string, final: boolean): void;
   /** Connecting cannot ever work (a malformed URL): the connection has stopped. */
   onFatal(err: Error): void;
+  /** A socket to `url` closed before it opened (nothing listens, a DNS name that does not resolve); `why` says what failed. A reconnect follows. */
+  onUnreachable(url: string, why: string): void;
 }
 
 /**
@@ -133,7 +135,10 @@ export class Connection {
       return;
     }
     this.ws = ws;
+    let opened = false;
+    let failure = '';
     ws.on('open', () => {
+      opened = true;
       this.attempt = 0;
       this.alive = true;
       this.startPing(ws);
@@ -151,8 +156,9 @@ export class Connection {
     ws.on('pong', () => {
       this.alive = true;
     });
-    ws.on('error', () => {
-      /* 'close' always follows and drives the reconnect */
+    ws.on('error', (e: Error) => {
+      // 'close' always follows and drives the reconnect; this says why a socket never opened.
+      failure ||= (e as NodeJS.ErrnoException).code ?? e.message;
     });
     ws.on('close', (code, reasonBuffer) => {
       this.stopPing();
@@ -160,6 +166,7 @@ export class Connection {
       if (this.stopped) return;
       const reason = reasonBuffer.toString();
       this.handler.onDown(code, reason);
+      if (!opened) this.handler.onUnreachable(this.url, failure || `closed with code ${code}`);
       if (code === STALE_WORKER_CLOSE) {
         // Refused for presenting another engine run's secret: the engine that started this
         // worker is gone, and no engine will ever accept that secret again. Stop for good.
@@ -224,7 +231,8 @@ export class Connection {
     } catch (e) {
       // JSON.stringify recurses: a value nested some thousands deep overflows the stack, which the
       // engine would refuse anyway (MAX_FRAME_DEPTH); say that rather than "call stack size".
-      const why = e instanceof RangeError && /call stack/i.test(e.message) ? `nested too deeply to encode (the engine accepts ${MAX_FRAME_DEPTH} levels of arrays and objects)` : (e as Error).message;
+      // V8's message for a cycle spans lines (`--> starting at object …`): one line reads better in a log or the CLI.
+      const why = e instanceof RangeError && /call stack/i.test(e.message) ? `nested too deeply to encode (the engine accepts ${MAX_FRAME_DEPTH} levels of arrays and objects)` : (e as Error).message.replace(/\s*\n\s*/g, ' ');
       throw new InvocationError('invalid_payload', `Payload is not JSON-serializable: ${why}`, functionId);
     }
     const size = exceedsBytes(text, this.opts.maxFrameBytes);

@@ -178,7 +178,15 @@ export class Invoker<W> {
     } catch (e) {
       // The caller learns why instead of waiting for its deadline; a result too large is told
       // apart from a call too large (svc-http answers them 502 and 413).
-      const failure = (e as InvocationError).code === 'payload_too_large' ? { code: 'result_too_large', message: `Result of ${functionId}: ${(e as Error).message}` } : toErrorBody(e);
+      // A result JSON cannot encode (a BigInt, a cycle) is the handler's failure, not the caller's
+      // payload: invocation_failed naming the function, as the Python SDK answers it.
+      const code = (e as InvocationError).code;
+      const failure =
+        code === 'payload_too_large'
+          ? { code: 'result_too_large', message: `Result of ${functionId}: ${(e as Error).message}` }
+          : code === 'invalid_payload'
+            ? { code: 'invocation_failed', message: `Result of ${functionId} is not JSON-serializable: ${(e as Error).message.replace(/^Payload is not JSON-serializable: /, '')}` }
+            : toErrorBody(e);
       text = JSON.stringify(resultFrame(invocationId, functionId, undefined, failure));
     }
     this.conn.sendText(text);

@@ -17,6 +17,8 @@ export class WorkerLifecycle {
   closedBy: InvocationError | null = null;
   /** The message of the engine's `error` frame that precedes its refusal's close. */
   refusalMessage: string | undefined;
+  /** An unreachable engine was reported since the last accepted connection (once is enough: the SDK retries quietly). */
+  private toldUnreachable = false;
 
   constructor(
     private readonly worker: EventEmitter<WorkerEventMap>,
@@ -68,6 +70,7 @@ export class WorkerLifecycle {
   /** The engine accepted the connection (`workerregistered`): ready() waiters go on. */
   accepted(): void {
     this.lastRefusal = null;
+    this.toldUnreachable = false;
     if (this.current === 'connecting' || this.current === 'disconnected') this.set('connected');
     for (const w of this.waiters.splice(0)) w.connected();
   }
@@ -105,8 +108,21 @@ export class WorkerLifecycle {
   /** Connecting cannot ever work (a malformed address): closed, and told. */
   fatal(e: Error): void {
     const err = new InvocationError('invalid_argument', `Cannot connect to the engine at ${describeValue(redactAddress(this.url()))}: ${e.message}`);
+    // Nothing will ever connect: a program that ends for want of anything else to do should not
+    // end with 0 (a worker run by hand, or supervised, with SVC_URL=localhost:49134).
+    if (this.worker.listenerCount('error') === 0 && process.exitCode === undefined) process.exitCode = 1;
     this.close(err);
     this.report(err);
+  }
+
+  /**
+   * A socket closed before it opened. Told once until a connection is accepted: a worker started
+   * with a wrong SVC_URL, or before its engine, otherwise waited in silence.
+   */
+  unreachable(url: string, why: string): void {
+    if (this.toldUnreachable || this.current === 'closed') return;
+    this.toldUnreachable = true;
+    this.report(new InvocationError('connection_failed', `Cannot reach the engine at ${redactAddress(url)} (${why}); retrying until it answers (the address comes from SVC_URL or registerWorker's url)`));
   }
 
   /** Emit `e` under its own name (but `error`, which report() emits) and under `event`. */

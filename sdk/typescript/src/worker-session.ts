@@ -163,6 +163,10 @@ export class WorkerSession implements ConnectionHandler {
     this.life.fatal(e);
   }
 
+  onUnreachable(url: string, why: string): void {
+    this.life.unreachable(url, why);
+  }
+
   /** Worker.shutdown's work: drain (a connected worker), then close, failing what still waits. */
   async stop(graceMs: number): Promise<void> {
     if (this.life.state === 'connected') {

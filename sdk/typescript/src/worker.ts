@@ -103,6 +103,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements LogSink {
       onDown: (code: number, reason: string) => this.session.onDown(code, reason),
       onRefused: (code: 'unauthorized' | 'stale_worker', reason: string, final: boolean) => this.session.onRefused(code, reason, final),
       onFatal: (e: Error) => this.session.onFatal(e),
+      onUnreachable: (url: string, why: string) => this.session.onUnreachable(url, why),
     };
     this.conn = new Connection(
       url,

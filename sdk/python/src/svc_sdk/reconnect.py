@@ -12,7 +12,10 @@ import logging
 import random
 from collections.abc import Sequence
 
-from .errors import ErrorCode, SvcError
+from websockets.exceptions import InvalidURI
+from websockets.uri import parse_uri
+
+from .errors import ErrorCode, InvalidArgumentError, SvcError
 from .options import ReconnectOptions
 from .protocol import STALE_WORKER_CLOSE
 from .redact import redact_address
@@ -33,6 +36,17 @@ def parse_engine_urls(url: str | Sequence[str]) -> list[str]:
     urls = [u.strip() for u in parts if u.strip()]
     if not urls:
         raise ValueError(f"no engine URL given (got {url!r})")
+    for u in urls:
+        # websockets refuses such a URL inside the connection's thread, where its traceback ended
+        # the thread and left a process that exited 0 without ever connecting: refuse it here, in
+        # register_worker, as the TypeScript SDK refuses a malformed URL.
+        try:
+            parse_uri(u)
+        except InvalidURI as exc:
+            raise InvalidArgumentError(
+                f"cannot connect to the engine at {redact_address(u)!r}: {exc.msg}"
+                " (an engine URL looks like ws://localhost:49134; check $SVC_URL or the url given to register_worker)"
+            ) from None
     return urls
 
 

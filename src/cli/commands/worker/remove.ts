@@ -23,7 +23,6 @@ once, failing its calls in flight.`;
     const configFile = resolve(flags.config);
     // Before: a missing config.yaml was oclif's ENOENT block with its stack.
     if (!existsSync(configFile)) fail(`invalid_config: ${configFile}: file not found`, 2);
-    const removed = removeWorkerEntry(configFile, args.name);
     const engine = runningEngine(configFile);
     let stopped = false;
     let drained = '';
@@ -39,10 +38,14 @@ once, failing its calls in flight.`;
         stopped = r.removed;
         if (r.in_flight > 0) drained = r.left > 0 ? ` (${r.in_flight - r.left} of ${r.in_flight} calls in flight finished; ${r.left} did not within ${flags.grace}s)` : ` (after its ${r.in_flight} call(s) in flight finished)`;
       } catch (e) {
+        removeWorkerEntry(configFile, args.name);
         process.stderr.write(formatError(e) + '\n');
         return this.exit(1);
       }
     }
+    // After the engine's drain and stop, not before: under `svc dev` the engine applies config.yaml
+    // itself, and an entry gone first had svc dev stop the worker at once, failing its calls in flight.
+    const removed = removeWorkerEntry(configFile, args.name);
     // The absolute path, as restart's (from the engine) and every other config error name it.
     if (!removed && !stopped) fail(`worker_not_found: ${notListedMessage(args.name, workerNamesIn(configFile), configFile)}`, 1);
     this.log(`✓ removed ${args.name}${removed ? ` from ${flags.config}` : ''}${stopped ? ` and stopped it${drained}` : ''}`);
