@@ -50,12 +50,6 @@ export interface Binding {
   status: 'pending' | 'active' | 'parked';
 }
 
-/**
- * Trigger types (event sources provided by workers, e.g. `http` by svc-http) and the bindings of
- * functions to them. The engine does not interpret a binding's config: it hands each binding to the
- * type's active provider, which accepts or refuses it. Bindings wait ("parked") while their type has
- * no provider, and move to the next provider when one leaves.
- */
 /** Trigger types of iii's built-in workers that svc has no counterpart of, and what to use instead. */
 const III_ONLY_TYPES: Record<string, string> = {
   subscribe: "iii's pubsub; svc has none: svc-queue's durable:subscriber with queue::publish is the closest",
@@ -66,6 +60,12 @@ const III_ONLY_TYPES: Record<string, string> = {
   'engine::workers-available': 'not provided by svc yet',
 };
 
+/**
+ * Trigger types (event sources provided by workers, e.g. `http` by svc-http) and the bindings of
+ * functions to them. The engine does not interpret a binding's config: it hands each binding to the
+ * type's active provider, which accepts or refuses it. Bindings wait ("parked") while their type has
+ * no provider, and move to the next provider when one leaves.
+ */
 export class Triggers {
   private readonly types = new Map<string, TriggerType>();
   private readonly bindings = new Map<string, Binding>();
