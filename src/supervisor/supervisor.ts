@@ -31,7 +31,7 @@ export interface SupervisorOptions {
   /** First restart delay; doubles per consecutive crash up to `maxRestartDelayMs`. */
   restartDelayMs?: number;
   maxRestartDelayMs?: number;
-  /** This many exits within `crashWindowMs` is a crash loop: reported, not restarted. */
+  /** This many exits within `crashWindowMs`, per replica, is a crash loop: reported, not restarted. */
   crashLoopExits?: number;
   crashWindowMs?: number;
   stopGraceMs?: number;
@@ -250,7 +250,9 @@ export class Supervisor {
     m.lastExit = { replica: i, code, signal, at: now, how, output };
     const lastLine = tellingLine(output);
     m.lastError = lastLine ? `${how}: ${lastLine}` : how;
-    if (m.exits.length >= this.options.crashLoopExits) {
+    // Counted per replica: each replica of a broken worker exits once per round, and two replicas
+    // must not make a crash loop of what one replica would still be restarting.
+    if (m.exits.length >= this.options.crashLoopExits * m.entry.replicas) {
       m.status = 'crash-loop';
       m.lastError = `exited ${m.exits.length} times within ${Math.round(this.options.crashWindowMs / 1000)}s (last: ${m.lastError})`;
       const then = this.options.sourcesWatched && m.entry.path ? ' and save: svc dev restarts it' : `, then \`svc worker restart ${m.entry.name}\``;
