@@ -49,4 +49,17 @@ describe('svc trigger --payload @file and -', { timeout: 60_000 }, () => {
     assert.equal(list.code, 2);
     assert.match(list.stderr, /--payload must be a JSON object like '\{"a":1\}', got an array/);
   });
+
+  test('a file over max_frame_bytes, or nested deeper than the engine accepts, is refused naming why; the worker serves on', async () => {
+    writeFileSync(join(tmp.dir, 'huge.json'), JSON.stringify({ items: ['x'.repeat(17 * 1024 * 1024)] }));
+    const huge = await trigger(['orders::import', '--payload', '@huge.json']);
+    assert.equal(huge.code, 1, huge.stdout);
+    assert.match(huge.stderr, /^error: payload_too_large: Frame of \d+ bytes exceeds the limit of 16777216 bytes/);
+    writeFileSync(join(tmp.dir, 'deep.json'), `{"items":${'['.repeat(10_000)}${']'.repeat(10_000)}}`);
+    const deep = await trigger(['orders::import', '--payload', '@deep.json']);
+    assert.equal(deep.code, 1, deep.stdout);
+    assert.match(deep.stderr, /^error: invalid_payload: .*nested too deeply to encode \(the engine accepts 128 levels/);
+    const after = await trigger(['orders::import', 'items=["a"]']);
+    assert.equal(after.stdout, '{"items":1,"bytes":1,"tag":null}\n', after.stderr);
+  });
 });
