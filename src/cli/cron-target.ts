@@ -1,6 +1,7 @@
 import { Args } from '@oclif/core';
 import { InvocationError, type Worker } from 'svc-sdk';
 import { closestKey } from 'svc-sdk/internal';
+import { SCHEDULE_ID } from '../workers/cron/schedule.js';
 import { formatError } from './client.js';
 
 /** The argument of `svc cron pause|resume|run`: what a user has at hand for a schedule. */
@@ -23,7 +24,7 @@ interface ListedSchedule {
  * `{trigger_id}`.
  */
 export async function cronTarget(w: Worker, id: string): Promise<{ schedule_id: string } | { trigger_id: string }> {
-  if (/^[0-9a-f]{16}$/.test(id)) return { schedule_id: id };
+  if (SCHEDULE_ID.test(id)) return { schedule_id: id };
   if (id.includes('::')) {
     // Every schedule, once: those calling `id`, else its trigger ids and the function ids they call.
     const { schedules } = await w.trigger<{ schedules: ListedSchedule[] }>({ function_id: 'cron::list', payload: {} });

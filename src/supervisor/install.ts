@@ -4,8 +4,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import { delimiter, join } from 'node:path';
 import { guardedCommand } from './liveness-guard.js';
 import type { Manifest } from './manifest.js';
-import { groupRuns, processStartToken } from './process-identity.js';
-import { killGroup } from './process-runtime.js';
+import { groupRuns, killGroup, processStartToken } from './process-identity.js';
 import { SvcError } from 'svc-sdk';
 
 /**

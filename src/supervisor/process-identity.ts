@@ -78,3 +78,12 @@ export function groupRuns(pgid: number): boolean {
   }
   return false;
 }
+
+/** Signal process group `pid` (a child spawned `detached` leads its own), if it is still there. */
+export function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    /* already gone */
+  }
+}

@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { LIVENESS_FD_ENV } from 'svc-sdk/internal';
 import { guardedCommand } from './liveness-guard.js';
 import { appendStamped } from './log-stamp.js';
-import { processStartToken } from './process-identity.js';
+import { killGroup, processStartToken } from './process-identity.js';
 import type { ExitInfo, Instance, LaunchSpec, Runtime } from './runtime.js';
 
 /** A command with no shell syntax can be `exec`ed, so the pid we report is the worker's own. */
@@ -87,13 +87,4 @@ function outputWritten(output: Promise<void>): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<void>((r) => (timer = setTimeout(r, OUTPUT_AFTER_EXIT_MS)));
   return Promise.race([output, late]).finally(() => clearTimeout(timer));
-}
-
-/** Signal process group `pid` (a child spawned `detached` leads its own), if it is still there. */
-export function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    /* already gone */
-  }
 }

@@ -140,8 +140,9 @@ export class Supervisor {
     entry = oneHttpPerPort(entry, (m) => this.options.log('warn', m));
     const existing = this.workers.get(entry.name);
     if (existing && existing.status !== 'stopped' && existing.status !== 'crash-loop' && existing.status !== 'failed') return existing;
-    if (this.closed) return existing ?? { entry, status: 'stopped', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0, launching: new Set(), cancel: new AbortController() };
-    const m: Managed = existing ?? { entry, status: 'starting', restarts: 0, exits: [], replicas: [], stopping: false, generation: 0, launching: new Set(), cancel: new AbortController() };
+    const fresh = (status: WorkerStatus): Managed => ({ entry, status, restarts: 0, exits: [], replicas: [], stopping: false, generation: 0, launching: new Set(), cancel: new AbortController() });
+    if (this.closed) return existing ?? fresh('stopped');
+    const m = existing ?? fresh('starting');
     const generation = ++m.generation;
     m.cancel = new AbortController();
     const { signal } = m.cancel;
