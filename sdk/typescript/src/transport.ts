@@ -1,3 +1,4 @@
+import { randomFillSync } from 'node:crypto';
 import type WebSocket from 'ws';
 
 /**
@@ -16,7 +17,19 @@ import type WebSocket from 'ws';
  * turns at high load instead of overlapping on the cores (measured: bench/RESULTS.md, "write
  * coalescing flushes long turns part-way").
  */
-type Corkable = { cork(): void; uncork(): void; destroyed?: boolean; writableLength?: number };
+type Corkable = { cork(): void; uncork(): void; destroyed?: boolean; writableLength?: number; write?(chunk: Buffer): boolean };
+
+/**
+ * What this module reads of a `ws` (8.x) WebSocket besides its public API: the net.Socket under it,
+ * whether it is the server's end, its extensions, and its sender's state (0: nothing queued).
+ */
+type WsInternals = {
+  _socket?: Corkable;
+  _isServer?: boolean;
+  _extensions?: Record<string, unknown>;
+  _sender?: { _state?: number } | null;
+  readyState: number;
+};
 
 /** A corked socket is flushed (and corked again) after this many frames of one turn... */
 export const FLUSH_FRAMES = 16;
@@ -39,6 +52,62 @@ function endTurn(): void {
   for (const s of sockets) if (!s.destroyed) s.uncork();
 }
 
+/** Masking keys for the client's frames, drawn from the system's CSPRNG a pool at a time (as `ws` does). */
+const maskPool = Buffer.alloc(8192);
+let maskAt = maskPool.length;
+
+/**
+ * One text frame written as one Buffer on an open socket whose sender has nothing queued (no
+ * compression: the engine and the SDK turn it off): the bytes the `ws` sender would write (RFC 6455
+ * §5.2; a client's frame masked with a fresh random key), without its per-frame options object,
+ * its header written apart from the payload, and the string's UTF-8 encoding inside `writev`
+ * (bench/RESULTS.md, thirteenth session). Anything else goes through `ws.send`.
+ */
+function sendText(ws: WebSocket, sock: Corkable | undefined, text: string): void {
+  const raw = ws as unknown as WsInternals;
+  if (sock === undefined || sock.write === undefined || raw.readyState !== 1 || raw._sender?._state !== 0 || raw._extensions?.['permessage-deflate'] !== undefined) {
+    ws.send(text);
+    return;
+  }
+  const masked = raw._isServer !== true;
+  const n = Buffer.byteLength(text);
+  const lengthBytes = n < 126 ? 0 : n < 65536 ? 2 : 8;
+  const head = 2 + lengthBytes + (masked ? 4 : 0);
+  const frame = Buffer.allocUnsafe(head + n);
+  frame[0] = 0x81; // FIN, text
+  frame[1] = (masked ? 0x80 : 0) | (lengthBytes === 0 ? n : lengthBytes === 2 ? 126 : 127);
+  if (lengthBytes === 2) frame.writeUInt16BE(n, 2);
+  else if (lengthBytes === 8) {
+    frame.writeUInt32BE(Math.floor(n / 0x1_0000_0000), 2);
+    frame.writeUInt32BE(n >>> 0, 6);
+  }
+  frame.write(text, head, 'utf8');
+  if (masked) {
+    if (maskAt === maskPool.length) {
+      randomFillSync(maskPool);
+      maskAt = 0;
+    }
+    const k = head - 4;
+    const m0 = (frame[k] = maskPool[maskAt++]!);
+    const m1 = (frame[k + 1] = maskPool[maskAt++]!);
+    const m2 = (frame[k + 2] = maskPool[maskAt++]!);
+    const m3 = (frame[k + 3] = maskPool[maskAt++]!);
+    const end = head + n;
+    let i = head;
+    for (; i + 3 < end; i += 4) {
+      frame[i] = frame[i]! ^ m0;
+      frame[i + 1] = frame[i + 1]! ^ m1;
+      frame[i + 2] = frame[i + 2]! ^ m2;
+      frame[i + 3] = frame[i + 3]! ^ m3;
+    }
+    // At most three bytes are left, masked with the key's first three.
+    if (i < end) frame[i] = frame[i]! ^ m0;
+    if (i + 1 < end) frame[i + 1] = frame[i + 1]! ^ m1;
+    if (i + 2 < end) frame[i + 2] = frame[i + 2]! ^ m2;
+  }
+  sock.write(frame);
+}
+
 export function sendCoalesced(ws: WebSocket, text: string): void {
   const sock = (ws as unknown as { _socket?: Corkable })._socket;
   if (sock && touched.has(sock)) {
@@ -47,7 +116,7 @@ export function sendCoalesced(ws: WebSocket, text: string): void {
       sock.cork();
       frames = 0;
     }
-    ws.send(text);
+    sendText(ws, sock, text);
     if (++frames >= FLUSH_FRAMES || (sock.writableLength ?? 0) >= FLUSH_BYTES) {
       sock.uncork();
       sock.cork();
@@ -58,7 +127,7 @@ export function sendCoalesced(ws: WebSocket, text: string): void {
   }
   // The turn's first frame to this socket is written before the bookkeeping: at one call in
   // flight that is the frame a peer waits for.
-  ws.send(text);
+  sendText(ws, sock, text);
   if (sock) {
     touched.add(sock);
     if (!scheduled) {
