@@ -11,6 +11,7 @@
  * its status bits would show up there).
  */
 import { decodeFrame } from 'svc-sdk/protocol';
+import { textFrame } from 'svc-sdk/internal';
 import { hex12 } from '../src/engine/hot/hex12.js';
 import { LogRing } from '../src/engine/hot/log-ring.js';
 import { ChurnMap } from '../src/engine/hot/shared-with-sdk.js';
@@ -173,6 +174,29 @@ class UnprimedLogRing {
 const LINE = 60;
 const LOG_BUDGET = 4250 * LINE;
 
+// ---- textFrame: the first frame of 64 KiB or more -------------------------------------------------
+
+/** textFrame's length field without the priming (server frames: no mask). */
+function unprimedTextFrame(text: string): Buffer {
+  const n = Buffer.byteLength(text);
+  const lengthBytes = n < 126 ? 0 : n < 65536 ? 2 : 8;
+  const head = 2 + lengthBytes;
+  const out = Buffer.allocUnsafe(head + n);
+  out[0] = 0x81;
+  out[1] = lengthBytes === 0 ? n : lengthBytes === 2 ? 126 : 127;
+  if (lengthBytes === 2) out.writeUInt16BE(n, 2);
+  else if (lengthBytes === 8) {
+    out.writeUInt32BE(Math.floor(n / 0x1_0000_0000), 2);
+    out.writeUInt32BE(n >>> 0, 6);
+  }
+  out.write(text, head, 'utf8');
+  return out;
+}
+const CALL_FRAME = '{"type":"invocationresult","invocation_id":"i","function_id":"a::b","result":{"c":' + '1'.repeat(120) + '}}';
+const BIG_FRAME = 'x'.repeat(70_000);
+// 64 KiB frames only in the last 50 calls, as in decode-frame.
+const sized = (i: number): string => (i < 4250 ? CALL_FRAME : BIG_FRAME);
+
 const PROBES: Record<string, { what: string; primed: () => Probe; control: () => Probe }> = {
   'churn-map': {
     what: 'ChurnMap.set through its first move to a new Map (4096th write)',
@@ -200,6 +224,11 @@ const PROBES: Record<string, { what: string; primed: () => Probe; control: () =>
     what: "decodeFrame at the first frame long enough for its depth check",
     primed: () => ({ target: decodeFrame, step: (i) => decodeFrame(frame(i)).ok }),
     control: () => ({ target: unprimedDecode, step: (i) => unprimedDecode(frame(i)).ok }),
+  },
+  'text-frame': {
+    what: 'textFrame (the frame writer) at the first frame of 64 KiB or more',
+    primed: () => ({ target: textFrame, step: (i) => textFrame(sized(i), false).length }),
+    control: () => ({ target: unprimedTextFrame, step: (i) => unprimedTextFrame(sized(i)).length }),
   },
   'span-ring': {
     what: "SpanRing.record at the ring's first wrap (capacity 4200)",

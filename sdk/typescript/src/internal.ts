@@ -3,7 +3,7 @@
  * code and a worker author does not need. Not a contract: it changes with them.
  *
  * - ChurnMap (churn-map.ts): a Map for entries that come and go at the call rate.
- * - sendCoalesced, exceedsBytes, FLUSH_FRAMES, FLUSH_BYTES (transport.ts): write coalescing per event-loop turn, flushed part-way in long turns; a frame's size.
+ * - sendCoalesced, exceedsBytes, FLUSH_FRAMES, FLUSH_BYTES, textFrame (transport.ts): write coalescing per event-loop turn, flushed part-way in long turns; a frame's size; a WebSocket text frame as bytes.
  * - invokeFrame, resultFrame (protocol/frame-layout.ts): the call frames in the layout the
  *   engine's fast path passes payloads on in.
  * - deeperThan, jsonDepthOver (protocol/nesting.ts): a frame's nesting depth.
@@ -15,7 +15,7 @@
  * - otelEnabled, samplerFromEnv (otel-export.ts): whether a worker exports its own spans (WorkerOptions.otel, OTEL_*), and with which sampler.
  */
 export { ChurnMap } from './churn-map.js';
-export { sendCoalesced, exceedsBytes, FLUSH_FRAMES, FLUSH_BYTES } from './transport.js';
+export { sendCoalesced, exceedsBytes, FLUSH_FRAMES, FLUSH_BYTES, textFrame } from './transport.js';
 export { invokeFrame, resultFrame } from './protocol/frame-layout.js';
 export { deeperThan, jsonDepthOver } from './protocol/nesting.js';
 export { logRow, traceIdOfTraceparent, type LogRowScope } from './protocol/log-rows.js';

@@ -58,10 +58,9 @@ let maskAt = maskPool.length;
 
 /**
  * One text frame written as one Buffer on an open socket whose sender has nothing queued (no
- * compression: the engine and the SDK turn it off): the bytes the `ws` sender would write (RFC 6455
- * §5.2; a client's frame masked with a fresh random key), without its per-frame options object,
- * its header written apart from the payload, and the string's UTF-8 encoding inside `writev`
- * (bench/RESULTS.md, thirteenth session). Anything else goes through `ws.send`.
+ * compression: the engine and the SDK turn it off): the frame the `ws` sender would write, without
+ * its per-frame options object, its header written apart from the payload, and the string's UTF-8
+ * encoding inside `writev` (bench/RESULTS.md, thirteenth session). Anything else goes through `ws.send`.
  */
 function sendText(ws: WebSocket, sock: Corkable | undefined, text: string): void {
   const raw = ws as unknown as WsInternals;
@@ -69,7 +68,14 @@ function sendText(ws: WebSocket, sock: Corkable | undefined, text: string): void
     ws.send(text);
     return;
   }
-  const masked = raw._isServer !== true;
+  sock.write(textFrame(text, raw._isServer !== true));
+}
+
+/**
+ * A WebSocket text frame (RFC 6455 §5.2), FIN set: a client's (`masked`) with a fresh random key,
+ * as the RFC requires of every frame a client sends; a server's unmasked.
+ */
+export function textFrame(text: string, masked: boolean): Buffer {
   const n = Buffer.byteLength(text);
   const lengthBytes = n < 126 ? 0 : n < 65536 ? 2 : 8;
   const head = 2 + lengthBytes + (masked ? 4 : 0);
@@ -105,8 +111,19 @@ function sendText(ws: WebSocket, sock: Corkable | undefined, text: string): void
     if (i + 1 < end) frame[i + 1] = frame[i + 1]! ^ m1;
     if (i + 2 < end) frame[i + 2] = frame[i + 2]! ^ m2;
   }
-  sock.write(frame);
+  return frame;
 }
+
+/**
+ * Every length class and mask remainder built at load, with type feedback, so that the first frame
+ * of 64 KiB or more (rare) does not deoptimise the optimised frame writer (src/engine/hot/README.md,
+ * "Priming at load"; probed by `npm run bench:jit`).
+ */
+function primeTextFrame(): void {
+  const texts = ['', 'abc', 'x'.repeat(130), '☃'.repeat(22_000)];
+  for (let i = 0; i < 16; i++) for (const t of texts) for (const masked of [false, true]) textFrame(t, masked);
+}
+primeTextFrame();
 
 export function sendCoalesced(ws: WebSocket, text: string): void {
   const sock = (ws as unknown as { _socket?: Corkable })._socket;
