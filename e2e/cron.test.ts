@@ -48,8 +48,10 @@ describe('svc cron', { timeout: 120_000 }, () => {
     }, 20_000);
     const [header, row] = list.trim().split('\n');
     assert.match(header!, /^SCHEDULE\s+FUNCTION\s+EXPRESSION\s+TIMEZONE\s+NEXT\s+LAST\s+LAST ERROR\s+TRIGGERS$/);
-    // Asia/Kolkata is UTC+5:30: the top of its hours is at :30 UTC.
-    assert.match(row!, /^[0-9a-f]{16}\s+reports::hourly\s+@hourly\s+Asia\/Kolkata\s+\d{4}-\d\d-\d\dT\d\d:30:00\.000Z\s+-\s+-\s+1$/);
+    // NEXT is in the schedule's own zone, named: the top of an hour there (it is :30 in UTC).
+    assert.match(row!, /^[0-9a-f]{16}\s+reports::hourly\s+@hourly\s+Asia\/Kolkata\s+\d{4}-\d\d-\d\d \d\d:00:00\+05:30 Asia\/Kolkata\s+-\s+-\s+1$/);
+    const [nextIso] = (JSON.parse((await svc(['cron', 'list', '--json'])).stdout) as { next_fires: string[] }[])[0]!.next_fires;
+    assert.match(nextIso!, /^\d{4}-\d\d-\d\dT\d\d:30:00\.000Z$/, '--json keeps the UTC instants');
     const scheduleId = row!.split(/\s+/)[0]!;
 
     const pause = await svc(['cron', 'pause', triggerId]);
@@ -63,7 +65,7 @@ describe('svc cron', { timeout: 120_000 }, () => {
     assert.equal(outcome.outcome, 'ok');
     assert.deepEqual(outcome.result, { run: 1, manual: true });
     assert.equal(outcome.trigger_id, triggerId);
-    assert.match((await svc(['cron', 'list'])).stdout, /ok in \d+ ms \(run now\)/);
+    assert.match((await svc(['cron', 'list'])).stdout, /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+05:30 Asia\/Kolkata ok in \d+ ms \(run now\)/);
 
     const resume = await svc(['cron', 'resume', scheduleId]);
     assert.equal(resume.stdout, `✓ schedule ${scheduleId} (reports::hourly) active\n`);
@@ -89,6 +91,8 @@ describe('svc cron', { timeout: 120_000 }, () => {
 
     await worker.registerTrigger({ type: 'cron', function_id: 'reports::hourly', config: { expression: '@daily' } });
     await until('two schedules of reports::hourly', async () => ((await svc(['cron', 'list'])).stdout.match(/reports::hourly/g)?.length === 2 ? true : undefined), 20_000);
+    // A schedule with no timezone is read in UTC, and its times say so.
+    assert.match((await svc(['cron', 'list'])).stdout, /reports::hourly\s+@daily\s+UTC\s+\d{4}-\d\d-\d\d 00:00:00 UTC\s/);
     const two = await svc(['cron', 'pause', 'reports::hourly']);
     assert.equal(two.code, 1);
     assert.match(two.stderr, /^error: ambiguous_schedule: 2 schedules call reports::hourly: .*; pass one of these schedule ids\n$/);

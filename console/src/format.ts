@@ -62,3 +62,27 @@ export function when(iso: string | null | undefined): string {
   const time = d.toLocaleTimeString(undefined, { hour12: false });
   return d.toDateString() === new Date().toDateString() ? time : `${d.toLocaleDateString()} ${time}`;
 }
+
+/**
+ * A moment as the wall-clock time of `zone`, named: a cron schedule is read in its own zone, so its
+ * fire times are shown there (`02:30:00+01:00 Europe/Paris`; the date too unless it is today
+ * there). The offset tells apart the two 02:30s of a night the zone turns its clocks back.
+ */
+export function whenIn(iso: string | null | undefined, zone: string): string {
+  if (!iso) return '-';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  let fmt: Intl.DateTimeFormat;
+  try {
+    fmt = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'longOffset' });
+  } catch {
+    return `${when(iso)} (local time)`; // a zone this browser does not know
+  }
+  const parts = (t: Date): Record<string, string> => Object.fromEntries(fmt.formatToParts(t).map((p) => [p.type, p.value]));
+  const p = parts(d);
+  const today = parts(new Date());
+  const date = `${p.year}-${p.month}-${p.day}`;
+  const offset = zone === 'UTC' ? '' : (p.timeZoneName ?? '').replace(/^GMT$/, '+00:00').replace(/^GMT/, '');
+  const time = `${p.hour}:${p.minute}:${p.second}${offset} ${zone}`;
+  return date === `${today.year}-${today.month}-${today.day}` ? time : `${date} ${time}`;
+}

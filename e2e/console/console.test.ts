@@ -178,7 +178,16 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
       assert.match(await row.innerText(), /reports::tick/);
       assert.match(await row.innerText(), /\*\/2 \* \* \* \* \* Europe\/Paris/);
       await row.locator('[data-testid=cron-last][data-outcome=ok]').waitFor({ timeout: 10_000 });
-      assert.match(await row.locator('[data-testid=cron-next]').innerText(), /\d\d:\d\d:\d\d/);
+      // Next and last fire in the schedule's zone, named, whatever the browser's zone is.
+      assert.match(await row.locator('[data-testid=cron-next]').innerText(), /^\d\d:\d\d:\d\d[+-]\d\d:\d\d Europe\/Paris$/);
+      const last = /^(\d\d):(\d\d):(\d\d)([+-])(\d\d):(\d\d) Europe\/Paris/.exec(await row.locator('[data-testid=cron-last]').innerText());
+      assert.ok(last, 'the last fire names Europe/Paris');
+      // It fired within the last seconds: that wall-clock time less its offset is about now in UTC.
+      const [h, m, sec, sign, oh, om] = last.slice(1).map((v, i) => (i === 3 ? (v === '-' ? -1 : 1) : Number(v))) as number[];
+      const shownUtc = h! * 3600 + m! * 60 + sec! - sign! * (oh! * 3600 + om! * 60);
+      const now = new Date();
+      const drift = Math.abs((((shownUtc - (now.getUTCHours() * 3600 + now.getUTCMinutes() * 60 + now.getUTCSeconds())) % 86400) + 86400 + 43200) % 86400 - 43200);
+      assert.ok(drift < 30, `last fire ${last[0]} is ${drift} s from now`);
       await shot(page, '3b-cron');
       // Run now: the outcome with the function's result.
       await row.locator('[data-testid=cron-run]').click();

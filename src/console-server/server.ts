@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Request, type Response } from 'express';
 import { InvocationError, redactAddress, Worker } from 'svc-sdk';
+import { apiErrors } from './api-errors.js';
 import { ConsoleGuard } from './guard.js';
 import { listAll } from '../engine/listing-pages.js';
 
@@ -38,6 +39,8 @@ export interface ConsoleServerOptions {
   runSecret?: () => string | undefined;
   /** The name it registers (default `svc-console:<pid>`, which needs that secret or an admin token). */
   workerName?: string;
+  /** Where a failure of the server's own code is told, with its stack (default: stderr). */
+  log?: (line: string) => void;
 }
 
 export interface ConsoleServer {
@@ -178,15 +181,9 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     }
   });
 
-  // A body that is not JSON (or too large) gets a JSON answer naming the problem, not an HTML page.
-  app.use('/api', (err: Error & { status?: number; type?: string }, _req: Request, res: Response, next: (e?: unknown) => void) => {
-    if (!err) return next();
-    if (err.type === 'entity.too.large') {
-      res.status(413).json({ ok: false, error: { code: 'payload_too_large', message: `The request body is over the console's limit of ${API_BODY_LIMIT}` } });
-      return;
-    }
-    res.status(err.status ?? 400).json({ ok: false, error: { code: 'invalid_request', message: err.message } });
-  });
+  // A body that is not JSON (or too large) gets a JSON answer naming the problem, not an HTML page;
+  // a failure of ours is a logged 500.
+  app.use('/api', apiErrors(API_BODY_LIMIT, o.log ?? ((line) => process.stderr.write(line + '\n'))));
   app.use('/api', (_req, res) => {
     res.status(404).json({ ok: false, error: { code: 'not_found', message: 'No such console API' } });
   });

@@ -34,7 +34,12 @@ export interface FunctionEntry {
   inOrder?: boolean;
   /** Round-robin cursor among providers with equal load. */
   cursor: number;
+  /** The worker names already told of as sharing this id (Registry.onSharedId), once each. */
+  toldNames?: Set<string>;
 }
+
+/** A peer that has not said its name (engine::workers::register) is not counted as another worker. */
+const unnamed = (p: Peer): boolean => p.name.startsWith('anonymous-');
 
 /**
  * Function ids and who serves them, per namespace. Several peers registering one id in one
@@ -48,6 +53,13 @@ export class Registry {
   /** The other namespaces, each while it has a function. */
   private readonly spaces = new Map<string, Map<string, FunctionEntry>>();
   private readonly listeners = new Set<() => void>();
+  /**
+   * Told when an id becomes served by workers of more than one name (`names`, sorted): replicas of
+   * one worker share an id by design, two different workers almost always by mistake (a copied id),
+   * and their calls would be shared in silence. Once per id and name: not again when one of them
+   * reconnects, again when a further name joins.
+   */
+  onSharedId: ((entry: FunctionEntry, names: string[]) => void) | null = null;
 
   onChange(fn: () => void): () => void {
     this.listeners.add(fn);
@@ -88,8 +100,31 @@ export class Registry {
     if (msg.metadata !== undefined) entry.metadata = msg.metadata;
     if (!entry.providers.includes(peer)) entry.providers.push(peer);
     peer.functions.add(msg.id);
+    this.noteNames(entry);
     this.changed();
     return true;
+  }
+
+  /**
+   * `peer` has said its name: its functions may now be shared with workers of other names (an
+   * iii-sdk program registers its functions before it names itself).
+   */
+  named(peer: Peer): void {
+    const space = this.space(peer.namespace, false);
+    for (const id of peer.functions) {
+      const entry = space?.get(id);
+      if (entry) this.noteNames(entry);
+    }
+  }
+
+  private noteNames(entry: FunctionEntry): void {
+    if (!this.onSharedId || entry.providers.length < 2) return;
+    const names = [...new Set(entry.providers.filter((p) => !unnamed(p)).map((p) => p.name))].sort();
+    if (names.length < 2) return;
+    const told = (entry.toldNames ??= new Set());
+    if (names.every((n) => told.has(n))) return;
+    for (const n of names) told.add(n);
+    this.onSharedId(entry, names);
   }
 
   remove(peer: Peer, id: string): void {

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { SvcError } from 'svc-sdk';
-import { ENGINE_RESTART_CLOSE } from 'svc-sdk/protocol';
+import { DEFAULT_NAMESPACE, ENGINE_RESTART_CLOSE } from 'svc-sdk/protocol';
 import { isLoopbackHost, TokenTable, type Access } from './auth.js';
 import { cutString, StoredValues } from './budgets.js';
 import { installBuiltins } from './builtins.js';
@@ -88,6 +88,15 @@ export class Engine {
     this.tokens = new TokenTable([...this.opts.tokens]);
     const warn = (message: string, data?: Record<string, unknown>): void => this.event('warn', message, data);
     this.triggers = new Triggers(warn);
+    this.registry.onSharedId = (entry, names) => {
+      const ns = entry.namespace === DEFAULT_NAMESPACE ? '' : ` in namespace ${entry.namespace}`;
+      const shown = names.map((n) => JSON.stringify(n));
+      warn(
+        `function ${entry.id}${ns} is served by workers of different names: ${shown.slice(0, -1).join(', ')} and ${shown.at(-1)}; ` +
+          'its calls are shared among them as among replicas of one worker. Two workers registering one id is usually a copied id: rename one',
+        { function_id: entry.id, workers: names },
+      );
+    };
     this.traces = this.opts.tracing ? new SpanRing(this.opts.traceBufferSize, undefined, this.opts.maxTraceBytes, this.opts.maxStoredValueBytes) : null;
     this.telemetry = new TelemetrySockets(this, () => this.telemetryLimits);
     const m = this.opts.metrics;
@@ -140,6 +149,7 @@ export class Engine {
       },
       onWorkerRegistered: (s) => {
         if (s.role !== 'client') this.event('info', `worker ${s.name} registered (${String(s.metadata.runtime ?? 'unknown')}, pid ${String(s.metadata.pid ?? '?')})`, { worker_id: s.id });
+        this.registry.named(s);
       },
     });
     installTraceBuiltins(this.registry, this.traces);

@@ -119,8 +119,9 @@ describe('bad input is answered, never fatal', () => {
     const callee = pool.make('big-result-sdk');
     callee.registerFunction('big::sdk_result', () => 'y'.repeat(DEFAULT_MAX_FRAME_BYTES + 1024 * 1024));
     await callee.ready();
+    await eventually(() => assert.equal(callee.engine?.max_frame_bytes, LIMIT));
     const caller = pool.make('big-sdk-caller');
-    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::sdk_result', timeoutMs: 5000 }), { code: 'result_too_large', message: /^Result of big::sdk_result: Frame of \d+ bytes exceeds/ }));
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::sdk_result', timeoutMs: 5000 }), { code: 'result_too_large', message: new RegExp(`^Result of big::sdk_result: frame of \\d+ bytes exceeds the SDK's limit of ${DEFAULT_MAX_FRAME_BYTES} bytes \\(registerWorker option maxFrameBytes; the engine announced max_frame_bytes ${LIMIT} at connect\\)$`) }));
   });
 
   test('a result JSON cannot encode fails the call as the handler\'s invocation_failed, naming the function, on one line', async () => {
@@ -142,9 +143,14 @@ describe('bad input is answered, never fatal', () => {
   test('the SDK refuses to send a frame over its limit, locally', async () => {
     const caller = pool.make('sdk-limit', { maxFrameBytes: 1024 });
     await caller.ready();
+    // The engine answers `hello` after `workerregistered`: its limit is known a moment after ready().
+    await eventually(() => assert.equal(caller.engine?.max_frame_bytes, LIMIT));
     await assert.rejects(caller.trigger({ function_id: 'engine::health::check', payload: { s: 'z'.repeat(2000) } }), (e: unknown) => {
       assert.ok(e instanceof InvocationError);
       assert.equal(e.code, 'payload_too_large');
+      // Which call, how big, the limit and where it comes from (the SDK's option, and the engine's own).
+      assert.match(e.message, /^Call of engine::health::check: frame of \d+ bytes exceeds the SDK's limit of 1024 bytes \(registerWorker option maxFrameBytes; the engine announced max_frame_bytes 65536 at connect\)$/);
+      assert.equal(e.functionId, 'engine::health::check');
       return true;
     });
   });

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { invoke, type ErrorBody } from '../api';
 import { Status } from '../components';
-import { duration, json, when } from '../format';
+import { duration, json, whenIn } from '../format';
 
 /** What cron::list says about one schedule (src/workers/cron/operations.ts, ScheduleView). */
 export interface CronSchedule {
@@ -76,7 +76,8 @@ export function CronRow({ b, schedule, refresh }: { b: CronBinding; schedule: Cr
     }
   };
   const last = schedule?.last_fire ?? null;
-  const lastText = last ? `${when(last.scheduled_time)}${last.manual ? ' (run now)' : ''}` : 'not yet';
+  // Times in the schedule's own zone, named (UTC when it has none), as `svc cron list` shows them.
+  const lastText = last && schedule ? `${whenIn(last.scheduled_time, schedule.timezone)}${last.manual ? ' (run now)' : ''}` : 'not yet';
   return (
     <>
       <tr data-testid="binding-row" data-trigger-id={b.id}>
@@ -91,7 +92,7 @@ export function CronRow({ b, schedule, refresh }: { b: CronBinding; schedule: Cr
           <Status value={b.status} />
         </td>
         <td className="small" data-testid="cron-next">
-          {!schedule ? '-' : schedule.paused ? <Status value="paused" /> : when(schedule.next_fires[0])}
+          {!schedule ? '-' : schedule.paused ? <Status value="paused" /> : whenIn(schedule.next_fires[0], schedule.timezone)}
         </td>
         <td className="small" data-testid="cron-last" data-outcome={last?.outcome ?? ''} title={last?.error ? `${last.error.code}: ${last.error.message}` : undefined}>
           {lastText} {last && <Status value={last.outcome} />}

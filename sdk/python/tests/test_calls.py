@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from pathlib import Path
@@ -327,10 +328,30 @@ def test_payload_limits(make_worker: WorkerFactory) -> None:
     with pytest.raises(InvocationError) as info:
         w.trigger({"function_id": "math::add", "payload": {"blob": "y" * (DEFAULT_MAX_FRAME_BYTES + 1)}})
     assert info.value.code == "payload_too_large"
+    # Which call, how big, the limit and where it comes from (the engine's, as small as the SDK's here).
+    assert re.fullmatch(
+        rf"Call of math::add: frame of \d+ bytes exceeds the limit of {DEFAULT_MAX_FRAME_BYTES} bytes "
+        r"\(the engine's max_frame_bytes, announced at connect\)",
+        info.value.message,
+    ), info.value.message
     with pytest.raises(InvocationError) as info:
         w.trigger({"function_id": "py::big_result", "payload": {}})
     assert info.value.code == "result_too_large"
-    assert info.value.message.startswith("Result of py::big_result: ")
+    assert re.fullmatch(
+        rf"Result of py::big_result: frame of \d+ bytes exceeds the limit of {DEFAULT_MAX_FRAME_BYTES} bytes "
+        r"\(the engine's max_frame_bytes, announced at connect\)",
+        info.value.message,
+    ), info.value.message
+    # A smaller InitOptions.max_frame_bytes is the limit then, named with the engine's.
+    small = make_worker("small-frames", max_frame_bytes=4096)
+    with pytest.raises(InvocationError) as info:
+        small.trigger({"function_id": "py::len", "payload": {"blob": "s" * 5000}})
+    assert info.value.code == "payload_too_large"
+    assert re.fullmatch(
+        r"Call of py::len: frame of \d+ bytes exceeds the limit of 4096 bytes "
+        rf"\(InitOptions.max_frame_bytes; the engine announced max_frame_bytes {DEFAULT_MAX_FRAME_BYTES} at connect\)",
+        info.value.message,
+    ), info.value.message
     with pytest.raises(InvocationError) as info:
         w.trigger({"function_id": "py::not_json", "payload": {}})
     assert info.value.code == "invocation_failed"

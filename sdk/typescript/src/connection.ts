@@ -91,6 +91,12 @@ export class Connection {
   private stopped = false;
   /** Every engine address given; `url` is the one in use. */
   readonly urls: string[];
+  /**
+   * The engine's `max_frame_bytes` from its `hello`: only named in a refusal, so that a user whose
+   * frame is over the SDK's limit reads both limits (this SDK sends up to `maxFrameBytes` and lets
+   * the engine refuse what is over its own, naming the call).
+   */
+  engineMaxFrameBytes: number | undefined;
   private index = 0;
 
   constructor(
@@ -222,7 +228,8 @@ export class Connection {
 
   /**
    * `msg` as frame text. Throws InvocationError `invalid_payload` (not JSON-serialisable) or
-   * `payload_too_large` (over maxFrameBytes), naming `functionId` when given.
+   * `payload_too_large` (over maxFrameBytes), naming `functionId` when given; the message names the
+   * call or result, the size and the limit.
    */
   encode(msg: Message, functionId?: string): string {
     let text: string;
@@ -236,10 +243,18 @@ export class Connection {
       throw new InvocationError('invalid_payload', `Payload is not JSON-serializable: ${why}`, functionId);
     }
     const size = exceedsBytes(text, this.opts.maxFrameBytes);
-    if (size !== false) {
-      throw new InvocationError('payload_too_large', `Frame of ${size} bytes exceeds the limit of ${this.opts.maxFrameBytes} bytes`, functionId);
-    }
+    if (size !== false) throw new InvocationError('payload_too_large', this.tooLarge(msg, size), functionId);
     return text;
+  }
+
+  /**
+   * Why `msg` is not sent, naming what a user must know to act: the call (or which function's
+   * result), the size, the limit and the setting it comes from.
+   */
+  private tooLarge(msg: Message, size: number): string {
+    const what = msg.type === 'invokefunction' ? `Call of ${msg.function_id}` : msg.type === 'invocationresult' ? `Result of ${msg.function_id}` : `A ${msg.type} frame`;
+    const engine = this.engineMaxFrameBytes === undefined ? '' : `; the engine announced max_frame_bytes ${this.engineMaxFrameBytes} at connect`;
+    return `${what}: frame of ${size} bytes exceeds the SDK's limit of ${this.opts.maxFrameBytes} bytes (registerWorker option maxFrameBytes${engine})`;
   }
 
   /** Send one frame now. Returns false when no socket is open (the caller decides what that means). */

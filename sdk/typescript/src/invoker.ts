@@ -183,7 +183,7 @@ export class Invoker<W> {
       const code = (e as InvocationError).code;
       const failure =
         code === 'payload_too_large'
-          ? { code: 'result_too_large', message: `Result of ${functionId}: ${(e as Error).message}` }
+          ? { code: 'result_too_large', message: (e as Error).message }
           : code === 'invalid_payload'
             ? { code: 'invocation_failed', message: `Result of ${functionId} is not JSON-serializable: ${(e as Error).message.replace(/^Payload is not JSON-serializable: /, '')}` }
             : toErrorBody(e);

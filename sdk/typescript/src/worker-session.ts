@@ -114,6 +114,7 @@ export class WorkerSession implements ConnectionHandler {
       case 'hello':
         this.granted = new Set(m.features);
         this.engineInfo = m.engine;
+        this.conn.engineMaxFrameBytes = m.engine?.max_frame_bytes;
         if (!this.granted.has('ack')) this.triggers.settleWithoutAck();
         return;
       case 'triggerregistrationresult':

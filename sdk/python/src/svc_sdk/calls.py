@@ -222,7 +222,7 @@ class Caller:
                 ErrorCode.INVALID_PAYLOAD, f"Payload for {function_id} is not JSON-serializable: {exc}", function_id
             ) from None
         except SvcError as exc:
-            raise InvocationError(exc.code, f"Payload for {function_id}: {exc.message}", function_id) from None
+            raise InvocationError(exc.code, exc.message, function_id) from None  # it names the call
         try:
             await session.send_text(text)
         except SvcError as exc:

@@ -44,7 +44,10 @@ class Session:
 
     def __init__(self, ws: ClientConnection, max_frame_bytes: int) -> None:
         self.ws = ws
+        #: The smaller of InitOptions.max_frame_bytes and the engine's (from its `hello`).
         self.max_frame_bytes = max_frame_bytes
+        self.option_max_frame_bytes = max_frame_bytes
+        self.engine_max_frame_bytes: int | None = None
         self.features: frozenset[str] = frozenset()
         self.engine: dict[str, Any] = {}
         self.worker_id: str | None = None
@@ -82,13 +85,30 @@ class Session:
         if len(text) * 4 > self.max_frame_bytes:
             size = utf8_size(text)  # raises UnicodeEncodeError (a ValueError) on a lone surrogate
             if size > self.max_frame_bytes:
-                raise SvcError(
-                    ErrorCode.PAYLOAD_TOO_LARGE,
-                    f"{frame.get('type')} frame is {size} bytes, over the limit of {self.max_frame_bytes} bytes",
-                )
+                raise SvcError(ErrorCode.PAYLOAD_TOO_LARGE, self._too_large(frame, size))
         elif not text.isascii():  # isascii() is O(1); only non-ASCII text can hold a lone surrogate
             text.encode()  # raises UnicodeEncodeError (a ValueError) on one
         return text
+
+    def _too_large(self, frame: Frame, size: int) -> str:
+        """Why `frame` is not sent, naming what a user must know to act: the call (or which function's
+        result), the size, the limit and the setting it comes from."""
+        kind, function_id = frame.get("type"), frame.get("function_id")
+        what = (
+            f"Call of {function_id}"
+            if kind == "invokefunction"
+            else f"Result of {function_id}"
+            if kind == "invocationresult"
+            else f"A {kind} frame"
+        )
+        engine = self.engine_max_frame_bytes
+        if engine is not None and engine <= self.option_max_frame_bytes:
+            source = "the engine's max_frame_bytes, announced at connect"
+        elif engine is not None:
+            source = f"InitOptions.max_frame_bytes; the engine announced max_frame_bytes {engine} at connect"
+        else:
+            source = "InitOptions.max_frame_bytes"
+        return f"{what}: frame of {size} bytes exceeds the limit of {self.max_frame_bytes} bytes ({source})"
 
     async def send(self, frame: Frame) -> None:
         await self.send_text(self.encode_checked(frame))
@@ -376,7 +396,8 @@ class Connection:
                 session.engine = engine
                 limit = engine.get("max_frame_bytes")
                 if isinstance(limit, int) and limit > 0:
-                    session.max_frame_bytes = min(session.max_frame_bytes, limit)
+                    session.engine_max_frame_bytes = limit
+                    session.max_frame_bytes = min(session.option_max_frame_bytes, limit)
             if not session.hello.done():
                 session.hello.set_result(None)
         elif kind == "workerregistered":

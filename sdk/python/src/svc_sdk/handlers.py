@@ -122,7 +122,7 @@ def encode_reply(session: Session, function_id: str, invocation_id: str, result:
         return session.encode_checked({**head, "error": error} if error is not None else {**head, "result": result})
     except SvcError as exc:  # too large: the caller gets that instead of a dead socket
         code = ErrorCode.RESULT_TOO_LARGE if exc.code == ErrorCode.PAYLOAD_TOO_LARGE else exc.code
-        failure: ErrorBody = {"code": code, "message": f"Result of {function_id}: {exc.message}"}
+        failure: ErrorBody = {"code": code, "message": exc.message}  # it names the result
     except (TypeError, ValueError) as exc:
         failure = {
             "code": ErrorCode.INVOCATION_FAILED,
