@@ -24,6 +24,7 @@ const { Invoker } = (await import(pathToFileURL(join(dir, 'invoker.js')).href)) 
 let answered = 0;
 const conn = {
   encode: (msg: unknown) => JSON.stringify(msg),
+  oversize: () => null,
   sendText: () => (answered++, true),
   send: () => true,
 };

@@ -25,6 +25,7 @@ const { Caller } = (await import(pathToFileURL(join(dir, 'caller.js')).href)) as
 const sent: string[] = [];
 const conn = {
   encode: (msg: unknown) => JSON.stringify(msg),
+  oversize: () => null,
   sendText: (text: string) => (sent.push(text), true),
   send: () => true,
 };

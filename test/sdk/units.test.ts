@@ -174,7 +174,7 @@ describe('invocation ids of the calls a worker makes', () => {
       Caller: new (conn: unknown, host: unknown) => { call(req: { function_id: string }): Promise<unknown>; onResult(m: unknown): void };
     };
     const sent: string[] = [];
-    const conn = { encode: (m: unknown) => JSON.stringify(m), sendText: (t: string) => (sent.push(t), true), send: () => true };
+    const conn = { oversize: () => null, sendText: (t: string) => (sent.push(t), true), send: () => true };
     const host = { state: 'connected', defaultTimeoutMs: 30_000, invocationTimeoutMs: undefined, canCancel: false, closedBy: null, ready: async () => {} };
     const a = new Caller(conn, host);
     const b = new Caller(conn, host);
@@ -184,6 +184,9 @@ describe('invocation ids of the calls a worker makes', () => {
     assert.equal(new Set(ids).size, 3);
     assert.equal(ids[0]!.slice(0, 24), ids[1]!.slice(0, 24));
     assert.notEqual(ids[0]!.slice(0, 24), ids[2]!.slice(0, 24));
+    // b's first id ends in the same counter as a's first: a answer under it is not a's.
+    assert.equal(ids[2]!.slice(-12), ids[0]!.slice(-12));
+    a.onResult({ type: 'invocationresult', invocation_id: ids[2], result: 'not a call of a' });
     ids.forEach((id, i) => (i < 2 ? a : b).onResult({ type: 'invocationresult', invocation_id: id, result: i }));
     assert.deepEqual(await Promise.all(calls), [0, 1, 2]);
   });

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { ChurnMap } from './churn-map.js';
-import type { Connection } from './connection.js';
+import { whyNotSerializable, type Connection } from './connection.js';
 import { invocationScope } from './context.js';
 import { describeValue as describe, InvocationError } from './errors.js';
-import { invokeFrame } from './protocol/frame-layout.js';
+import { invokeFrameText } from './protocol/frame-layout.js';
 import type { OpenSpan, SpanTracer } from './otel-export.js';
 import type { InvocationResultMsg } from './protocol/messages.js';
 import type { CallRequest } from './worker-types.js';
@@ -13,6 +13,8 @@ import type { WorkerState } from './worker-events.js';
 export const SAFETY_MARGIN_MS = 1000;
 
 interface PendingCall {
+  /** Its invocation_id: the table is keyed by the counter in it (Caller.calls). */
+  id: string;
   resolve(v: unknown): void;
   reject(e: Error): void;
   timer: NodeJS.Timeout;
@@ -43,7 +45,11 @@ export interface CallerHost {
  * `engine.invocation_timeout_ms`.
  */
 export class Caller {
-  private readonly calls = new ChurnMap<string, PendingCall>();
+  /**
+   * Calls awaiting their answer, by the counter in their id: a number key costs no hash of a
+   * 36-character string, made anew by each answer's parse (as the engine's tables, ids.ts).
+   */
+  private readonly calls = new ChurnMap<number, PendingCall>();
   /**
    * Invocation ids: UUID-shaped, a random prefix of this Caller's and a counter in the last 12 hex
    * digits. An id need only be unique among this connection's calls in flight (docs/protocol.md);
@@ -80,17 +86,18 @@ export class Caller {
   private send<T>(req: CallRequest, timeoutMs: number | undefined): Promise<T> {
     const scope = req.parent ?? invocationScope.getStore();
     const isVoid = req.action?.type === 'void';
-    const invocationId = isVoid ? undefined : this.idPrefix + (this.idCounter++ % 0x1000000000000).toString(16).padStart(12, '0');
+    const key = this.idCounter++ % 0x1000000000000;
+    const invocationId = isVoid ? undefined : this.idPrefix + key.toString(16).padStart(12, '0');
     // With export on, the traceparent sent names our CLIENT span: the engine's span is its child.
     const span = this.tracer ? this.tracer.client(req.function_id, scope?.traceparent) : undefined;
-    const sent = this.sendFrame<T>(req, timeoutMs, scope, invocationId, span);
+    const sent = this.sendFrame<T>(req, timeoutMs, scope, invocationId, key, span);
     return span ? endWhenSettled(sent, span) : sent;
   }
 
-  private sendFrame<T>(req: CallRequest, timeoutMs: number | undefined, scope: { traceparent?: string; baggage?: string } | undefined, invocationId: string | undefined, span: OpenSpan | undefined): Promise<T> {
+  private sendFrame<T>(req: CallRequest, timeoutMs: number | undefined, scope: { traceparent?: string; baggage?: string } | undefined, invocationId: string | undefined, key: number, span: OpenSpan | undefined): Promise<T> {
     let text: string;
     try {
-      const msg = invokeFrame(
+      text = invokeFrameText(
         req.function_id,
         invocationId,
         timeoutMs,
@@ -102,10 +109,11 @@ export class Caller {
         scope?.baggage,
         req.namespace ?? this.host.namespace,
       );
-      text = this.conn.encode(msg, req.function_id);
     } catch (e) {
-      return Promise.reject(e as Error);
+      return Promise.reject(new InvocationError('invalid_payload', `Payload is not JSON-serializable: ${whyNotSerializable(e)}`, req.function_id));
     }
+    const tooLarge = this.conn.oversize(text, 'invokefunction', req.function_id, req.function_id);
+    if (tooLarge !== null) return Promise.reject(tooLarge);
     if (!invocationId) {
       if (!this.conn.sendText(text)) return Promise.reject(new InvocationError('connection_lost', 'Not connected to the engine', req.function_id));
       return Promise.resolve(undefined as T);
@@ -123,7 +131,7 @@ export class Caller {
       // after the call went out: the timer then waits on for what the engine advertised.
       let waited = (timeoutMs ?? this.host.defaultTimeoutMs) + SAFETY_MARGIN_MS;
       const expire = (): void => {
-        const call = this.calls.get(invocationId);
+        const call = this.calls.get(key);
         if (!call) return;
         const engineDefault = this.host.defaultTimeoutMs + SAFETY_MARGIN_MS;
         if (timeoutMs === undefined && engineDefault > waited) {
@@ -131,19 +139,19 @@ export class Caller {
           waited = engineDefault;
           return;
         }
-        this.calls.delete(invocationId);
+        this.calls.delete(key);
         this.cancelRemote(invocationId, 'timeout');
         reject(new InvocationError('timeout', `Invocation of ${req.function_id} timed out after ${waited - SAFETY_MARGIN_MS}ms`, req.function_id));
       };
       const timer = setTimeout(expire, waited);
       if (!signal) {
-        this.calls.set(invocationId, { resolve: resolve as (v: unknown) => void, reject, timer, functionId: req.function_id });
+        this.calls.set(key, { id: invocationId, resolve: resolve as (v: unknown) => void, reject, timer, functionId: req.function_id });
         return;
       }
       const onAbort = (): void => {
-        const call = this.calls.get(invocationId);
+        const call = this.calls.get(key);
         if (!call) return;
-        this.calls.delete(invocationId);
+        this.calls.delete(key);
         clearTimeout(call.timer);
         this.cancelRemote(invocationId, 'caller aborted');
         reject(cancelledError(req.function_id));
@@ -152,16 +160,18 @@ export class Caller {
         signal.removeEventListener('abort', onAbort);
         f(...a);
       };
-      this.calls.set(invocationId, { resolve: settle(resolve as (v: unknown) => void), reject: settle(reject), timer, functionId: req.function_id });
+      this.calls.set(key, { id: invocationId, resolve: settle(resolve as (v: unknown) => void), reject: settle(reject), timer, functionId: req.function_id });
       signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 
   /** The engine's answer to one of our calls; a late one (after a timeout or abort) is dropped. */
   onResult(m: InvocationResultMsg): void {
-    const call = this.calls.get(m.invocation_id);
-    if (!call) return;
-    this.calls.delete(m.invocation_id);
+    const id = m.invocation_id;
+    const key = parseInt(id.slice(-12), 16);
+    const call = this.calls.get(key);
+    if (!call || call.id !== id) return;
+    this.calls.delete(key);
     clearTimeout(call.timer);
     if (m.error) call.reject(InvocationError.from(m.error, m.function_id ?? call.functionId));
     else call.resolve(m.result ?? null);
@@ -169,10 +179,10 @@ export class Caller {
 
   /** Fail every call awaiting an answer: the socket is gone (`connection_lost`) or the worker stops. */
   failAll(code: 'connection_lost' | 'shutting_down', message: (functionId: string) => string): void {
-    for (const [id, call] of this.calls) {
+    for (const [key, call] of this.calls) {
       clearTimeout(call.timer);
       call.reject(new InvocationError(code, message(call.functionId), call.functionId));
-      this.calls.delete(id);
+      this.calls.delete(key);
     }
   }
 

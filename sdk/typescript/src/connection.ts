@@ -236,23 +236,28 @@ export class Connection {
     try {
       text = JSON.stringify(msg);
     } catch (e) {
-      // JSON.stringify recurses: a value nested some thousands deep overflows the stack, which the
-      // engine would refuse anyway (MAX_FRAME_DEPTH); say that rather than "call stack size".
-      // V8's message for a cycle spans lines (`--> starting at object …`): one line reads better in a log or the CLI.
-      const why = e instanceof RangeError && /call stack/i.test(e.message) ? `nested too deeply to encode (the engine accepts ${MAX_FRAME_DEPTH} levels of arrays and objects)` : (e as Error).message.replace(/\s*\n\s*/g, ' ');
-      throw new InvocationError('invalid_payload', `Payload is not JSON-serializable: ${why}`, functionId);
+      throw new InvocationError('invalid_payload', `Payload is not JSON-serializable: ${whyNotSerializable(e)}`, functionId);
     }
-    const size = exceedsBytes(text, this.opts.maxFrameBytes);
-    if (size !== false) throw new InvocationError('payload_too_large', this.tooLarge(msg, size), functionId);
+    const tooLarge = this.oversize(text, msg.type, 'function_id' in msg ? msg.function_id : undefined, functionId);
+    if (tooLarge !== null) throw tooLarge;
     return text;
   }
 
   /**
-   * Why `msg` is not sent, naming what a user must know to act: the call (or which function's
+   * `payload_too_large` for frame `text` (of `type`, for `frameFunctionId`) over maxFrameBytes, or
+   * null. For frames built as text (protocol/frame-layout.ts) and by encode().
+   */
+  oversize(text: string, type: string, frameFunctionId: string | null | undefined, functionId?: string): InvocationError | null {
+    const size = exceedsBytes(text, this.opts.maxFrameBytes);
+    return size === false ? null : new InvocationError('payload_too_large', this.tooLarge(type, frameFunctionId, size), functionId);
+  }
+
+  /**
+   * Why a frame is not sent, naming what a user must know to act: the call (or which function's
    * result), the size, the limit and the setting it comes from.
    */
-  private tooLarge(msg: Message, size: number): string {
-    const what = msg.type === 'invokefunction' ? `Call of ${msg.function_id}` : msg.type === 'invocationresult' ? `Result of ${msg.function_id}` : `A ${msg.type} frame`;
+  private tooLarge(type: string, functionId: string | null | undefined, size: number): string {
+    const what = type === 'invokefunction' ? `Call of ${functionId}` : type === 'invocationresult' ? `Result of ${functionId}` : `A ${type} frame`;
     const engine = this.engineMaxFrameBytes === undefined ? '' : `; the engine announced max_frame_bytes ${this.engineMaxFrameBytes} at connect`;
     return `${what}: frame of ${size} bytes exceeds the SDK's limit of ${this.opts.maxFrameBytes} bytes (registerWorker option maxFrameBytes${engine})`;
   }
@@ -296,4 +301,14 @@ export class Connection {
       else ws.close(code);
     });
   }
+}
+
+/**
+ * Why JSON.stringify threw, in one line. It recurses: a value nested some thousands deep overflows
+ * the stack, which the engine would refuse anyway (MAX_FRAME_DEPTH); that is said rather than "call
+ * stack size". V8's message for a cycle spans lines (`--> starting at object …`): one line reads
+ * better in a log or the CLI.
+ */
+export function whyNotSerializable(e: unknown): string {
+  return e instanceof RangeError && /call stack/i.test(e.message) ? `nested too deeply to encode (the engine accepts ${MAX_FRAME_DEPTH} levels of arrays and objects)` : (e as Error).message.replace(/\s*\n\s*/g, ' ');
 }

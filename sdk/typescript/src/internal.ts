@@ -4,8 +4,8 @@
  *
  * - ChurnMap (churn-map.ts): a Map for entries that come and go at the call rate.
  * - sendCoalesced, exceedsBytes, FLUSH_FRAMES, FLUSH_BYTES, textFrame (transport.ts): write coalescing per event-loop turn, flushed part-way in long turns; a frame's size; a WebSocket text frame as bytes.
- * - invokeFrame, resultFrame (protocol/frame-layout.ts): the call frames in the layout the
- *   engine's fast path passes payloads on in.
+ * - invokeFrameText, resultFrameText, jsonString (protocol/frame-layout.ts): the call frames as text
+ *   in the layout the engine's fast path passes payloads on in; a string quoted as JSON.
  * - deeperThan, jsonDepthOver (protocol/nesting.ts): a frame's nesting depth.
  * - logRow, traceIdOfTraceparent (protocol/log-rows.ts): Logger lines as rows.
  * - toErrorBody, describeValue (errors.ts): a thrown value as a wire error; a value in a message.
@@ -16,7 +16,7 @@
  */
 export { ChurnMap } from './churn-map.js';
 export { sendCoalesced, exceedsBytes, FLUSH_FRAMES, FLUSH_BYTES, textFrame } from './transport.js';
-export { invokeFrame, resultFrame } from './protocol/frame-layout.js';
+export { invokeFrameText, resultFrameText, jsonString } from './protocol/frame-layout.js';
 export { deeperThan, jsonDepthOver } from './protocol/nesting.js';
 export { logRow, traceIdOfTraceparent, type LogRowScope } from './protocol/log-rows.js';
 export { toErrorBody, describeValue } from './errors.js';

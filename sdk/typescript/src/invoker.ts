@@ -1,10 +1,10 @@
 import { ChurnMap } from './churn-map.js';
-import type { Connection } from './connection.js';
+import { whyNotSerializable, type Connection } from './connection.js';
 import { invocationScope } from './context.js';
 import { describeValue, InvocationError, toErrorBody } from './errors.js';
 import type { Logger } from './logger.js';
 import type { OpenSpan, SpanTracer } from './otel-export.js';
-import { resultFrame } from './protocol/frame-layout.js';
+import { resultFrameText } from './protocol/frame-layout.js';
 import { functionIdProblem } from './protocol/function-id.js';
 import type { ErrorBody, InvokeFunctionMsg, RegisterFunctionMsg } from './protocol/messages.js';
 import type { FunctionOptions } from './worker-types.js';
@@ -174,21 +174,17 @@ export class Invoker<W> {
   private reply(invocationId: string, functionId: string, result: unknown, error: ErrorBody | undefined): void {
     let text: string;
     try {
-      text = this.conn.encode(resultFrame(invocationId, functionId, result, error), functionId);
+      text = resultFrameText(invocationId, functionId, result, error);
     } catch (e) {
-      // The caller learns why instead of waiting for its deadline; a result too large is told
-      // apart from a call too large (svc-http answers them 502 and 413).
       // A result JSON cannot encode (a BigInt, a cycle) is the handler's failure, not the caller's
       // payload: invocation_failed naming the function, as the Python SDK answers it.
-      const code = (e as InvocationError).code;
-      const failure =
-        code === 'payload_too_large'
-          ? { code: 'result_too_large', message: (e as Error).message }
-          : code === 'invalid_payload'
-            ? { code: 'invocation_failed', message: `Result of ${functionId} is not JSON-serializable: ${(e as Error).message.replace(/^Payload is not JSON-serializable: /, '')}` }
-            : toErrorBody(e);
-      text = JSON.stringify(resultFrame(invocationId, functionId, undefined, failure));
+      this.conn.sendText(resultFrameText(invocationId, functionId, undefined, { code: 'invocation_failed', message: `Result of ${functionId} is not JSON-serializable: ${whyNotSerializable(e)}` }));
+      return;
     }
+    // The caller learns why instead of waiting for its deadline; a result too large is told apart
+    // from a call too large (svc-http answers them 502 and 413).
+    const tooLarge = this.conn.oversize(text, 'invocationresult', functionId);
+    if (tooLarge !== null) text = resultFrameText(invocationId, functionId, undefined, { code: 'result_too_large', message: tooLarge.message });
     this.conn.sendText(text);
   }
 }

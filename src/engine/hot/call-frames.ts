@@ -12,6 +12,9 @@
  * the engine read and the engine's own. Any other layout takes the general path.
  */
 import type { InvocationResultMsg, InvokeFunctionMsg } from 'svc-sdk/protocol';
+import { jsonString } from './shared-with-sdk.js';
+
+export { jsonString };
 
 /**
  * Below this many characters a frame's payload is serialised again rather than passed on: checking
@@ -95,18 +98,6 @@ export function forwardedResult(text: string, msg: InvocationResultMsg, engineId
 }
 
 /** What JSON.stringify escapes in a string: quote, backslash, control characters, surrogates. */
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
-
-/**
- * JSON.stringify(s) for a string, quicker for the common one that needs no escape (a UUID): the
- * caller's invocation_id is rendered on every call, and the test costs half of JSON.stringify. A
- * string with any surrogate, even a well-paired one, takes JSON.stringify, which decides what to
- * escape.
- */
-export function jsonString(s: string): string {
-  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : '"' + s + '"';
-}
-
 /** The caller's answer from parsed parts (errors, builtins, other layouts). */
 export function resultText(callerIdJson: string, fidJson: string, result: unknown, error: unknown, traceparent: string | null | undefined, baggage: string | null | undefined): string {
   let t = '{"type":"invocationresult","invocation_id":' + callerIdJson + ',"function_id":' + fidJson;

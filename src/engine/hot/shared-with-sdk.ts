@@ -6,5 +6,6 @@
  * - ChurnMap: a Map for entries that come and go at the call rate (the in-flight tables).
  * - sendCoalesced: frames written to one socket in one event-loop turn leave in one syscall.
  * - exceedsBytes: a frame's UTF-8 size, measured only when it might be over a limit.
+ * - jsonString: a string quoted as JSON, without JSON.stringify when nothing needs escaping.
  */
-export { ChurnMap, exceedsBytes, sendCoalesced } from 'svc-sdk/internal';
+export { ChurnMap, exceedsBytes, jsonString, sendCoalesced } from 'svc-sdk/internal';

@@ -9,7 +9,7 @@
  * layouts: TypeScript through the two builders below, Python in calls.py and handlers.py
  * (sdk/python/tests/test_protocol_constants.py checks its order against this one).
  */
-import { DEFAULT_NAMESPACE, type ErrorBody, type InvocationAction, type InvocationResultMsg, type InvokeFunctionMsg } from './messages.js';
+import { DEFAULT_NAMESPACE, type ErrorBody, type InvocationAction } from './messages.js';
 
 /**
  * The leading keys of an `invokefunction` frame as the SDKs write them; `invocation_id` is absent
@@ -23,10 +23,13 @@ export const INVOKE_KEY_ORDER = ['type', 'function_id', 'invocation_id', 'timeou
 export const RESULT_KEY_ORDER = ['type', 'invocation_id', 'function_id', 'result'] as const;
 
 /**
- * A call frame in INVOKE_KEY_ORDER. Keys are added one by one, in order (JSON.stringify writes
- * them in insertion order), and only those that are set.
+ * A call frame in INVOKE_KEY_ORDER, with only the keys that are set, as text: what JSON.stringify
+ * writes for the object with those keys in that order (a key whose value JSON cannot write, e.g. a
+ * function, is left out as it would leave it out; test/sdk/frame-layout.test.ts holds the two
+ * equal), written as one template: JSON.stringify of the envelope cost as much again as the
+ * payload's (bench/RESULTS.md, thirteenth session). Throws what JSON.stringify throws.
  */
-export function invokeFrame(
+export function invokeFrameText(
   functionId: string,
   invocationId: string | undefined,
   timeoutMs: number | undefined,
@@ -37,24 +40,40 @@ export function invokeFrame(
   traceparent: string | undefined,
   baggage: string | undefined,
   namespace?: string,
-): InvokeFunctionMsg {
-  const msg: InvokeFunctionMsg = { type: 'invokefunction', function_id: functionId };
-  if (invocationId !== undefined) msg.invocation_id = invocationId;
-  if (timeoutMs !== undefined) msg.timeout_ms = timeoutMs;
-  if (bindingId !== undefined) msg.binding_id = bindingId;
-  msg.data = data;
-  if (action !== undefined) msg.action = action;
-  if (metadata !== undefined) msg.metadata = metadata;
-  if (traceparent) msg.traceparent = traceparent;
-  if (baggage) msg.baggage = baggage;
-  // After data: the engine's fast path passes it on with the payload. Absent means `default`.
-  if (namespace !== undefined && namespace !== DEFAULT_NAMESPACE) msg.namespace = namespace;
-  return msg;
+): string {
+  let t = '{"type":"invokefunction"' + member('function_id', functionId);
+  if (invocationId !== undefined) t += member('invocation_id', invocationId);
+  if (timeoutMs !== undefined) t += member('timeout_ms', timeoutMs);
+  if (bindingId !== undefined) t += member('binding_id', bindingId);
+  t += member('data', data);
+  if (action !== undefined) t += member('action', action);
+  if (metadata !== undefined) t += member('metadata', metadata);
+  if (traceparent) t += member('traceparent', traceparent);
+  if (baggage) t += member('baggage', baggage);
+  if (namespace !== undefined && namespace !== DEFAULT_NAMESPACE) t += member('namespace', namespace);
+  return t + '}';
 }
 
-/** A callee's answer in RESULT_KEY_ORDER: the result (undefined becomes null), or the error. */
-export function resultFrame(invocationId: string, functionId: string, result: unknown, error: ErrorBody | undefined): InvocationResultMsg {
-  return error
-    ? { type: 'invocationresult', invocation_id: invocationId, function_id: functionId, error }
-    : { type: 'invocationresult', invocation_id: invocationId, function_id: functionId, result: result === undefined ? null : result };
+/** A callee's answer in RESULT_KEY_ORDER, as text (as invokeFrameText): the result (undefined is null), or the error. */
+export function resultFrameText(invocationId: string, functionId: string, result: unknown, error: ErrorBody | undefined): string {
+  const head = '{"type":"invocationresult"' + member('invocation_id', invocationId) + member('function_id', functionId);
+  return head + (error ? member('error', error) : result === undefined ? ',"result":null' : member('result', result)) + '}';
+}
+
+/** `,"key":<value as JSON>`, or nothing for a value JSON.stringify leaves out of an object. */
+function member(key: string, value: unknown): string {
+  const json = typeof value === 'string' ? jsonString(value) : JSON.stringify(value);
+  return json === undefined ? '' : ',"' + key + '":' + json;
+}
+
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * JSON.stringify(s) for a string, quicker for one that needs no escape (ids, function ids,
+ * traceparents): the test costs half of JSON.stringify. A string with any surrogate, even a
+ * well-paired one, takes JSON.stringify, which decides what to escape. Shared with the engine,
+ * which quotes ids on every call.
+ */
+export function jsonString(s: string): string {
+  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : '"' + s + '"';
 }
