@@ -51,4 +51,33 @@ describe('svc console: what it prints about the engine', { timeout: 60_000 }, ()
     console_.kill('SIGTERM');
     await new Promise((r) => console_!.once('close', r));
   });
+
+  test('stopped (Ctrl-C, SIGTERM) while connected: it says nothing about losing the engine', async () => {
+    // Its own shutdown closes its connection; that printed "lost the engine at …; retrying until
+    // it is back" as its last line, as if the engine had gone and the console would wait for it.
+    const dir = tempDir();
+    const port = await closedPort();
+    const address = `ws://127.0.0.1:${port}`;
+    writeFileSync(join(dir.dir, 'config.yaml'), `engine:\n  host: 127.0.0.1\n  port: ${port}\nworkers: []\n`);
+    const eng = await EngineProcess.start(['--config', 'config.yaml'], { cwd: dir.dir });
+    try {
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+        const c = spawn(process.execPath, [SVC_BIN, 'console', '--address', address, '--port', '0'], { cwd: dir.dir, stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        c.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+        c.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
+        await until('the console to connect', () => out.includes(`connected to the engine at ${address}`), 20_000);
+        const code = await new Promise<number | null>((r) => {
+          c.once('close', r);
+          c.kill(signal);
+        });
+        assert.equal(code, 0, out);
+        assert.equal(count(out, 'lost the engine'), 0, `${signal}: ${out}`);
+        assert.equal(count(out, 'cannot reach the engine'), 0, `${signal}: ${out}`);
+      }
+    } finally {
+      await eng.stop();
+      dir.remove();
+    }
+  });
 });

@@ -150,7 +150,10 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   // engine::supervisor::add|restart act on the entry as config.yaml says now: the CLI edits the file.
   installSupervisorFunctions(engine, supervisor, file, () => workerEntriesOf(loadConfig(file, { create: false })));
   record();
-  log(`svc engine ready on ${address.url}`);
+  // The URL is where local clients connect (loopback for a wildcard host); say the wildcard too, or
+  // `host: 0.0.0.0` looked ignored: the line named only 127.0.0.1.
+  const wildcard = address.host === '0.0.0.0' || address.host === '::';
+  log(`svc engine ready on ${address.url}${wildcard ? ` (listening on every interface: ${address.host === '::' ? '[::]' : address.host}:${address.port})` : ''}`);
   const metrics = engine.metricsAddress();
   if (metrics) log(`metrics: Prometheus can scrape ${metrics.url}`);
   if (options.telemetry) log(describeTelemetry(options.telemetry, process.env, redactAddress));

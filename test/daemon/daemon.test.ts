@@ -34,6 +34,16 @@ describe('startDaemon', { timeout: 60_000 }, () => {
     return join(dir, 'config.yaml');
   };
 
+  test('host 0.0.0.0: the ready line gives the loopback URL and says it listens on every interface', async () => {
+    const file = project('wildcard', 'engine:\n  host: 0.0.0.0\n  port: 0\n  print_events: false\n  shutdown_grace_ms: 500\n  auth:\n    tokens:\n      - name: admin\n        token: a-token-of-24-characters\n        admin: true\n');
+    const lines: string[] = [];
+    const daemon = await startDaemon({ configFile: file, configName: 'config.yaml', log: (l) => lines.push(l) });
+    running.push(daemon);
+    const port = daemon.address.port;
+    assert.ok(lines.includes(`svc engine ready on ws://127.0.0.1:${port} (listening on every interface: 0.0.0.0:${port})`), lines.join('\n'));
+    await daemon.stop('test over');
+  });
+
   test('creates config.yaml with the defaults, listens, records itself, and stops once', async () => {
     const file = project('fresh');
     const lines: string[] = [];

@@ -56,12 +56,15 @@ own page (Origin), and only to API requests carrying the page's session token (d
     // printed "lost the engine" twice a second while it was away, or had never been reached.
     let connected = server.worker.state === 'connected';
     let toldAway = false;
+    // Set on Ctrl-C / SIGTERM: closing its own connection is not the engine going away.
+    let stopping = false;
     server.worker.on('connected', () => {
       connected = true;
       toldAway = false;
       this.log(`connected to the engine at ${shown}`);
     });
     server.worker.on('disconnected', () => {
+      if (stopping) return;
       if (connected) this.log(`lost the engine at ${shown}; retrying until it is back`);
       else if (!toldAway) this.log(`cannot reach the engine at ${shown}; retrying until it answers (is \`svc --config config.yaml\` running? --address picks another)`);
       connected = false;
@@ -70,6 +73,7 @@ own page (Origin), and only to API requests carrying the page's session token (d
     if (connected) this.log(`connected to the engine at ${shown}`);
     await new Promise<void>((done) => {
       const stop = (): void => {
+        stopping = true;
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
         void server.close().then(done);

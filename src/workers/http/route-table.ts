@@ -117,6 +117,13 @@ const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, st
 
 export class RouteTable {
   private readonly byId = new Map<string, Route>();
+  /**
+   * Bindings of a route's function that a later binding of the same function to the same route
+   * replaced, by `method key`, oldest first: replicas of one worker each bind the route, and when
+   * the serving binding goes, the newest of these serves again instead of the route vanishing.
+   */
+  private readonly standby = new Map<string, Route[]>();
+  private readonly standbyById = new Map<string, Route>();
   private readonly methods = new Map<HttpMethod, MethodRoutes>();
   private seq = 0;
 
@@ -128,7 +135,8 @@ export class RouteTable {
    * Bind a route. Throws TriggerConfigError(`invalid_trigger_config`) for a bad config and
    * (`route_conflict`) when another function already answers this method and pattern. A binding of
    * the same function to the same route replaces the earlier one, so replays after a reconnect are
-   * idempotent even when the old binding's removal arrives late.
+   * idempotent even when the old binding's removal arrives late; the earlier one stands by and
+   * serves again if the newer one is removed first (another replica of the worker left).
    */
   add(binding: { id: string; function_id: string; config: unknown }, source: unknown = binding): Route {
     const { apiPath, method, stream } = parseHttpTriggerConfig(binding.config);
@@ -153,9 +161,13 @@ export class RouteTable {
           `unregister that trigger first or choose another path or method`,
       );
     }
-    if (existing) this.removeRoute(existing);
     const prior = this.byId.get(binding.id);
-    if (prior) this.removeRoute(prior);
+    if (prior && prior !== existing) this.removeRoute(prior);
+    this.dropStandby(binding.id);
+    if (existing) {
+      this.removeRoute(existing);
+      if (existing.triggerId !== binding.id) this.pushStandby(existing);
+    }
     // Fetched after the removals: removing a method's last route drops its table.
     const table = this.tableFor(method);
 
@@ -172,17 +184,7 @@ export class RouteTable {
       rank: rankOf(apiPath),
       seq: this.seq++,
     };
-    this.byId.set(route.triggerId, route);
-    table.byKey.set(key, route);
-    if (staticPath !== null) {
-      table.static.set(staticPath, route);
-    } else {
-      const bucket = bucketOf(apiPath);
-      const list = table.buckets.get(bucket) ?? [];
-      list.push(route);
-      list.sort(compareRoutes);
-      table.buckets.set(bucket, list);
-    }
+    this.insertRoute(route, table);
     return route;
   }
 
@@ -191,10 +193,31 @@ export class RouteTable {
    * the same source, so a stale removal cannot take down the binding that replaced it.
    */
   remove(triggerId: string, source?: unknown): Route | undefined {
+    const waiting = this.standbyById.get(triggerId);
+    if (waiting && (source === undefined || waiting.source === source)) {
+      this.dropStandby(triggerId);
+      return waiting;
+    }
     const route = this.byId.get(triggerId);
     if (!route || (source !== undefined && route.source !== source)) return undefined;
     this.removeRoute(route);
+    const next = this.standby.get(standbyKey(route))?.pop();
+    if (next) {
+      this.standbyById.delete(next.triggerId);
+      if (this.standby.get(standbyKey(route))?.length === 0) this.standby.delete(standbyKey(route));
+      this.insertRoute(next, this.tableFor(next.method));
+    }
     return route;
+  }
+
+  /** The binding serving `route`'s method and pattern now (after a removal: the one that stood by, if any). */
+  servingAfter(route: Route): Route | undefined {
+    return this.methods.get(route.method)?.byKey.get(route.key);
+  }
+
+  /** Whether trigger `triggerId` is a binding standing by (replaced by a newer one of its function). */
+  isStandby(triggerId: string): boolean {
+    return this.standbyById.has(triggerId);
   }
 
   /**
@@ -230,6 +253,8 @@ export class RouteTable {
   clear(): void {
     this.byId.clear();
     this.methods.clear();
+    this.standby.clear();
+    this.standbyById.clear();
   }
 
   private matchIn(method: string, path: string): RouteMatch | null {
@@ -253,6 +278,38 @@ export class RouteTable {
     return t;
   }
 
+  private insertRoute(route: Route, table: MethodRoutes): void {
+    this.byId.set(route.triggerId, route);
+    table.byKey.set(route.key, route);
+    if (route.staticPath !== null) {
+      table.static.set(route.staticPath, route);
+    } else {
+      const bucket = bucketOf(route.apiPath);
+      const list = table.buckets.get(bucket) ?? [];
+      list.push(route);
+      list.sort(compareRoutes);
+      table.buckets.set(bucket, list);
+    }
+  }
+
+  private pushStandby(route: Route): void {
+    const k = standbyKey(route);
+    const list = this.standby.get(k) ?? [];
+    list.push(route);
+    this.standby.set(k, list);
+    this.standbyById.set(route.triggerId, route);
+  }
+
+  private dropStandby(triggerId: string): void {
+    const route = this.standbyById.get(triggerId);
+    if (!route) return;
+    this.standbyById.delete(triggerId);
+    const k = standbyKey(route);
+    const list = this.standby.get(k)?.filter((r) => r !== route) ?? [];
+    if (list.length > 0) this.standby.set(k, list);
+    else this.standby.delete(k);
+  }
+
   private removeRoute(route: Route): void {
     this.byId.delete(route.triggerId);
     const table = this.methods.get(route.method);
@@ -268,6 +325,10 @@ export class RouteTable {
     }
     if (table.byKey.size === 0) this.methods.delete(route.method);
   }
+}
+
+function standbyKey(route: Route): string {
+  return `${route.method} ${route.key}`;
 }
 
 function scan(routes: Route[] | undefined, path: string): RouteMatch | null {

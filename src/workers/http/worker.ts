@@ -102,8 +102,21 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
       },
       unregisterTrigger: (binding) => {
         // Limited to the binding object that added it, so a late removal of a replaced binding is a no-op.
+        const standingBy = routes.isStandby(binding.id);
         const route = routes.remove(binding.id, binding);
-        if (route) worker.logger.info(`route ${route.method} ${route.apiPath} removed`, { trigger_id: route.triggerId, function_id: route.functionId });
+        // A binding standing by served nothing: its removal changes no route.
+        if (!route || standingBy) return;
+        const serving = routes.servingAfter(route);
+        if (serving) {
+          // Another binding of the function (a replica of its worker) stood by for this route.
+          worker.logger.info(`route ${serving.method} ${serving.apiPath} → ${serving.functionId} (trigger ${route.triggerId} removed; ${serving.triggerId} serves it)`, {
+            trigger_id: serving.triggerId,
+            removed_trigger_id: route.triggerId,
+            function_id: serving.functionId,
+          });
+        } else {
+          worker.logger.info(`route ${route.method} ${route.apiPath} removed`, { trigger_id: route.triggerId, function_id: route.functionId });
+        }
       },
     },
   );

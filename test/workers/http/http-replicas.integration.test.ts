@@ -71,6 +71,39 @@ describe('svc-http replicas behind one address', () => {
     for (const r of replicas) assert.deepEqual(await add(r, 1, 1), { status: 200, body: { c: 2 } });
   });
 
+  test('two replicas of a worker bind one route: when one leaves, the other keeps serving it', async () => {
+    // Each replica of a worker (replicas: 2, or a copy started by hand) binds the same route to the
+    // same function; svc-http used to drop the route when the one bound last left.
+    const handler = (req: { body: { a: number; b: number } }) => ({ status_code: 200, body: { c: req.body.a + req.body.b } });
+    const copies = [0, 1].map(() => registerWorker(engine.url, { workerName: 'adder', ...FAST }));
+    const post = (h: HttpWorkerHandle) =>
+      fetch(`http://127.0.0.1:${h.port}/adder/add`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":2,"b":2}' }).then(async (r) => ({ status: r.status, body: await r.text() }));
+    const adderRoutes = (h: HttpWorkerHandle) => h.routes.list().filter((x) => x.function_id === 'adder::add').map((x) => x.trigger_id);
+    try {
+      const ids: string[] = [];
+      for (const w of copies) {
+        w.registerFunction('adder::add', handler);
+        ids.push((await w.registerTrigger({ type: 'http', function_id: 'adder::add', config: { api_path: '/adder/add', http_method: 'POST' } })).id);
+      }
+      await eventually(async () => {
+        for (const r of replicas) assert.deepEqual(adderRoutes(r), [ids[1]]);
+        for (const r of replicas) assert.deepEqual(await post(r), { status: 200, body: '{"c":4}' });
+      });
+      await copies[1]!.shutdown();
+      // The engine tells every svc-http that the second binding left; the first one serves the route.
+      await eventually(async () => {
+        for (const r of replicas) assert.deepEqual(adderRoutes(r), [ids[0]]);
+      });
+      for (const r of replicas) assert.deepEqual(await post(r), { status: 200, body: '{"c":4}' });
+      await copies[0]!.shutdown();
+      await eventually(async () => {
+        for (const r of replicas) assert.equal((await post(r)).status, 404);
+      });
+    } finally {
+      for (const w of copies) await w.shutdown();
+    }
+  });
+
   test('unbinding a route removes it from every replica', async () => {
     const t = await app.registerTrigger({ type: 'http', function_id: 'math::add', config: { api_path: '/math/sum', http_method: 'GET' } });
     const sum = (h: HttpWorkerHandle) => fetch(`http://127.0.0.1:${h.port}/math/sum`).then((r) => r.status);

@@ -101,8 +101,8 @@ test('the same function bound again to the same route replaces the old binding (
   const fresh = bind('new', 'users::get', '/users/:id');
   t.add(fresh, fresh);
   assert.equal(t.size, 1);
-  assert.equal(t.remove('old', old), undefined, 'late removal of the replaced binding is a no-op');
-  assert.equal(t.match('GET', '/users/1')?.route.triggerId, 'new');
+  assert.equal(t.remove('old', old)?.triggerId, 'old', 'late removal of the replaced binding drops it from standing by');
+  assert.equal(t.match('GET', '/users/1')?.route.triggerId, 'new', '… and leaves the route to the binding that replaced it');
   // Re-registering the same trigger id with the same source object is idempotent too.
   const again = bind('new', 'users::get', '/users/:id');
   t.add(again, again);
@@ -111,6 +111,35 @@ test('the same function bound again to the same route replaces the old binding (
   assert.ok(t.remove('new', again));
   assert.equal(t.size, 0);
   assert.equal(t.match('GET', '/users/1'), null);
+});
+
+test('replicas: when the serving binding of a function goes, one that stood by serves the route again', () => {
+  const t = new RouteTable();
+  const a = bind('a', 'http::add', '/math/add', 'POST');
+  const b = bind('b', 'http::add', '/math/add', 'POST');
+  t.add(a, a);
+  t.add(b, b); // a second replica of the worker binds the same route: it serves, a stands by
+  assert.equal(t.match('POST', '/math/add')?.route.triggerId, 'b');
+  assert.equal(t.isStandby('a'), true);
+  assert.equal(t.size, 1);
+  const gone = t.remove('b', b); // that replica left (a restart, a scale-down, a crash loop)
+  assert.equal(gone?.triggerId, 'b');
+  assert.equal(t.match('POST', '/math/add')?.route.triggerId, 'a', 'the route stays up while a is bound');
+  assert.equal(t.servingAfter(gone!)?.triggerId, 'a');
+  assert.equal(t.isStandby('a'), false);
+  assert.deepEqual(t.list(), [{ trigger_id: 'a', function_id: 'http::add', http_method: 'POST', api_path: '/math/add' }]);
+  // Another function still cannot take the route while a serves it.
+  assert.throws(() => t.add(bind('c', 'other::fn', '/math/add', 'POST')), (e: unknown) => e instanceof TriggerConfigError && e.code === 'route_conflict');
+  assert.ok(t.remove('a', a));
+  assert.equal(t.match('POST', '/math/add'), null, 'gone with the last binding');
+  // Three bindings: the newest one standing by takes over, and a standby removed first is skipped.
+  const [x, y, z] = ['x', 'y', 'z'].map((id) => bind(id, 'f', '/p/:id'));
+  for (const r of [x!, y!, z!]) t.add(r, r);
+  assert.ok(t.remove('y', y));
+  assert.ok(t.remove('z', z));
+  assert.equal(t.match('GET', '/p/1')?.route.triggerId, 'x');
+  t.clear();
+  assert.equal(t.isStandby('x'), false);
 });
 
 test('removal takes routes away and frees the pattern for another function', () => {
