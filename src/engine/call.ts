@@ -1,5 +1,5 @@
 import type { ErrorBody } from 'svc-sdk/protocol';
-import type { DeadlineEntry } from './hot/deadlines.js';
+import type { DeadlineEntry } from './hot/shared-with-sdk.js';
 import type { Peer } from './peer.js';
 import type { SpanSource } from './traces.js';
 

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Deadlines, type DeadlineEntry } from '../../src/engine/hot/deadlines.js';
+import { Deadlines, type DeadlineEntry } from 'svc-sdk/internal';
 
 type Entry = DeadlineEntry & { name: string; addedAt: number; expiredAt?: number };
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ChurnMap } from './churn-map.js';
+import { Deadlines, type DeadlineEntry } from './deadlines.js';
 import { whyNotSerializable, type Connection } from './connection.js';
 import { invocationScope } from './context.js';
 import { describeValue as describe, InvocationError } from './errors.js';
@@ -12,13 +13,18 @@ import type { WorkerState } from './worker-events.js';
 /** How long after a call's deadline the local safety timer gives up on the engine's answer. */
 export const SAFETY_MARGIN_MS = 1000;
 
-interface PendingCall {
+/** A call awaiting its answer; its safety deadline is kept in Caller.deadlines' lanes. */
+interface PendingCall extends DeadlineEntry {
   /** Its invocation_id: the table is keyed by the counter in it (Caller.calls). */
   id: string;
+  key: number;
   resolve(v: unknown): void;
   reject(e: Error): void;
-  timer: NodeJS.Timeout;
   functionId: string;
+  /** The caller's own deadline; undefined: the engine's default applies. */
+  timeoutMs: number | undefined;
+  /** How long the safety net has waited for, so far (ms). */
+  waited: number;
 }
 
 /** What the Caller needs of its worker. */
@@ -50,6 +56,12 @@ export class Caller {
    * 36-character string, made anew by each answer's parse (as the engine's tables, ids.ts).
    */
   private readonly calls = new ChurnMap<number, PendingCall>();
+  /**
+   * The safety net of each call, a second after its deadline: calls of one duration share a lane
+   * and its one timer (as the engine's deadlines): a `setTimeout` + `clearTimeout` per call made a
+   * Timeout each and churned Node's timer lists (bench/RESULTS.md, thirteenth session).
+   */
+  private readonly deadlines = new Deadlines<PendingCall>((call) => this.expire(call));
   /**
    * Invocation ids: UUID-shaped, a random prefix of this Caller's and a counter in the last 12 hex
    * digits. An id need only be unique among this connection's calls in flight (docs/protocol.md);
@@ -125,34 +137,19 @@ export class Caller {
     // call. Nothing can answer in between: the answer arrives in a later turn.
     if (!this.conn.sendText(text)) return Promise.reject(new InvocationError('connection_lost', 'Not connected to the engine', req.function_id));
     return new Promise<T>((resolve, reject) => {
-      // The engine enforces the deadline and answers `timeout`; this timer is only a safety net
-      // for an engine that never answers, a second after the engine's deadline. Without a deadline
-      // of the caller's, that is the engine's default, which may only be known (from `hello`)
-      // after the call went out: the timer then waits on for what the engine advertised.
-      let waited = (timeoutMs ?? this.host.defaultTimeoutMs) + SAFETY_MARGIN_MS;
-      const expire = (): void => {
-        const call = this.calls.get(key);
-        if (!call) return;
-        const engineDefault = this.host.defaultTimeoutMs + SAFETY_MARGIN_MS;
-        if (timeoutMs === undefined && engineDefault > waited) {
-          call.timer = setTimeout(expire, engineDefault - waited);
-          waited = engineDefault;
-          return;
-        }
-        this.calls.delete(key);
-        this.cancelRemote(invocationId, 'timeout');
-        reject(new InvocationError('timeout', `Invocation of ${req.function_id} timed out after ${waited - SAFETY_MARGIN_MS}ms`, req.function_id));
-      };
-      const timer = setTimeout(expire, waited);
-      if (!signal) {
-        this.calls.set(key, { id: invocationId, resolve: resolve as (v: unknown) => void, reject, timer, functionId: req.function_id });
-        return;
-      }
+      // The engine enforces the deadline and answers `timeout`; the safety net is only for an
+      // engine that never answers, a second after the engine's deadline. Without a deadline of the
+      // caller's, that is the engine's default, which may only be known (from `hello`) after the
+      // call went out: expire() then waits on for what the engine advertised.
+      const waited = (timeoutMs ?? this.host.defaultTimeoutMs) + SAFETY_MARGIN_MS;
+      const call: PendingCall = { id: invocationId, key, resolve: resolve as (v: unknown) => void, reject, functionId: req.function_id, timeoutMs, waited, deadlineAt: 0, lane: null, prevDue: null, nextDue: null };
+      this.calls.set(key, call);
+      this.deadlines.add(call, waited, performance.now());
+      if (!signal) return;
       const onAbort = (): void => {
-        const call = this.calls.get(key);
-        if (!call) return;
+        if (this.calls.get(key) !== call) return;
         this.calls.delete(key);
-        clearTimeout(call.timer);
+        this.deadlines.remove(call);
         this.cancelRemote(invocationId, 'caller aborted');
         reject(cancelledError(req.function_id));
       };
@@ -160,9 +157,24 @@ export class Caller {
         signal.removeEventListener('abort', onAbort);
         f(...a);
       };
-      this.calls.set(key, { id: invocationId, resolve: settle(resolve as (v: unknown) => void), reject: settle(reject), timer, functionId: req.function_id });
+      call.resolve = settle(resolve as (v: unknown) => void);
+      call.reject = settle(reject);
       signal.addEventListener('abort', onAbort, { once: true });
     });
+  }
+
+  /** A call's safety net ran out: it waits on for the engine's default if that grew, or fails with `timeout`. */
+  private expire(call: PendingCall): void {
+    if (this.calls.get(call.key) !== call) return;
+    const engineDefault = this.host.defaultTimeoutMs + SAFETY_MARGIN_MS;
+    if (call.timeoutMs === undefined && engineDefault > call.waited) {
+      this.deadlines.add(call, engineDefault - call.waited, performance.now());
+      call.waited = engineDefault;
+      return;
+    }
+    this.calls.delete(call.key);
+    this.cancelRemote(call.id, 'timeout');
+    call.reject(new InvocationError('timeout', `Invocation of ${call.functionId} timed out after ${call.waited - SAFETY_MARGIN_MS}ms`, call.functionId));
   }
 
   /** The engine's answer to one of our calls; a late one (after a timeout or abort) is dropped. */
@@ -172,7 +184,7 @@ export class Caller {
     const call = this.calls.get(key);
     if (!call || call.id !== id) return;
     this.calls.delete(key);
-    clearTimeout(call.timer);
+    this.deadlines.remove(call);
     if (m.error) call.reject(InvocationError.from(m.error, m.function_id ?? call.functionId));
     else call.resolve(m.result ?? null);
   }
@@ -180,7 +192,7 @@ export class Caller {
   /** Fail every call awaiting an answer: the socket is gone (`connection_lost`) or the worker stops. */
   failAll(code: 'connection_lost' | 'shutting_down', message: (functionId: string) => string): void {
     for (const [key, call] of this.calls) {
-      clearTimeout(call.timer);
+      this.deadlines.remove(call);
       call.reject(new InvocationError(code, message(call.functionId), call.functionId));
       this.calls.delete(key);
     }

@@ -3,6 +3,7 @@
  * code and a worker author does not need. Not a contract: it changes with them.
  *
  * - ChurnMap (churn-map.ts): a Map for entries that come and go at the call rate.
+ * - Deadlines, DeadlineEntry (deadlines.ts): deadlines of calls in flight without a timer per call.
  * - sendCoalesced, exceedsBytes, FLUSH_FRAMES, FLUSH_BYTES, textFrame (transport.ts): write coalescing per event-loop turn, flushed part-way in long turns; a frame's size; a WebSocket text frame as bytes.
  * - invokeFrameText, resultFrameText, jsonString (protocol/frame-layout.ts): the call frames as text
  *   in the layout the engine's fast path passes payloads on in; a string quoted as JSON.
@@ -15,6 +16,7 @@
  * - otelEnabled, samplerFromEnv (otel-export.ts): whether a worker exports its own spans (WorkerOptions.otel, OTEL_*), and with which sampler.
  */
 export { ChurnMap } from './churn-map.js';
+export { Deadlines, type DeadlineEntry } from './deadlines.js';
 export { sendCoalesced, exceedsBytes, FLUSH_FRAMES, FLUSH_BYTES, textFrame } from './transport.js';
 export { invokeFrameText, resultFrameText, jsonString } from './protocol/frame-layout.js';
 export { deeperThan, jsonDepthOver } from './protocol/nesting.js';

@@ -1,5 +1,6 @@
 /**
- * Deadlines of calls in flight, without a timer per call.
+ * Deadlines of calls in flight, without a timer per call: the engine's (a call's `timeout_ms`) and
+ * a Caller's (the safety net a second after it, caller.ts).
  *
  * A `setTimeout` per invocation (plus `clearTimeout` when it ends) allocated a Timeout and a
  * closure and churned Node's timer lists on every routed call. Here entries with the same
