@@ -79,6 +79,7 @@ export interface ExitReport {
 interface Managed {
   entry: WorkerEntry;
   status: WorkerStatus;
+  /** Restarts after an unexpected exit (a crash, a kill); not those asked for (restart()). */
   restarts: number;
   exits: number[];
   replicas: Replica[];
@@ -321,10 +322,13 @@ export class Supervisor {
     return had;
   }
 
+  /**
+   * A restart asked for (`svc worker restart`, `svc dev` on a saved file, a changed config.yaml
+   * entry): not counted in `restarts`, which counts only the restarts after an unexpected exit
+   * (onExit), as a user reads RESTARTS in `svc worker list` (kubectl's "how often did it crash").
+   */
   async restart(entry: WorkerEntry, opts: { force?: boolean } = {}): Promise<Managed> {
     await this.stop(entry.name);
-    const m = this.workers.get(entry.name);
-    if (m) m.restarts++;
     return this.start(entry, opts);
   }
 

@@ -42,7 +42,8 @@ function statusOf(s: SupRow): string {
 export default class WorkerList extends Command {
   static override summary = 'List the workers of config.yaml: kind, pid, status, restarts, functions, last error.';
   static override description = `Every worker of config.yaml is listed, connected or not: starting, restarting, crash-loop (stopped after
-repeated quick exits), stopped, failed. LAST ERROR is how its latest unrequested exit went and its last
+repeated quick exits), stopped, failed. RESTARTS counts the engine's restarts after an unexpected exit
+(a crash, a kill), not those asked for (svc worker restart, svc dev). LAST ERROR is how its latest unrequested exit went and its last
 line of output; FUNCTIONS shows the first ones (… +N more); --json adds every function, the last lines of output
 (last_exit.output), pids, container ids and the URLs it serves (urls: svc-http's).`;
   static override examples = ['svc worker list', 'svc worker list --json'];
