@@ -37,7 +37,7 @@ export function cancelCall(books: CallBooks, caller: Peer, callerInvocationId: s
   tellCancel(call, reason);
 }
 
-/** The deadline passed (hot/deadlines.ts): the caller gets `timeout`, the callee a cancel. */
+/** The deadline passed (Deadlines, svc-sdk's deadlines.ts): the caller gets `timeout`, the callee a cancel. */
 export function expireCall(books: CallBooks, call: Call): void {
   if (books.calls.get(call.idNumber) !== call) return;
   end(books, call, 'timeout', engineErrors.timeout(call.functionId, call.timeoutMs));
