@@ -155,6 +155,22 @@ describe('bad input is answered, never fatal', () => {
     await assert.rejects(sent!, { code: 'invalid_payload', message: 'Payload is not JSON-serializable: threw "bad"' });
   });
 
+  test('a handler that throws a value JSON cannot encode (a BigInt, a cycle) fails the call, and the worker lives on', async () => {
+    const callee = pool.make('odd-throw-value');
+    callee.registerFunction('odd::throws_bigint', () => {
+      throw 10n;
+    });
+    callee.registerFunction('odd::rejects_cycle', async () => {
+      const a: Record<string, unknown> = {};
+      a.self = a;
+      throw a;
+    });
+    await callee.ready();
+    const caller = pool.make('odd-throw-value-caller');
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'odd::throws_bigint', timeoutMs: 5000 }), { code: 'invocation_failed', message: 'a bigint' }));
+    await assert.rejects(caller.trigger({ function_id: 'odd::rejects_cycle', timeoutMs: 5000 }), { code: 'invocation_failed', message: 'an object' });
+  });
+
   test('the SDK refuses to send a frame over its limit, locally', async () => {
     const caller = pool.make('sdk-limit', { maxFrameBytes: 1024 });
     await caller.ready();
