@@ -140,6 +140,37 @@ describe('bad input is answered, never fatal', () => {
     await assert.rejects(caller.trigger({ function_id: 'odd::bigint', payload: { n: 1n } }), { code: 'invalid_payload', message: /^Payload is not JSON-serializable: Do not know how to serialize a BigInt$/ });
   });
 
+  test('a toJSON or getter that throws a non-Error fails the call (invocation_failed, invalid_payload), and no worker crashes', async () => {
+    // JSON.stringify passes on whatever a toJSON or getter throws: a string, null, anything.
+    const callee = pool.make('odd-throw-result');
+    callee.registerFunction('odd::throws_string', () => ({ toJSON: () => { throw 'nope'; } }));
+    callee.registerFunction('odd::throws_null', () => ({ get x(): never { throw null; } }));
+    await callee.ready();
+    const caller = pool.make('odd-throw-caller');
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'odd::throws_string', timeoutMs: 5000 }), { code: 'invocation_failed', message: 'Result of odd::throws_string is not JSON-serializable: threw "nope"' }));
+    await assert.rejects(caller.trigger({ function_id: 'odd::throws_null', timeoutMs: 5000 }), { code: 'invocation_failed', message: 'Result of odd::throws_null is not JSON-serializable: threw null' });
+    // The caller's own payload: a rejection (trigger never throws), with its code.
+    let sent: Promise<unknown> | undefined;
+    assert.doesNotThrow(() => (sent = caller.trigger({ function_id: 'odd::throws_string', payload: { toJSON: () => { throw 'bad'; } } })));
+    await assert.rejects(sent!, { code: 'invalid_payload', message: 'Payload is not JSON-serializable: threw "bad"' });
+  });
+
+  test('a handler that throws a value JSON cannot encode (a BigInt, a cycle) fails the call, and the worker lives on', async () => {
+    const callee = pool.make('odd-throw-value');
+    callee.registerFunction('odd::throws_bigint', () => {
+      throw 10n;
+    });
+    callee.registerFunction('odd::rejects_cycle', async () => {
+      const a: Record<string, unknown> = {};
+      a.self = a;
+      throw a;
+    });
+    await callee.ready();
+    const caller = pool.make('odd-throw-value-caller');
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'odd::throws_bigint', timeoutMs: 5000 }), { code: 'invocation_failed', message: 'a bigint' }));
+    await assert.rejects(caller.trigger({ function_id: 'odd::rejects_cycle', timeoutMs: 5000 }), { code: 'invocation_failed', message: 'an object' });
+  });
+
   test('the SDK refuses to send a frame over its limit, locally', async () => {
     const caller = pool.make('sdk-limit', { maxFrameBytes: 1024 });
     await caller.ready();

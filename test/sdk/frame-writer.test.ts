@@ -128,3 +128,53 @@ test('with compression negotiated, frames go through ws.send and keep their orde
     close();
   }
 });
+
+test('a 16 MiB frame arrives whole both ways (8-byte length, masked from the client)', async () => {
+  const { server, client, close } = await pair();
+  try {
+    const big = '☃'.repeat(16 * 1024 * 1024 / 3 + 1) + 'é';
+    assert.equal((await roundTrip(server, client, [big]))[0] === big, true);
+    assert.equal((await roundTrip(client, server, [big]))[0] === big, true);
+  } finally {
+    close();
+  }
+});
+
+test("what is written directly counts in ws's bufferedAmount (the engine's slow-consumer check reads it)", async () => {
+  const { server, close } = await pair();
+  try {
+    // The turn's second frame goes into the corked socket (under FLUSH_BYTES: not flushed part-way):
+    // it must show until the turn ends.
+    sendCoalesced(server, 'first');
+    sendCoalesced(server, 'y'.repeat(10_000));
+    assert.ok(server.bufferedAmount >= 10_000, `bufferedAmount ${server.bufferedAmount}`);
+  } finally {
+    close();
+  }
+});
+
+test('frames sent before close() arrive before its close frame; one sent after close() is not written', async () => {
+  const { server, client, close } = await pair();
+  try {
+    const writes: Buffer[] = [];
+    const sock = (server as unknown as { _socket: { write(b: Buffer, ...rest: unknown[]): boolean } })._socket;
+    const write = sock.write.bind(sock);
+    sock.write = (b: Buffer, ...rest: unknown[]) => (writes.push(Buffer.from(b)), write(b, ...rest));
+    const got: string[] = [];
+    client.on('message', (d) => got.push(d.toString()));
+    const closed = new Promise<number>((resolve) => client.once('close', (code) => resolve(code)));
+    sendCoalesced(server, 'a');
+    sendCoalesced(server, 'b'); // corked with the close frame that follows
+    server.close(4001);
+    sendCoalesced(server, 'after close');
+    assert.equal(await closed, 4001);
+    assert.deepEqual(got, ['a', 'b']);
+    // On the wire (the server's frames are unmasked, all short): a, b, then the close frame, last.
+    const wire = Buffer.concat(writes);
+    const opcodes: number[] = [];
+    for (let at = 0; at < wire.length; at += 2 + (wire[at + 1]! & 0x7f)) opcodes.push(wire[at]! & 0x0f);
+    assert.deepEqual(opcodes, [1, 1, 8]);
+  } finally {
+    close();
+  }
+});

@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import { InvocationError } from './errors.js';
+import { describeValue, InvocationError } from './errors.js';
 import { MAX_FRAME_DEPTH, MAX_RECEIVED_FRAME_DEPTH, STALE_WORKER_CLOSE, UNAUTHORIZED_CLOSE } from './protocol/constants.js';
 import { decodeFrame } from './protocol/decode.js';
 import type { Message } from './protocol/messages.js';
@@ -310,5 +310,8 @@ export class Connection {
  * better in a log or the CLI.
  */
 export function whyNotSerializable(e: unknown): string {
-  return e instanceof RangeError && /call stack/i.test(e.message) ? `nested too deeply to encode (the engine accepts ${MAX_FRAME_DEPTH} levels of arrays and objects)` : (e as Error).message.replace(/\s*\n\s*/g, ' ');
+  if (e instanceof RangeError && /call stack/i.test(e.message)) return `nested too deeply to encode (the engine accepts ${MAX_FRAME_DEPTH} levels of arrays and objects)`;
+  // A toJSON or a getter may throw anything (a string, null): reading `.message` of that would
+  // throw again, inside the catch of Invoker.reply (ending the worker) or Caller.sendFrame.
+  return e instanceof Error ? String(e.message).replace(/\s*\n\s*/g, ' ') : `threw ${describeValue(e)}`;
 }

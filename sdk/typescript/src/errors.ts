@@ -70,7 +70,20 @@ export function toErrorBody(err: unknown): ErrorBody {
       ...(err.stack ? { stacktrace: cappedStack(err.stack) } : {}),
     };
   }
-  return { code: 'invocation_failed', message: typeof err === 'string' ? err : JSON.stringify(err) ?? String(err) };
+  return { code: 'invocation_failed', message: typeof err === 'string' ? err : thrownValueText(err) };
+}
+
+/**
+ * A thrown non-Error as text: its JSON, else its kind. JSON.stringify throws for a BigInt or a
+ * cycle, and String() for an object without a prototype; a throw here would escape
+ * Invoker.invoke and end the worker.
+ */
+function thrownValueText(err: unknown): string {
+  try {
+    return JSON.stringify(err) ?? String(err);
+  } catch {
+    return describeValue(err);
+  }
 }
 
 /** A value for an error message: its kind, and itself when short. */
