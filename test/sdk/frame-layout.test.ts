@@ -46,6 +46,9 @@ const values: unknown[] = [
   'é ☃ 😀',
   'lone \ud800 surrogate',
   { toJSON: () => ({ made: 'by toJSON' }) },
+  // toJSON is given the member's key, as JSON.stringify of the whole object gives it.
+  { toJSON: (key: string) => `under ${key}` },
+  { toJSON: () => undefined },
   { skipped: undefined, fn: () => 1, sym: Symbol('s') },
   () => 'a function',
   Symbol('alone'),

@@ -62,8 +62,18 @@ export function resultFrameText(invocationId: string, functionId: string, result
 
 /** `,"key":<value as JSON>`, or nothing for a value JSON.stringify leaves out of an object. */
 function member(key: string, value: unknown): string {
-  const json = typeof value === 'string' ? jsonString(value) : JSON.stringify(value);
+  if (typeof value === 'string') return ',"' + key + '":' + jsonString(value);
+  // JSON.stringify of the whole object calls a value's toJSON with its key; so does this.
+  if (hasToJSON(value)) {
+    const pair = JSON.stringify({ [key]: value });
+    return pair.length === 2 ? '' : ',' + pair.slice(1, -1);
+  }
+  const json = JSON.stringify(value);
   return json === undefined ? '' : ',"' + key + '":' + json;
+}
+
+function hasToJSON(value: unknown): boolean {
+  return (typeof value === 'object' || typeof value === 'bigint') && value !== null && typeof (value as { toJSON?: unknown }).toJSON === 'function';
 }
 
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
