@@ -7,6 +7,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { WebSocketServer, WebSocket } from 'ws';
 import { sendCoalesced } from 'svc-sdk/internal';
 
@@ -177,4 +179,29 @@ test('frames sent before close() arrive before its close frame; one sent after c
   } finally {
     close();
   }
+});
+
+test("a client's frames at one call in flight run optimised: textFrame does not deoptimise on every frame", () => {
+  // Priming once masked a 64 KiB frame, which compiled textFrame on stack (OSR) in its masking loop;
+  // every later frame's loop entered that code and deoptimised (2,448 times in 3,000 frames), which
+  // cost a client ~5 µs a frame at one call in flight (bench/RESULTS.md, thirteenth session).
+  // Compiling on the main thread makes when code is ready, and so the outcome, the same every run.
+  const program = `
+    import { WebSocketServer, WebSocket } from 'ws';
+    import { sendCoalesced } from 'svc-sdk/internal';
+    const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await new Promise((r) => wss.on('listening', r));
+    let got = 0;
+    wss.on('connection', (s) => s.on('message', () => got++));
+    const c = new WebSocket('ws://127.0.0.1:' + wss.address().port);
+    await new Promise((r) => c.on('open', r));
+    const text = JSON.stringify({ type: 'invokefunction', function_id: 'bench::add2', invocation_id: 'e1f2a3b4-5678-4abc-8def-000000001234', data: { a: 1, b: 1 } });
+    for (let i = 0; i < 3000; i++) { sendCoalesced(c, text); await new Promise((r) => setImmediate(r)); }
+    while (got < 3000) await new Promise((r) => setTimeout(r, 5));
+    process.stdout.write('sent ' + got + '\\n');
+    process.exit(0);`;
+  const out = execFileSync(process.execPath, ['--trace-deopt', '--no-concurrent-osr', '--no-concurrent-recompilation', '--input-type=module', '-e', program], { cwd: join(import.meta.dirname, '../../..'), encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  assert.match(out, /sent 3000/);
+  const deopts = out.split('\n').filter((l) => /deoptimizing .*<JSFunction (textFrame|maskInPlace|sendText|sendCoalesced) /.test(l)).length;
+  assert.ok(deopts <= 3, `the frame writer deoptimised ${deopts} times in 3,000 frames`);
 });

@@ -93,35 +93,48 @@ export function textFrame(text: string, masked: boolean): Buffer {
       randomFillSync(maskPool);
       maskAt = 0;
     }
-    const k = head - 4;
-    const m0 = (frame[k] = maskPool[maskAt++]!);
-    const m1 = (frame[k + 1] = maskPool[maskAt++]!);
-    const m2 = (frame[k + 2] = maskPool[maskAt++]!);
-    const m3 = (frame[k + 3] = maskPool[maskAt++]!);
-    const end = head + n;
-    let i = head;
-    for (; i + 3 < end; i += 4) {
-      frame[i] = frame[i]! ^ m0;
-      frame[i + 1] = frame[i + 1]! ^ m1;
-      frame[i + 2] = frame[i + 2]! ^ m2;
-      frame[i + 3] = frame[i + 3]! ^ m3;
-    }
-    // At most three bytes are left, masked with the key's first three.
-    if (i < end) frame[i] = frame[i]! ^ m0;
-    if (i + 1 < end) frame[i + 1] = frame[i + 1]! ^ m1;
-    if (i + 2 < end) frame[i + 2] = frame[i + 2]! ^ m2;
+    maskPool.copy(frame, head - 4, maskAt, maskAt + 4);
+    maskAt += 4;
+    maskInPlace(frame, head, head + n);
   }
   return frame;
 }
 
 /**
+ * XOR `frame[start, end)` with the 4-byte key just before it (RFC 6455 §5.3), in place. A function of
+ * its own, so that a long frame's loop is optimised apart from textFrame.
+ */
+function maskInPlace(frame: Buffer, start: number, end: number): void {
+  const m0 = frame[start - 4]!;
+  const m1 = frame[start - 3]!;
+  const m2 = frame[start - 2]!;
+  const m3 = frame[start - 1]!;
+  let i = start;
+  for (; i + 3 < end; i += 4) {
+    frame[i] = frame[i]! ^ m0;
+    frame[i + 1] = frame[i + 1]! ^ m1;
+    frame[i + 2] = frame[i + 2]! ^ m2;
+    frame[i + 3] = frame[i + 3]! ^ m3;
+  }
+  // At most three bytes are left, masked with the key's first three.
+  if (i < end) frame[i] = frame[i]! ^ m0;
+  if (i + 1 < end) frame[i + 1] = frame[i + 1]! ^ m1;
+  if (i + 2 < end) frame[i + 2] = frame[i + 2]! ^ m2;
+}
+
+/**
  * Every length class and mask remainder built at load, with type feedback, so that the first frame
  * of 64 KiB or more (rare) does not deoptimise the optimised frame writer (src/engine/hot/README.md,
- * "Priming at load"; probed by `npm run bench:jit`).
+ * "Priming at load"; probed by `npm run bench:jit`). Only short frames are masked here: masking a
+ * long one would compile textFrame on stack (OSR) in the middle of its loop, and that code, entered
+ * again by every later frame's loop, deoptimised on each (bench/RESULTS.md, thirteenth session).
  */
 function primeTextFrame(): void {
-  const texts = ['', 'abc', 'x'.repeat(130), '☃'.repeat(22_000)];
-  for (let i = 0; i < 16; i++) for (const t of texts) for (const masked of [false, true]) textFrame(t, masked);
+  const short = ['', 'a', 'ab', 'abc', 'abcd', 'x'.repeat(130), '☃'.repeat(50)];
+  for (let i = 0; i < 16; i++) {
+    for (const t of short) for (const masked of [false, true]) textFrame(t, masked);
+    textFrame('☃'.repeat(22_000), false);
+  }
 }
 primeTextFrame();
 
