@@ -82,6 +82,8 @@ export class WorkerSession implements ConnectionHandler {
     const previous = this.registered;
     this.helloAnswered = false;
     this.heldRegistration = undefined;
+    // This connection's engine may be another (a cluster, a restart with a new limit) or not answer `hello`.
+    this.conn.engineMaxFrameBytes = undefined;
     this.conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, features: [...FEATURES], role: this.opts.role });
     if (previous) {
       this.conn.send({ type: 'reattach', previous_worker_id: previous.worker_id, ...(previous.reattach_token ? { reattach_token: previous.reattach_token } : {}) });
