@@ -18,6 +18,11 @@ export interface LogEntry {
   data?: unknown;
 }
 
+/** A line as `engine::logs::list` returns it: one shape for every line, null for what it has not. */
+export type ListedLogEntry = Pick<LogEntry, 'seq' | 'time' | 'level' | 'message' | 'source'> & {
+  [K in 'worker_id' | 'worker_name' | 'function_id' | 'invocation_id' | 'trace_id']: string | null;
+} & { data: unknown };
+
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 /** debug 0 … error 3; undefined for anything else (own properties only: "toString" is no level). */

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { SvcError } from 'svc-sdk';
-import { DEFAULT_NAMESPACE, ENGINE_RESTART_CLOSE } from 'svc-sdk/protocol';
+import { ANSWERS_HELLO_FEATURE, DEFAULT_NAMESPACE, ENGINE_RESTART_CLOSE } from 'svc-sdk/protocol';
 import { isLoopbackHost, TokenTable, type Access } from './auth.js';
 import { cutString, StoredValues } from './budgets.js';
 import { installBuiltins } from './builtins.js';
@@ -328,7 +328,8 @@ export class Engine {
     });
     ws.on('close', (code) => this.cleanup(s, code === 1000 || code === 1001 ? 'worker disconnected' : `worker connection lost (code ${code})`, false));
     // `observe.v1`: iii-sdk 0.25's observe() (observers.ts); no `local-dispatch.v1`, so every call passes here.
-    s.send({ type: 'workerregistered', worker_id: s.id, reattach_token: s.reattachToken, features: ['observe.v1'] });
+    // `svc.hello`: svc SDKs wait for the answer to their `hello` (sent after this) before they are ready.
+    s.send({ type: 'workerregistered', worker_id: s.id, reattach_token: s.reattachToken, features: ['observe.v1', ANSWERS_HELLO_FEATURE] });
   }
 
   /** Runs once per session, whichever comes first: socket close, liveness failure, or reattach. */

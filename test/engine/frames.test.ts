@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_MAX_FRAME_BYTES, InvocationError } from 'svc-sdk';
+import { InvocationError } from 'svc-sdk';
 import { startEngine } from '../helpers/engine.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { eventually, WorkerPool } from '../helpers/util.js';
@@ -108,20 +108,34 @@ describe('bad input is answered, never fatal', () => {
   });
 
   test('an oversized result fails the call for the caller instead of hanging it', async () => {
-    const callee = pool.make('big-result', { maxFrameBytes: LIMIT * 8 });
-    callee.registerFunction('big::result', () => 'y'.repeat(LIMIT * 2));
-    await callee.ready();
-    const caller = pool.make('big-caller');
-    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::result', timeoutMs: 5000 }), { code: 'result_too_large', message: /^Result of big::result: frame of \d+ bytes exceeds the engine's max_frame_bytes/ }));
+    // A callee without svc-sdk's own check (an iii SDK, a raw client): the engine refuses the frame.
+    const callee = await RawClient.connect(eng.url);
+    try {
+      callee.send({ type: 'registerfunction', id: 'big::result' });
+      const caller = pool.make('big-caller');
+      await eventually(async () => assert.ok(JSON.stringify(await caller.trigger({ function_id: 'engine::functions::list', payload: {} })).includes('big::result')));
+      const answer = assert.rejects(caller.trigger({ function_id: 'big::result', timeoutMs: 5000 }), { code: 'result_too_large', message: new RegExp(`^Result of big::result: frame of \\d+ bytes exceeds the engine's max_frame_bytes of ${LIMIT}$`) });
+      const call = await callee.next((f) => f.type === 'invokefunction' && f.function_id === 'big::result');
+      callee.send({ type: 'invocationresult', invocation_id: call.invocation_id, function_id: 'big::result', result: 'y'.repeat(LIMIT * 2) });
+      await answer;
+    } finally {
+      callee.close();
+    }
   });
 
-  test('a result over the SDK limit is refused by the callee as result_too_large, not payload_too_large', async () => {
-    const callee = pool.make('big-result-sdk');
-    callee.registerFunction('big::sdk_result', () => 'y'.repeat(DEFAULT_MAX_FRAME_BYTES + 1024 * 1024));
+  test('svc-sdk refuses a result over the engine\'s announced limit itself, as result_too_large naming the limit and its source', async () => {
+    // Its own limit (maxFrameBytes) is higher: the engine's, announced in its `hello`, is the one that counts.
+    const callee = pool.make('big-result', { maxFrameBytes: LIMIT * 8 });
+    callee.registerFunction('big::sdk_result', () => 'y'.repeat(LIMIT * 2));
     await callee.ready();
-    await eventually(() => assert.equal(callee.engine?.max_frame_bytes, LIMIT));
+    assert.equal(callee.engine?.max_frame_bytes, LIMIT);
     const caller = pool.make('big-sdk-caller');
-    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::sdk_result', timeoutMs: 5000 }), { code: 'result_too_large', message: new RegExp(`^Result of big::sdk_result: frame of \\d+ bytes exceeds the SDK's limit of ${DEFAULT_MAX_FRAME_BYTES} bytes \\(registerWorker option maxFrameBytes; the engine announced max_frame_bytes ${LIMIT} at connect\\)$`) }));
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::sdk_result', timeoutMs: 5000 }), { code: 'result_too_large', message: new RegExp(`^Result of big::sdk_result: frame of \\d+ bytes exceeds the limit of ${LIMIT} bytes \\(the engine's max_frame_bytes, announced at connect\\)$`) }));
+    // The option lower than the engine's: the option is the limit, and the message says both.
+    const small = pool.make('small-result', { maxFrameBytes: 4096 });
+    small.registerFunction('big::small_result', () => 'y'.repeat(8192));
+    await small.ready();
+    await eventually(() => assert.rejects(caller.trigger({ function_id: 'big::small_result', timeoutMs: 5000 }), { code: 'result_too_large', message: new RegExp(`^Result of big::small_result: frame of \\d+ bytes exceeds the limit of 4096 bytes \\(registerWorker option maxFrameBytes; the engine announced max_frame_bytes ${LIMIT} at connect\\)$`) }));
   });
 
   test('a result JSON cannot encode fails the call as the handler\'s invocation_failed, naming the function, on one line', async () => {
@@ -174,16 +188,28 @@ describe('bad input is answered, never fatal', () => {
   test('the SDK refuses to send a frame over its limit, locally', async () => {
     const caller = pool.make('sdk-limit', { maxFrameBytes: 1024 });
     await caller.ready();
-    // The engine answers `hello` after `workerregistered`: its limit is known a moment after ready().
-    await eventually(() => assert.equal(caller.engine?.max_frame_bytes, LIMIT));
+    assert.equal(caller.engine?.max_frame_bytes, LIMIT, 'ready() waits for the engine\'s hello');
     await assert.rejects(caller.trigger({ function_id: 'engine::health::check', payload: { s: 'z'.repeat(2000) } }), (e: unknown) => {
       assert.ok(e instanceof InvocationError);
       assert.equal(e.code, 'payload_too_large');
       // Which call, how big, the limit and where it comes from (the SDK's option, and the engine's own).
-      assert.match(e.message, /^Call of engine::health::check: frame of \d+ bytes exceeds the SDK's limit of 1024 bytes \(registerWorker option maxFrameBytes; the engine announced max_frame_bytes 65536 at connect\)$/);
+      assert.match(e.message, /^Call of engine::health::check: frame of \d+ bytes exceeds the limit of 1024 bytes \(registerWorker option maxFrameBytes; the engine announced max_frame_bytes 65536 at connect\)$/);
       assert.equal(e.functionId, 'engine::health::check');
       return true;
     });
+  });
+
+  test('the SDK holds its frames to the engine\'s announced max_frame_bytes when that is lower than its own', async () => {
+    const caller = pool.make('engine-limit');
+    await caller.ready();
+    // Refused here, before its bytes are sent: the engine's own refusal would say "exceeds the engine's max_frame_bytes of".
+    await assert.rejects(caller.trigger({ function_id: 'engine::health::check', payload: { s: 'z'.repeat(LIMIT) } }), (e: unknown) => {
+      assert.ok(e instanceof InvocationError);
+      assert.equal(e.code, 'payload_too_large');
+      assert.match(e.message, new RegExp(`^Call of engine::health::check: frame of \\d+ bytes exceeds the limit of ${LIMIT} bytes \\(the engine's max_frame_bytes, announced at connect\\)$`));
+      return true;
+    });
+    await caller.trigger({ function_id: 'engine::health::check', payload: { s: 'z'.repeat(LIMIT - 1024) } });
   });
 
   test('binary frames, blank frames and JSON ping are tolerated', async () => {

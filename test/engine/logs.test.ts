@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { InvocationError, Logger, SvcError, type Worker } from 'svc-sdk';
 import { LogRing } from '../../src/engine/hot/log-ring.js';
-import type { LogEntry } from '../../src/engine/logs.js';
+import type { ListedLogEntry, LogEntry } from '../../src/engine/logs.js';
 import { startEngine } from '../helpers/engine.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { eventually, WorkerPool } from '../helpers/util.js';
@@ -45,7 +45,7 @@ describe('LogRing', () => {
     assert.deepEqual(msgs({ level: 'info', limit: 1, since_seq: 1 }), ['d info']);
   });
 
-  test('entries carry exactly the fields given; engine lines have source "engine"', () => {
+  test('listed entries have every field, null where the line has none; engine lines have source "engine"', () => {
     const b = new LogRing(10);
     const data = { n: 1 };
     worker(b, 'full', { function_id: 'f::g', invocation_id: 'inv-1', trace_id: 'a'.repeat(32), data });
@@ -55,9 +55,11 @@ describe('LogRing', () => {
       { ...full, time: undefined },
       { seq: 1, time: undefined, level: 'info', message: 'full', source: 'worker', worker_id: 'w-1', worker_name: 'alpha', function_id: 'f::g', invocation_id: 'inv-1', trace_id: 'a'.repeat(32), data },
     );
-    assert.deepEqual(Object.keys(engine!).sort(), ['level', 'message', 'seq', 'source', 'time']);
-    assert.equal(engine!.source, 'engine');
-    assert.equal(engine!.level, 'warn');
+    assert.deepEqual(
+      { ...engine, time: undefined },
+      { seq: 2, time: undefined, level: 'warn', message: 'engine event', source: 'engine', worker_id: null, worker_name: null, function_id: null, invocation_id: null, trace_id: null, data: null },
+    );
+    assert.deepEqual(Object.keys(engine!), Object.keys(full!), 'one shape, in one order');
   });
 
   test('subscribers get every line as it is added, until they unsubscribe', () => {
@@ -97,8 +99,8 @@ describe('engine::log::batch and the SDK Logger', () => {
     await eng.stop();
   });
 
-  const list = async (payload: Record<string, unknown>): Promise<LogEntry[]> =>
-    ((await client.trigger({ function_id: 'engine::logs::list', payload })) as { logs: LogEntry[] }).logs;
+  const list = async (payload: Record<string, unknown>): Promise<ListedLogEntry[]> =>
+    ((await client.trigger({ function_id: 'engine::logs::list', payload })) as { logs: ListedLogEntry[] }).logs;
 
   test('the lines of one event-loop turn go in one call, in order, with their invocation', async () => {
     const w = pool.make('batch-worker');
@@ -135,8 +137,8 @@ describe('engine::log::batch and the SDK Logger', () => {
     assert.deepEqual(before!.data, { ok: 1 });
     assert.deepEqual(big!.data, { n: '10' });
     assert.deepEqual(cyc!.data, { name: 'cycle', self: '[Circular]' });
-    assert.equal(afterLine!.data, undefined);
-    assert.equal(afterLine!.function_id, undefined);
+    assert.equal(afterLine!.data, null);
+    assert.equal(afterLine!.function_id, null);
   });
 
   test('a batch over the frame limit is sent in parts', async () => {
@@ -176,10 +178,10 @@ describe('engine::log::batch and the SDK Logger', () => {
       });
       assert.deepEqual(got, [
         { level: 'warn', message: 'raw row', source: 'worker', worker_name: 'raw-logger', function_id: 'raw::fn', invocation_id: 'inv-1', trace_id: 'b'.repeat(32), data: { a: 1 } },
-        { level: 'error', message: 'raw short row', source: 'worker', worker_name: 'raw-logger' },
-        { level: 'info', message: 'raw defaulted', source: 'worker', worker_name: 'raw-logger', trace_id: 'c'.repeat(32) },
+        { level: 'error', message: 'raw short row', source: 'worker', worker_name: 'raw-logger', function_id: null, invocation_id: null, trace_id: null, data: null },
+        { level: 'info', message: 'raw defaulted', source: 'worker', worker_name: 'raw-logger', function_id: null, invocation_id: null, trace_id: 'c'.repeat(32), data: null },
         { level: 'debug', message: 'raw object', source: 'worker', worker_name: 'raw-logger', function_id: 'raw::obj', invocation_id: 'inv-2', trace_id: 'e'.repeat(32), data: [1] },
-        { level: 'error', message: 'raw single', source: 'worker', worker_name: 'raw-logger', data: { s: true } },
+        { level: 'error', message: 'raw single', source: 'worker', worker_name: 'raw-logger', function_id: null, invocation_id: null, trace_id: null, data: { s: true } },
       ]);
     } finally {
       raw.ws.close();
@@ -226,6 +228,22 @@ describe('engine::log::batch and the SDK Logger', () => {
       ['error', 'fails::by_accident failed: ENOENT: cannot open orders.db', 'Error: cannot open orders.db'],
       ['error', 'fails::passes_on failed: ENOENT: cannot open orders.db', 'Error: cannot open orders.db'],
     ]);
+  });
+
+  test("the engine's own lines have the shape of workers' lines: every field, null where it has none", async () => {
+    const w = pool.make('shape-worker');
+    await w.ready();
+    // `worker shape-worker registered (…)` is the engine's; the Logger's line outside a call is the worker's.
+    new Logger(w, { echo: false }).info('shape outside a call');
+    await eventually(async () => assert.equal((await list({ text: 'shape' })).length, 2));
+    const [engineLine, workerLine] = await list({ text: 'shape' });
+    assert.equal(engineLine!.source, 'engine');
+    assert.match(engineLine!.message, /^worker shape-worker registered/);
+    assert.equal(workerLine!.source, 'worker');
+    assert.deepEqual(Object.keys(engineLine!), ['seq', 'time', 'level', 'message', 'source', 'worker_id', 'worker_name', 'function_id', 'invocation_id', 'trace_id', 'data']);
+    assert.deepEqual(Object.keys(workerLine!), Object.keys(engineLine!));
+    assert.deepEqual([engineLine!.worker_id, engineLine!.worker_name, engineLine!.function_id, engineLine!.invocation_id, engineLine!.trace_id], [null, null, null, null, null]);
+    assert.deepEqual([workerLine!.worker_name, workerLine!.function_id, workerLine!.invocation_id, workerLine!.trace_id, workerLine!.data], ['shape-worker', null, null, null, null]);
   });
 
   test('a batch without a "lines" array is refused', async () => {

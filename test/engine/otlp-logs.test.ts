@@ -92,9 +92,9 @@ test('an iii Logger line on /otel is stored with its level, data, name and trace
     { level: warn!.level, message: warn!.message, worker_name: warn!.worker_name, trace_id: warn!.trace_id, data: warn!.data },
     { level: 'warn', message: 'otel-warn line', worker_name: 'orders', trace_id: '0af7651916cd43dd8448eb211c80319c', data: { order: 42, tags: ['a', true] } },
   );
-  assert.deepEqual([error!.level, error!.worker_name, error!.data], ['error', 'iii-python-sdk', undefined], 'named by the resource when the line has no service.name');
+  assert.deepEqual([error!.level, error!.worker_name, error!.data], ['error', 'iii-python-sdk', null], 'named by the resource when the line has no service.name');
   assert.deepEqual([info!.level, info!.trace_id, info!.data], ['info', '188d82285a0c4d6b0000000000000001', { k: 1 }], 'trace_id and span_id attributes are not data');
-  assert.deepEqual([debug!.level, debug!.trace_id], ['debug', undefined], 'an all-zero trace id is no trace');
+  assert.deepEqual([debug!.level, debug!.trace_id], ['debug', null], 'an all-zero trace id is no trace');
   ws.close();
 });
 

@@ -38,7 +38,7 @@ def test_log_lines_reach_the_engine(make_worker: WorkerFactory, capsys: pytest.C
     assert info.get("invocation_id")
     assert (warn["level"], warn["message"]) == ("warn", "careful")
     assert error["level"] == "error"
-    assert "function_id" not in error
+    assert error["function_id"] is None  # every listed line has every field (docs/protocol.md)
     assert isinstance(error["data"]["not json"], str)  # unencodable data is stringified, not dropped
     err = capsys.readouterr().err
     # The data as compact JSON, as the TypeScript SDK prints it (docs/console.md).

@@ -42,6 +42,7 @@ process.stdout.write(JSON.stringify({
   DEFAULT_INVOCATION_TIMEOUT_MS: p.DEFAULT_INVOCATION_TIMEOUT_MS,
   MAX_FRAME_DEPTH: p.MAX_FRAME_DEPTH,
   FEATURES: p.FEATURES,
+  ANSWERS_HELLO_FEATURE: p.ANSWERS_HELLO_FEATURE,
   MESSAGE_TYPES: p.MESSAGE_TYPES,
   UNAUTHORIZED_CLOSE: p.UNAUTHORIZED_CLOSE,
   STALE_WORKER_CLOSE: p.STALE_WORKER_CLOSE,
@@ -85,6 +86,7 @@ def test_protocol_constants_match(ts: dict[str, Any]) -> None:
         "DEFAULT_INVOCATION_TIMEOUT_MS": protocol.DEFAULT_INVOCATION_TIMEOUT_MS,
         "MAX_FRAME_DEPTH": protocol.MAX_FRAME_DEPTH,
         "FEATURES": list(protocol.FEATURES),
+        "ANSWERS_HELLO_FEATURE": protocol.ANSWERS_HELLO_FEATURE,
         "UNAUTHORIZED_CLOSE": protocol.UNAUTHORIZED_CLOSE,
         "STALE_WORKER_CLOSE": protocol.STALE_WORKER_CLOSE,
         "ENGINE_RESTART_CLOSE": protocol.ENGINE_RESTART_CLOSE,
@@ -131,7 +133,7 @@ class CapturingPeer(ScriptedPeer):
         self.frames: list[str] = []
 
     async def handle(self, ws: ServerConnection) -> None:
-        await ws.send(json.dumps({"type": "workerregistered", "worker_id": "w1"}))
+        await ws.send(json.dumps({"type": "workerregistered", "worker_id": "w1", "features": ["svc.hello"]}))
         async for text in ws:
             assert isinstance(text, str)
             self.frames.append(text)

@@ -86,7 +86,10 @@ class ScriptedEngine(ScriptedPeer):
         n = len(self.connections) + 1
         frames: list[dict[str, Any]] = []
         self.connections.append(frames)
-        await ws.send(json.dumps({"type": "workerregistered", "worker_id": f"w{n}", "reattach_token": f"t{n}"}))
+        # An svc engine: it answers `hello` (below) and says so.
+        registered: dict[str, Any] = {"type": "workerregistered", "worker_id": f"w{n}", "reattach_token": f"t{n}"}
+        registered["features"] = ["svc.hello"]
+        await ws.send(json.dumps(registered))
         async for text in ws:
             frame = json.loads(text)
             frames.append(frame)

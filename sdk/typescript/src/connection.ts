@@ -92,9 +92,10 @@ export class Connection {
   /** Every engine address given; `url` is the one in use. */
   readonly urls: string[];
   /**
-   * The engine's `max_frame_bytes` from its `hello`: only named in a refusal, so that a user whose
-   * frame is over the SDK's limit reads both limits (this SDK sends up to `maxFrameBytes` and lets
-   * the engine refuse what is over its own, naming the call).
+   * The engine's `max_frame_bytes` from its `hello` on this connection (undefined until then, and
+   * from an engine that does not answer `hello`). Frames are held to the smaller of it and the
+   * `maxFrameBytes` option, as the Python SDK does: a frame the engine would refuse is refused here,
+   * before its bytes are sent, with a message naming the call and the limit.
    */
   engineMaxFrameBytes: number | undefined;
   private index = 0;
@@ -116,8 +117,10 @@ export class Connection {
     return this.ws !== null && this.ws.readyState === WebSocket.OPEN;
   }
 
+  /** The largest frame this SDK sends: the smaller of the `maxFrameBytes` option and the engine's. */
   get maxFrameBytes(): number {
-    return this.opts.maxFrameBytes;
+    const engine = this.engineMaxFrameBytes;
+    return engine !== undefined && engine > 0 && engine < this.opts.maxFrameBytes ? engine : this.opts.maxFrameBytes;
   }
 
   start(): void {
@@ -228,7 +231,7 @@ export class Connection {
 
   /**
    * `msg` as frame text. Throws InvocationError `invalid_payload` (not JSON-serialisable) or
-   * `payload_too_large` (over maxFrameBytes), naming `functionId` when given; the message names the
+   * `payload_too_large` (over the limit, `maxFrameBytes`), naming `functionId` when given; the message names the
    * call or result, the size and the limit.
    */
   encode(msg: Message, functionId?: string): string {
@@ -248,7 +251,7 @@ export class Connection {
    * null. For frames built as text (protocol/frame-layout.ts) and by encode().
    */
   oversize(text: string, type: string, frameFunctionId: string | null | undefined, functionId?: string): InvocationError | null {
-    const size = exceedsBytes(text, this.opts.maxFrameBytes);
+    const size = exceedsBytes(text, this.maxFrameBytes);
     return size === false ? null : new InvocationError('payload_too_large', this.tooLarge(type, frameFunctionId, size), functionId);
   }
 
@@ -258,8 +261,13 @@ export class Connection {
    */
   private tooLarge(type: string, functionId: string | null | undefined, size: number): string {
     const what = type === 'invokefunction' ? `Call of ${functionId}` : type === 'invocationresult' ? `Result of ${functionId}` : `A ${type} frame`;
-    const engine = this.engineMaxFrameBytes === undefined ? '' : `; the engine announced max_frame_bytes ${this.engineMaxFrameBytes} at connect`;
-    return `${what}: frame of ${size} bytes exceeds the SDK's limit of ${this.opts.maxFrameBytes} bytes (registerWorker option maxFrameBytes${engine})`;
+    const engine = this.engineMaxFrameBytes;
+    // The same words as the Python SDK's (connection.py, Session._too_large), the option's name aside.
+    const source =
+      engine !== undefined && engine <= this.opts.maxFrameBytes
+        ? "the engine's max_frame_bytes, announced at connect"
+        : `registerWorker option maxFrameBytes${engine === undefined ? '' : `; the engine announced max_frame_bytes ${engine} at connect`}`;
+    return `${what}: frame of ${size} bytes exceeds the limit of ${this.maxFrameBytes} bytes (${source})`;
   }
 
   /** Send one frame now. Returns false when no socket is open (the caller decides what that means). */

@@ -7,7 +7,7 @@ import type { Invoker } from './invoker.js';
 import type { LogBatcher } from './log-batcher.js';
 import type { SpanTracer } from './otel-export.js';
 import type { ProcessReporter } from './process-reporter.js';
-import { FEATURES, PROTOCOL_VERSION, REGISTER_WORKER_FUNCTION } from './protocol/constants.js';
+import { ANSWERS_HELLO_FEATURE, FEATURES, PROTOCOL_VERSION, REGISTER_WORKER_FUNCTION } from './protocol/constants.js';
 import type { HelloMsg, Message, WorkerRegisteredMsg } from './protocol/messages.js';
 import { engineGone, RUN_SECRET_ENV } from './supervised.js';
 import type { TriggerRegistry } from './trigger-registry.js';
@@ -41,6 +41,13 @@ export class WorkerSession implements ConnectionHandler {
   /** The features the engine granted (its `hello`). */
   granted = new Set<string>();
   engineInfo: HelloMsg['engine'] | undefined;
+  /** The engine answered this connection's `hello`. */
+  private helloAnswered = false;
+  /**
+   * The engine's `workerregistered` on this connection, held until its `hello` answer arrives (an
+   * engine advertising `svc.hello`): ready() must not resolve with `Worker.engine` still unknown.
+   */
+  private heldRegistration: WorkerRegisteredMsg | undefined;
   /** Ends shutdown()'s wait for running handlers early: the socket is gone. */
   private endDrain: (() => void) | undefined;
   private readonly conn: Connection;
@@ -73,6 +80,10 @@ export class WorkerSession implements ConnectionHandler {
 
   onOpen(): void {
     const previous = this.registered;
+    this.helloAnswered = false;
+    this.heldRegistration = undefined;
+    // This connection's engine may be another (a cluster, a restart with a new limit) or not answer `hello`.
+    this.conn.engineMaxFrameBytes = undefined;
     this.conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, features: [...FEATURES], role: this.opts.role });
     if (previous) {
       this.conn.send({ type: 'reattach', previous_worker_id: previous.worker_id, ...(previous.reattach_token ? { reattach_token: previous.reattach_token } : {}) });
@@ -107,16 +118,21 @@ export class WorkerSession implements ConnectionHandler {
         return;
       case 'workerregistered':
         this.registered = m;
-        this.life.accepted();
-        this.reporter?.send();
-        this.life.tell({ type: 'connected', url: this.conn.url, workerId: m.worker_id });
+        // Sent at connect, before the engine read our `hello`: its answer is still to come.
+        if (!this.helloAnswered && m.features?.includes(ANSWERS_HELLO_FEATURE)) this.heldRegistration = m;
+        else this.accept(m);
         return;
-      case 'hello':
+      case 'hello': {
         this.granted = new Set(m.features);
         this.engineInfo = m.engine;
         this.conn.engineMaxFrameBytes = m.engine?.max_frame_bytes;
         if (!this.granted.has('ack')) this.triggers.settleWithoutAck();
+        this.helloAnswered = true;
+        const held = this.heldRegistration;
+        this.heldRegistration = undefined;
+        if (held) this.accept(held);
         return;
+      }
       case 'triggerregistrationresult':
         this.triggers.onResult(m);
         return;
@@ -146,6 +162,13 @@ export class WorkerSession implements ConnectionHandler {
       default:
         return;
     }
+  }
+
+  /** The engine accepted this connection and told what it is: ready() waiters go on. */
+  private accept(m: WorkerRegisteredMsg): void {
+    this.life.accepted();
+    this.reporter?.send();
+    this.life.tell({ type: 'connected', url: this.conn.url, workerId: m.worker_id });
   }
 
   onDown(code: number, reason: string): void {

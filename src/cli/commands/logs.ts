@@ -14,10 +14,10 @@ export interface LogLine {
   level: string;
   message: string;
   source: 'worker' | 'engine';
-  worker_name?: string;
-  function_id?: string;
-  invocation_id?: string;
-  trace_id?: string;
+  worker_name?: string | null;
+  function_id?: string | null;
+  invocation_id?: string | null;
+  trace_id?: string | null;
   data?: unknown;
 }
 

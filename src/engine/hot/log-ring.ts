@@ -1,4 +1,4 @@
-import { LINE_OVERHEAD, LOG_LEVELS, levelIndex, type LogEntry, type LogInput, type LogQuery } from '../logs.js';
+import { LINE_OVERHEAD, LOG_LEVELS, levelIndex, type ListedLogEntry, type LogEntry, type LogInput, type LogQuery } from '../logs.js';
 
 /** Set in a slot's level byte for the engine's own lines. */
 const ENGINE_SOURCE = 4;
@@ -186,7 +186,7 @@ export class LogRing {
    * Oldest first, filtered, the newest `limit` matches (default 1000) whose charges together stay
    * within `maxBytes` (at least one line): an answer must fit in a frame.
    */
-  list(q: LogQuery = {}, maxBytes = Infinity): LogEntry[] {
+  list(q: LogQuery = {}, maxBytes = Infinity): ListedLogEntry[] {
     const minLevel = q.level ? (levelIndex(q.level) ?? 0) : 0;
     const limit = q.limit ?? 1000;
     const oldest = Math.max(1, this.first, this.seq - this.capacity + 1);
@@ -203,8 +203,8 @@ export class LogRing {
       }
       slot = slot === 0 ? this.capacity - 1 : slot - 1;
     }
-    const out: LogEntry[] = new Array(seqs.length);
-    for (let k = seqs.length - 1, j = 0; k >= 0; k--, j++) out[j] = this.entry(seqs[k]!, this.slotOf(seqs[k]!));
+    const out: ListedLogEntry[] = new Array(seqs.length);
+    for (let k = seqs.length - 1, j = 0; k >= 0; k--, j++) out[j] = this.listed(seqs[k]!, this.slotOf(seqs[k]!));
     return out;
   }
 
@@ -219,7 +219,29 @@ export class LogRing {
     return true;
   }
 
-  /** The line in slot `i` as the object `engine::logs::list` returns; absent fields left out. */
+  /**
+   * The line in slot `i` as `engine::logs::list` returns it: every field there, null where the line
+   * has none, so the engine's own lines (no worker, function or trace) have the shape workers' do
+   * (docs/protocol.md) and a reader of the list need not tell absent from null.
+   */
+  private listed(seq: number, i: number): ListedLogEntry {
+    const code = this.levels[i]!;
+    return {
+      seq,
+      time: isoTime(this.times[i]!),
+      level: LOG_LEVELS[code & 3]!,
+      message: this.messages[i]!,
+      source: code & ENGINE_SOURCE ? 'engine' : 'worker',
+      worker_id: this.workerIds[i] ?? null,
+      worker_name: this.workerNames[i] ?? null,
+      function_id: this.functionIds[i] ?? null,
+      invocation_id: this.invocationIds[i] ?? null,
+      trace_id: this.traceIds[i] ?? null,
+      data: this.data[i] ?? null,
+    };
+  }
+
+  /** The line in slot `i` for subscribers and readFrom (the engine's own readers); absent fields left out. */
   private entry(seq: number, i: number): LogEntry {
     const code = this.levels[i]!;
     const e: LogEntry = {

@@ -23,6 +23,7 @@ from ._version import __version__
 from .errors import ErrorCode, SvcError
 from .options import InitOptions
 from .protocol import (
+    ANSWERS_HELLO_FEATURE,
     FEATURES,
     PROTOCOL_VERSION,
     RUN_SECRET_HEADER,
@@ -404,6 +405,11 @@ class Connection:
             worker_id, token = frame.get("worker_id"), frame.get("reattach_token")
             session.worker_id = worker_id if isinstance(worker_id, str) else None
             session.reattach_token = token if isinstance(token, str) else None
+            # Sent at connect: an engine that will answer our `hello` says so here; one that does not
+            # (iii's drops the frame) would leave the handshake waiting until connect_timeout_ms.
+            features = frame.get("features")
+            if not (isinstance(features, list) and ANSWERS_HELLO_FEATURE in features) and not session.hello.done():
+                session.hello.set_result(None)
         elif kind == "ping":
             spawn(self._pong(session))
         elif kind == "pong":

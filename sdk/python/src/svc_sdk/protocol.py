@@ -23,6 +23,8 @@ DEFAULT_INVOCATION_TIMEOUT_MS: Final = 30_000
 MAX_FRAME_DEPTH: Final = 128
 #: svc extensions this SDK asks for in `hello`.
 FEATURES: Final = ("cancel", "ack")
+#: In `workerregistered.features`: this engine answers `hello` (docs/protocol.md); an iii engine drops it.
+ANSWERS_HELLO_FEATURE: Final = "svc.hello"
 #: Every message `type` of the protocol (iii 0.22's set and svc's extensions `hello` and `cancel`).
 MESSAGE_TYPES: Final = (
     "workerregistered",

@@ -31,6 +31,13 @@ export type Feature =
   /** positive `triggerregistrationresult` (with `status`) for every `registertrigger`, not only errors. */
   | 'ack';
 export const FEATURES: readonly Feature[] = ['cancel', 'ack'];
+/**
+ * In `workerregistered.features` (iii's list of what the engine supports): this engine answers a
+ * peer's `hello`. `workerregistered` is sent at connect, before the peer's `hello` is read, so an
+ * SDK waits for the `hello` answer (the engine's limits, `Worker.engine`) before it is ready only
+ * when this is there: an iii engine drops `hello` and would leave it waiting for ever.
+ */
+export const ANSWERS_HELLO_FEATURE = 'svc.hello';
 
 /** WebSocket close code of the engine's `unauthorized` refusal (no token, or an unknown one). */
 export const UNAUTHORIZED_CLOSE = 4401;
