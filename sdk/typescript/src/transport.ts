@@ -17,7 +17,7 @@ import type WebSocket from 'ws';
  * turns at high load instead of overlapping on the cores (measured: bench/RESULTS.md, "write
  * coalescing flushes long turns part-way").
  */
-type Corkable = { cork(): void; uncork(): void; destroyed?: boolean; writableLength?: number; write?(chunk: Buffer): boolean };
+type Corkable = { cork(): void; uncork(): void; destroyed?: boolean; writableLength?: number; write(chunk: Buffer): boolean };
 
 /**
  * What this module reads of a `ws` (8.x) WebSocket besides its public API: the net.Socket under it,
@@ -64,7 +64,7 @@ let maskAt = maskPool.length;
  */
 function sendText(ws: WebSocket, sock: Corkable | undefined, text: string): void {
   const raw = ws as unknown as WsInternals;
-  if (sock === undefined || sock.write === undefined || raw.readyState !== 1 || raw._sender?._state !== 0 || raw._extensions?.['permessage-deflate'] !== undefined) {
+  if (sock === undefined || raw.readyState !== 1 || raw._sender?._state !== 0 || raw._extensions?.['permessage-deflate'] !== undefined) {
     ws.send(text);
     return;
   }
@@ -131,9 +131,11 @@ function maskInPlace(frame: Buffer, start: number, end: number): void {
  */
 function primeTextFrame(): void {
   const short = ['', 'a', 'ab', 'abc', 'abcd', 'x'.repeat(130), '☃'.repeat(50)];
+  // 65,536 bytes: the smallest frame with an 8-byte length.
+  const long = 'x'.repeat(65_536);
   for (let i = 0; i < 16; i++) {
     for (const t of short) for (const masked of [false, true]) textFrame(t, masked);
-    textFrame('☃'.repeat(22_000), false);
+    textFrame(long, false);
   }
 }
 primeTextFrame();

@@ -14,8 +14,6 @@
 import type { InvocationResultMsg, InvokeFunctionMsg } from 'svc-sdk/protocol';
 import { jsonString } from './shared-with-sdk.js';
 
-export { jsonString };
-
 /**
  * Below this many characters a frame's payload is serialised again rather than passed on: checking
  * the layout costs about what re-serialising a payload of a few hundred bytes does, and above it
