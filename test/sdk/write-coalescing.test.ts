@@ -1,8 +1,9 @@
 /**
- * sendCoalesced (sdk/typescript/src/transport.ts), between real sockets: the first frame of a turn
- * leaves at once, the rest of the turn shares writes, and a long turn is flushed part-way (every
- * FLUSH_FRAMES frames), so the peer gets the start of a large batch while the sender still works.
- * The sender is a child process that blocks its own event loop after sending, as a busy engine does.
+ * sendCoalesced (sdk/typescript/src/transport.ts), between real sockets: the first frame of a
+ * callback leaves at once, the rest of the turn shares writes, and a long turn is flushed part-way
+ * (every FLUSH_FRAMES frames), so the peer gets the start of a large batch while the sender still
+ * works. The sender is a child process that blocks its own event loop after sending, as a busy
+ * engine does.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,24 +14,38 @@ import { FLUSH_FRAMES } from 'svc-sdk/internal';
 
 const ROOT = join(import.meta.dirname, '../../..');
 
-/** The child sends `frames` frames in one turn, blocks its loop for `blockMs`, then sends "end". */
-function sender(url: string, frames: number, blockMs: number, size = 10): ReturnType<typeof spawn> {
+/**
+ * The child runs `onOpen` (JavaScript with `ws`, `sendCoalesced` and `block()` in scope) once
+ * connected; `block()` blocks its loop for `blockMs`. "end" is sent after the program.
+ */
+function sender(url: string, onOpen: string, blockMs: number): ReturnType<typeof spawn> {
   const program = `
     import WebSocket from 'ws';
     import { sendCoalesced } from 'svc-sdk/internal';
     const ws = new WebSocket(${JSON.stringify(url)});
-    ws.on('open', () => {
-      for (let i = 0; i < ${frames}; i++) sendCoalesced(ws, String(i).padEnd(${size}, '.'));
+    const block = () => {
       const until = Date.now() + ${blockMs};
       while (Date.now() < until) {}
+    };
+    const end = () => {
       sendCoalesced(ws, 'end');
       setTimeout(() => ws.close(), 50);
+    };
+    ws.on('open', () => {
+      ${onOpen}
     });`;
   return spawn(process.execPath, ['--input-type=module', '-e', program], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
 }
 
-/** Arrival time (ms, from the first frame) of every frame the child sent, and of "end". */
-async function arrivals(frames: number, blockMs: number, size?: number): Promise<{ before: number; total: number }> {
+/** The child sends `frames` frames in one callback, blocks its loop, then sends "end". */
+function oneCallback(frames: number, size = 10): string {
+  return `for (let i = 0; i < ${frames}; i++) sendCoalesced(ws, String(i).padEnd(${size}, '.'));
+      block();
+      end();`;
+}
+
+/** How many of the child's frames (not "end") arrived well before its loop was free again, of how many. */
+async function arrivals(onOpen: string, blockMs: number): Promise<{ before: number; total: number }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
   const port = (wss.address() as { port: number }).port;
@@ -43,7 +58,7 @@ async function arrivals(frames: number, blockMs: number, size?: number): Promise
       });
     }),
   );
-  const child = sender(`ws://127.0.0.1:${port}`, frames, blockMs, size);
+  const child = sender(`ws://127.0.0.1:${port}`, onOpen, blockMs);
   await done;
   await new Promise((r) => child.once('exit', r));
   wss.close();
@@ -53,20 +68,53 @@ async function arrivals(frames: number, blockMs: number, size?: number): Promise
 }
 
 test('a long turn is flushed every FLUSH_FRAMES frames: the peer gets them while the sender still works', async () => {
-  const { before, total } = await arrivals(4 * FLUSH_FRAMES + 5, 600);
+  const { before, total } = await arrivals(oneCallback(4 * FLUSH_FRAMES + 5), 600);
   assert.equal(total, 4 * FLUSH_FRAMES + 5);
   // The first frame at once, then four flushes of FLUSH_FRAMES; the last 4 wait for the turn's end.
   assert.equal(before, 1 + 4 * FLUSH_FRAMES);
 });
 
 test('a short turn shares one write after its first frame: the rest arrive when the turn ends', async () => {
-  const { before, total } = await arrivals(FLUSH_FRAMES - 2, 600);
+  const { before, total } = await arrivals(oneCallback(FLUSH_FRAMES - 2), 600);
   assert.equal(total, FLUSH_FRAMES - 2);
   assert.equal(before, 1);
 });
 
 test('large frames are flushed by bytes, before FLUSH_FRAMES of them', async () => {
-  const { before, total } = await arrivals(6, 600, 20 * 1024);
+  const { before, total } = await arrivals(oneCallback(6, 20 * 1024), 600);
   assert.equal(total, 6);
   assert.equal(before, 6);
+});
+
+// Two timers due together run in one turn (Node's timers phase), each a callback of its own.
+test("each callback's first frame to a socket leaves at once, though an earlier callback of the turn wrote to it", async () => {
+  const { before, total } = await arrivals(
+    `setTimeout(() => sendCoalesced(ws, 'a1'), 0);
+      setTimeout(() => {
+        sendCoalesced(ws, 'b1');
+        block();
+        end();
+      }, 0);`,
+    600,
+  );
+  assert.equal(total, 2);
+  assert.equal(before, 2);
+});
+
+test('a socket corked in one callback takes the later callbacks\' frames into its write until the turn ends', async () => {
+  const { before, total } = await arrivals(
+    `setTimeout(() => {
+        sendCoalesced(ws, 'a1');
+        sendCoalesced(ws, 'a2');
+      }, 0);
+      setTimeout(() => {
+        sendCoalesced(ws, 'b1');
+        block();
+        end();
+      }, 0);`,
+    600,
+  );
+  assert.equal(total, 3);
+  // a1 at once; a2 corked the socket, and b1 joined it: both wait for the turn's end.
+  assert.equal(before, 1);
 });

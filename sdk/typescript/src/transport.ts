@@ -6,10 +6,18 @@ import type WebSocket from 'ws';
  * Each `ws.send` otherwise costs a write of its own, which dominates at high call rates
  * (the coalescing relay of `npm run bench` measures the difference). Shared by the engine and the SDK.
  *
- * Adaptive: the first frame of a turn is written at once, so a lone frame (one call in flight)
- * pays no extra latency; from the second frame of the same turn on, the underlying net.Socket is
- * corked (ws keeps it in `_socket`; cork/uncork nest, so ws's own per-frame cork inside `send` is
- * harmless) and uncorked in `setImmediate`, after the current batch of I/O callbacks has run.
+ * Adaptive: the first frame to a socket in one callback (the handling of one read, with the
+ * promise jobs it starts) is written at once, so a lone frame (one call in flight) pays no extra
+ * latency; from the second frame on, the underlying net.Socket is corked (ws keeps it in
+ * `_socket`; cork/uncork nest, so ws's own per-frame cork inside `send` is harmless) and uncorked in
+ * `setImmediate`, once the event loop has run every callback of this turn, so that frames to one
+ * socket from many reads of one turn share a write.
+ *
+ * Which frame is a callback's first is cleared with `process.nextTick`, not `setImmediate`: at one
+ * call in flight every frame is the first of its turn, and an immediate per frame (Node's check
+ * phase, a native call to ref its handle and one to unref it) cost ~1.5 µs a frame, all of it on the
+ * call's path, because the peer woken by the write runs on this core only once this process sleeps
+ * (bench/RESULTS.md, fourteenth session). Only a socket that is corked costs an immediate.
  *
  * A long turn does not hold everything back to its end: every FLUSH_FRAMES frames (or FLUSH_BYTES
  * buffered) the socket is uncorked and corked again, so the peer starts on the first frames of a
@@ -36,16 +44,20 @@ export const FLUSH_FRAMES = 16;
 /** ...or once this many bytes wait in it. */
 export const FLUSH_BYTES = 16 * 1024;
 
-/** Sockets written to during this turn. */
+/** Sockets written to during this callback (cleared by `endCallback`). */
 const touched = new Set<Corkable>();
-/** Corked ones among them, with the frames written since their last flush. */
+/** Corked ones, with the frames written since their last flush (uncorked by `endTurn`). */
 const corked = new Map<Corkable, number>();
-let scheduled = false;
+let callbackEndScheduled = false;
+let turnEndScheduled = false;
+
+function endCallback(): void {
+  callbackEndScheduled = false;
+  touched.clear();
+}
 
 function endTurn(): void {
-  scheduled = false;
-  touched.clear();
-  if (corked.size === 0) return;
+  turnEndScheduled = false;
   // Copy first: an uncork may synchronously trigger more sends, which start a new turn.
   const sockets = [...corked.keys()];
   corked.clear();
@@ -142,11 +154,19 @@ primeTextFrame();
 
 export function sendCoalesced(ws: WebSocket, text: string): void {
   const sock = (ws as unknown as { _socket?: Corkable })._socket;
-  if (sock && touched.has(sock)) {
-    let frames = corked.get(sock);
+  if (sock === undefined) {
+    sendText(ws, sock, text);
+    return;
+  }
+  let frames = corked.get(sock);
+  if (frames !== undefined || touched.has(sock)) {
     if (frames === undefined) {
       sock.cork();
       frames = 0;
+      if (!turnEndScheduled) {
+        turnEndScheduled = true;
+        setImmediate(endTurn);
+      }
     }
     sendText(ws, sock, text);
     if (++frames >= FLUSH_FRAMES || (sock.writableLength ?? 0) >= FLUSH_BYTES) {
@@ -157,15 +177,13 @@ export function sendCoalesced(ws: WebSocket, text: string): void {
     corked.set(sock, frames);
     return;
   }
-  // The turn's first frame to this socket is written before the bookkeeping: at one call in
+  // The callback's first frame to this socket is written before the bookkeeping: at one call in
   // flight that is the frame a peer waits for.
   sendText(ws, sock, text);
-  if (sock) {
-    touched.add(sock);
-    if (!scheduled) {
-      scheduled = true;
-      setImmediate(endTurn);
-    }
+  touched.add(sock);
+  if (!callbackEndScheduled) {
+    callbackEndScheduled = true;
+    process.nextTick(endCallback);
   }
 }
 
