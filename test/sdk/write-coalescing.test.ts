@@ -45,7 +45,7 @@ function oneCallback(frames: number, size = 10): string {
 }
 
 /** How many of the child's frames (not "end") arrived well before its loop was free again, of how many. */
-async function arrivals(onOpen: string, blockMs: number): Promise<{ before: number; total: number }> {
+async function arrivals(onOpen: string, blockMs: number): Promise<{ before: number; total: number; seen: string }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
   const port = (wss.address() as { port: number }).port;
@@ -64,7 +64,7 @@ async function arrivals(onOpen: string, blockMs: number): Promise<{ before: numb
   wss.close();
   const end = got.find((g) => g.text === 'end')!.at;
   // Frames that arrived well before the child's loop was free again.
-  return { before: got.filter((g) => g.text !== 'end' && g.at < end - blockMs / 2).length, total: got.length - 1 };
+  return { before: got.filter((g) => g.text !== 'end' && g.at < end - blockMs / 2).length, total: got.length - 1, seen: got.map((g) => `${g.text}@${(g.at - got[0]!.at).toFixed(0)}`).join(' ') };
 }
 
 test('a long turn is flushed every FLUSH_FRAMES frames: the peer gets them while the sender still works', async () => {
@@ -86,35 +86,36 @@ test('large frames are flushed by bytes, before FLUSH_FRAMES of them', async () 
   assert.equal(before, 6);
 });
 
-// Two timers due together run in one turn (Node's timers phase), each a callback of its own.
+// Two immediates set together run in one turn (Node's check phase), each a callback of its own;
+// an immediate set while they run (sendCoalesced's end of the turn) runs in the next.
 test("each callback's first frame to a socket leaves at once, though an earlier callback of the turn wrote to it", async () => {
-  const { before, total } = await arrivals(
-    `setTimeout(() => sendCoalesced(ws, 'a1'), 0);
-      setTimeout(() => {
+  const { before, total, seen } = await arrivals(
+    `setImmediate(() => sendCoalesced(ws, 'a1'));
+      setImmediate(() => {
         sendCoalesced(ws, 'b1');
         block();
         end();
-      }, 0);`,
+      });`,
     600,
   );
   assert.equal(total, 2);
-  assert.equal(before, 2);
+  assert.equal(before, 2, seen);
 });
 
 test('a socket corked in one callback takes the later callbacks\' frames into its write until the turn ends', async () => {
-  const { before, total } = await arrivals(
-    `setTimeout(() => {
+  const { before, total, seen } = await arrivals(
+    `setImmediate(() => {
         sendCoalesced(ws, 'a1');
         sendCoalesced(ws, 'a2');
-      }, 0);
-      setTimeout(() => {
+      });
+      setImmediate(() => {
         sendCoalesced(ws, 'b1');
         block();
         end();
-      }, 0);`,
+      });`,
     600,
   );
   assert.equal(total, 3);
   // a1 at once; a2 corked the socket, and b1 joined it: both wait for the turn's end.
-  assert.equal(before, 1);
+  assert.equal(before, 1, seen);
 });

@@ -44,16 +44,20 @@ export const FLUSH_FRAMES = 16;
 /** ...or once this many bytes wait in it. */
 export const FLUSH_BYTES = 16 * 1024;
 
-/** Sockets written to during this callback (cleared by `endCallback`). */
-const touched = new Set<Corkable>();
+/**
+ * Sockets written to during this callback (cleared by `endCallback`): nearly always one, kept apart
+ * from the Set, which only holds the others, so that one call in flight touches no Set (a Set's
+ * clear() makes a new table).
+ */
+let touchedFirst: Corkable | null = null;
+const touchedMore = new Set<Corkable>();
 /** Corked ones, with the frames written since their last flush (uncorked by `endTurn`). */
 const corked = new Map<Corkable, number>();
-let callbackEndScheduled = false;
 let turnEndScheduled = false;
 
 function endCallback(): void {
-  callbackEndScheduled = false;
-  touched.clear();
+  touchedFirst = null;
+  if (touchedMore.size !== 0) touchedMore.clear();
 }
 
 function endTurn(): void {
@@ -158,8 +162,8 @@ export function sendCoalesced(ws: WebSocket, text: string): void {
     sendText(ws, sock, text);
     return;
   }
-  let frames = corked.get(sock);
-  if (frames !== undefined || touched.has(sock)) {
+  let frames = corked.size === 0 ? undefined : corked.get(sock);
+  if (frames !== undefined || sock === touchedFirst || (touchedMore.size !== 0 && touchedMore.has(sock))) {
     if (frames === undefined) {
       sock.cork();
       frames = 0;
@@ -180,11 +184,10 @@ export function sendCoalesced(ws: WebSocket, text: string): void {
   // The callback's first frame to this socket is written before the bookkeeping: at one call in
   // flight that is the frame a peer waits for.
   sendText(ws, sock, text);
-  touched.add(sock);
-  if (!callbackEndScheduled) {
-    callbackEndScheduled = true;
+  if (touchedFirst === null) {
+    touchedFirst = sock;
     process.nextTick(endCallback);
-  }
+  } else touchedMore.add(sock);
 }
 
 /** UTF-8 byte length, exact only when it might exceed `limit` (the common small frame skips the scan). */
