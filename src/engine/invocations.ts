@@ -252,9 +252,9 @@ export class Invocations implements CallBooks {
       prevDue: null,
       nextDue: null,
     };
-    // The frame is written before the books are kept: at one call in flight the work ahead of the
-    // write delays the call, the rest overlaps the callee's work. Nothing can answer the call
-    // before this returns.
+    // The frame is written before the books are kept: where the callee has a core of its own, the
+    // books overlap its work (on a 2-core machine it mostly waits for this process to sleep:
+    // hot/README.md, "Write first"). Nothing can answer the call before this returns.
     callee.sendCall(call, frame);
     call.callerIdJson = jsonOf(callerId);
     // The caller's own id is held too, as long as the call: it may be as long as a frame.

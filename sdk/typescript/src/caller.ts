@@ -133,8 +133,9 @@ export class Caller {
     const signal = req.signal;
     if (signal?.aborted) return Promise.reject(cancelledError(req.function_id));
     // Write first: the frame leaves before the call's books (its promise, safety timer and entry)
-    // are kept, so at one call in flight that work overlaps the engine's instead of delaying the
-    // call. Nothing can answer in between: the answer arrives in a later turn.
+    // are kept, so where the engine has a core of its own that work overlaps the engine's
+    // (src/engine/hot/README.md, "Write first"). Nothing can answer in between: the answer
+    // arrives in a later turn.
     if (!this.conn.sendText(text)) return Promise.reject(new InvocationError('connection_lost', 'Not connected to the engine', req.function_id));
     return new Promise<T>((resolve, reject) => {
       // The engine enforces the deadline and answers `timeout`; the safety net is only for an
