@@ -95,7 +95,6 @@ export function forwardedResult(text: string, msg: InvocationResultMsg, engineId
   return '{"type":"invocationresult"' + text.slice(head.length - fidJson.length - 25, -1) + ',"invocation_id":' + callerIdJson + '}';
 }
 
-/** What JSON.stringify escapes in a string: quote, backslash, control characters, surrogates. */
 /** The caller's answer from parsed parts (errors, builtins, other layouts). */
 export function resultText(callerIdJson: string, fidJson: string, result: unknown, error: unknown, traceparent: string | null | undefined, baggage: string | null | undefined): string {
   let t = '{"type":"invocationresult","invocation_id":' + callerIdJson + ',"function_id":' + fidJson;
