@@ -1,0 +1,76 @@
+/**
+ * The console with what a real project puts in it: long worker names, function ids and state keys,
+ * large values, and failed calls whose error lines carry the worker's stack trace. In headless
+ * Chromium at 1280×800, every page must fit the window (nothing pushed off its right edge) and
+ * keep what it shows readable. Needs console/dist (`npm run build:console`).
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { registerWorker, type Worker } from 'svc-sdk';
+import { startConsoleServer, type ConsoleServer } from '../../src/console-server/server.js';
+import { startStateWorker, type RunningStateWorker } from '../../src/workers/state/worker.js';
+import { launchChromium } from '../../test/helpers/chromium.js';
+import { startEngine } from '../../test/helpers/engine.js';
+
+const WORKER = 'orders-worker-with-a-rather-long-name-for-layout-checks';
+const LONG_FN = 'orders::a_very_long_function_name_that_goes_on_and_on_for_layout_checks::v2';
+const LONG_KEY = `customer-${'x'.repeat(160)}`;
+
+/** How far the page reaches past the window's right edge (0 when it fits). */
+const overflow = (page: Page): Promise<number> => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+
+describe('console: long names, large values and stack traces fit the window', { timeout: 90_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-console-long-'));
+  let eng: Awaited<ReturnType<typeof startEngine>>;
+  let state: RunningStateWorker;
+  let worker: Worker;
+  let console_: ConsoleServer;
+  let browser: Browser;
+  let page: Page;
+
+  before(async () => {
+    eng = await startEngine();
+    state = await startStateWorker({ url: eng.url, config: { data_dir: join(dir, 'state') } });
+    worker = registerWorker(eng.url, { workerName: WORKER, echoLogs: false });
+    worker.registerFunction('orders::process', (d: { id: number }) => {
+      throw new Error(`order ${d.id} cannot be processed: payment declined`);
+    });
+    worker.registerFunction(LONG_FN, () => ({ ok: true }));
+    await worker.ready();
+    await worker.trigger({ function_id: 'state::set', payload: { scope: 'customers', key: LONG_KEY, value: { name: 'Alice', note: 'lorem ipsum '.repeat(40) } } });
+    await worker.trigger({ function_id: 'state::set', payload: { scope: 'customers', key: 'bob', value: { name: 'Bob', age: 30 } } });
+    await assert.rejects(worker.trigger({ function_id: 'orders::process', payload: { id: 7 } }), /payment declined/);
+    console_ = await startConsoleServer({ engineUrl: eng.url, port: 0 });
+    await console_.worker.ready(5000);
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await console_?.close();
+    await worker?.shutdown();
+    await state?.shutdown();
+    await eng?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  // Before: the error line's data was one line of JSON, its stack trace a string of `\n` escapes
+  // and file paths that widened the table ~700 px past the window, the trace link with it.
+  test('Logs: a failed call shows its stack trace as lines, and the page fits the window', async () => {
+    await page.goto(`${console_.url}#/logs`);
+    const row = page.locator('[data-testid=log-row].log-error', { hasText: 'orders::process failed' });
+    await row.waitFor();
+    assert.doesNotMatch(await row.innerText(), /\\n\s*at /, 'no escaped newlines in the line');
+    await row.getByText('stack trace').click();
+    const stack = await row.locator('[data-testid=log-stack]').innerText();
+    assert.match(stack, /^Error: order 7 cannot be processed: payment declined\n\s+at /);
+    assert.equal(await overflow(page), 0);
+    const link = await row.getByRole('button', { name: 'trace' }).boundingBox();
+    assert.ok(link && link.x + link.width <= 1280, `the trace link is inside the window: ${JSON.stringify(link)}`);
+  });
+});
