@@ -73,4 +73,16 @@ describe('console: long names, large values and stack traces fit the window', { 
     const link = await row.getByRole('button', { name: 'trace' }).boundingBox();
     assert.ok(link && link.x + link.width <= 1280, `the trace link is inside the window: ${JSON.stringify(link)}`);
   });
+
+  // Before: the 170-character key took the table's width; the value column was ~4 characters wide
+  // and the Edit/Delete buttons hung past the card.
+  test('State: a long key wraps and leaves the value readable', async () => {
+    await page.goto(`${console_.url}#/state/customers`);
+    const bob = page.locator('[data-testid=state-row][data-key=bob] [data-testid=state-value]');
+    await bob.waitFor();
+    assert.equal(await overflow(page), 0);
+    const box = await bob.boundingBox();
+    assert.ok(box && box.width >= 300, `the value column is ${box?.width} px wide`);
+    assert.match(await bob.innerText(), /"name": "Bob",\n/);
+  });
 });
