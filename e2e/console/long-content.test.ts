@@ -85,4 +85,14 @@ describe('console: long names, large values and stack traces fit the window', { 
     assert.ok(box && box.width >= 300, `the value column is ${box?.width} px wide`);
     assert.match(await bob.innerText(), /"name": "Bob",\n/);
   });
+
+  // Before: the id was cut off at the list's edge.
+  test('Functions: a long function id is shown whole', async () => {
+    await page.goto(`${console_.url}#/functions`);
+    const id = page.locator(`[data-testid=function-item][data-id="${LONG_FN}"] .mono`);
+    await id.waitFor();
+    const [scroll, client] = await id.evaluate((e) => [e.scrollWidth, e.parentElement!.clientWidth]);
+    assert.ok(scroll! <= client!, `the id (${scroll} px) fits its item (${client} px)`);
+    assert.equal(await overflow(page), 0);
+  });
 });
