@@ -1,6 +1,6 @@
 /**
- * The times of a queue's jobs, in headless Chromium: a job that was dead-lettered on another day
- * shows that day, not only a time of day. The browser's clock is moved two days on, as if the page
+ * Times in the console, in headless Chromium: a job dead-lettered, a log line written or a trace
+ * started on another day shows that day, not only a time of day. The browser's clock is moved two days on, as if the page
  * were opened later. Needs console/dist (`npm run build:console`).
  */
 import { after, before, describe, test } from 'node:test';
@@ -17,7 +17,7 @@ import { startEngine } from '../../test/helpers/engine.js';
 
 const DAY_MS = 24 * 3600_000;
 
-describe('console: the dates of dead-lettered jobs', { timeout: 60_000 }, () => {
+describe('console: dates of other days', { timeout: 60_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-console-dlq-'));
   let eng: Awaited<ReturnType<typeof startEngine>>;
   let queue: RunningQueueWorker;
@@ -33,7 +33,9 @@ describe('console: the dates of dead-lettered jobs', { timeout: 60_000 }, () => 
     worker.registerFunction('orders::process', () => {
       throw new Error('payment declined');
     });
+    worker.registerFunction('orders::count', () => ({ count: 0 }));
     await worker.ready();
+    await worker.trigger({ function_id: 'orders::count', payload: {} });
     await worker.trigger({ function_id: 'orders::process', payload: { id: 1 }, action: TriggerAction.Enqueue({ queue: 'orders' }) });
     const deadline = Date.now() + 15_000;
     for (;;) {
@@ -68,11 +70,30 @@ describe('console: the dates of dead-lettered jobs', { timeout: 60_000 }, () => 
     assert.ok((await error.innerText()).includes(`failed at ${date} `), `${await error.innerText()} names ${date}`);
   });
 
+  // Before: "14:02:11.123", the same today as two days later.
+  test('log lines and traces of two days ago show their date', async () => {
+    const then = Date.now();
+    await page.clock.setFixedTime(then + 2 * DAY_MS);
+    const date = await page.evaluate((ms) => new Date(ms).toLocaleDateString(), then);
+    await page.goto(`${console_.url}#/logs`);
+    const line = page.locator('[data-testid=log-row]', { hasText: 'orders::process failed' }).first();
+    await line.waitFor();
+    assert.ok((await line.locator('td').first().innerText()).startsWith(`${date} `), await line.innerText());
+    await page.goto(`${console_.url}#/traces`);
+    const trace = page.locator('[data-testid=trace-row][data-root="orders::count"]').first();
+    await trace.waitFor();
+    assert.ok((await trace.locator('td').first().innerText()).startsWith(`${date} `), await trace.innerText());
+  });
+
   test('today, the time alone', async () => {
     await page.clock.setFixedTime(Date.now());
-    await page.reload();
+    await page.goto(`${console_.url}#/queues/orders`);
     const error = page.locator('[data-testid=job-error]');
     await error.waitFor();
     assert.match(await error.innerText(), /failed at \d\d:\d\d:\d\d after/);
+    await page.goto(`${console_.url}#/logs`);
+    const line = page.locator('[data-testid=log-row]', { hasText: 'orders::process failed' }).first();
+    await line.waitFor();
+    assert.match(await line.locator('td').first().innerText(), /^\d\d:\d\d:\d\d\.\d{3}$/);
   });
 });
