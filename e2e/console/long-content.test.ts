@@ -95,4 +95,24 @@ describe('console: long names, large values and stack traces fit the window', { 
     assert.ok(scroll! <= client!, `the id (${scroll} px) fits its item (${client} px)`);
     assert.equal(await overflow(page), 0);
   });
+  // Before: the long function id's chip widened the table ~300 px past the window; squeezed
+  // columns split "1.2 s" and "59 MiB" from their units and names like "svc-state" over lines.
+  test('Workers: the long names fit, and no number is split from its unit', async () => {
+    await page.goto(`${console_.url}#/workers`);
+    const row = page.locator(`[data-testid=worker-row][data-name="${WORKER}"]`);
+    await row.locator('[data-testid=worker-rss]', { hasText: /\d MiB/ }).waitFor({ timeout: 15_000 });
+    assert.equal(await overflow(page), 0);
+    for (const cell of ['worker-cpu', 'worker-rss', 'worker-lag']) {
+      // The lines the cell's first value (before its second line, if any) takes.
+      const lines = await row.locator(`[data-testid=${cell}]`).evaluate((td) => {
+        const range = document.createRange();
+        range.setStart(td, 0);
+        const sub = td.querySelector('div');
+        if (sub) range.setEndBefore(sub);
+        else range.setEnd(td, td.childNodes.length);
+        return new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top))).size;
+      });
+      assert.equal(lines, 1, `${cell}: ${await row.locator(`[data-testid=${cell}]`).innerText()}`);
+    }
+  });
 });
