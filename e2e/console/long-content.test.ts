@@ -115,4 +115,18 @@ describe('console: long names, large values and stack traces fit the window', { 
       assert.equal(lines, 1, `${cell}: ${await row.locator(`[data-testid=${cell}]`).innerText()}`);
     }
   });
+  // Before: the worker filter was as wide as its longest option, a long worker name, and pushed
+  // the Pause button past the right edge of a 1024 px window.
+  test('Logs at 1024 px: the filters and Pause stay in the window', async () => {
+    await page.setViewportSize({ width: 1024, height: 800 });
+    try {
+      await page.goto(`${console_.url}#/logs`);
+      await page.locator(`[data-testid=log-worker] option[value="${WORKER}"]`).waitFor({ state: 'attached' });
+      assert.equal(await overflow(page), 0);
+      const pause = await page.getByRole('button', { name: 'Pause' }).boundingBox();
+      assert.ok(pause && pause.x + pause.width <= 1024, `Pause is inside the window: ${JSON.stringify(pause)}`);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
+  });
 });
