@@ -3,6 +3,8 @@
 export interface ErrorBody {
   code: string;
   message: string;
+  /** A failed call's: the stack trace the callee's SDK sent (a JavaScript stack, a Python traceback). */
+  stacktrace?: string;
 }
 
 export class CallError extends Error {
@@ -19,6 +21,8 @@ export interface CallOutcome<T> {
   result?: T;
   error?: ErrorBody;
   duration_ms?: number;
+  /** The trace the call started (`engine::traces::get`). */
+  trace_id?: string;
 }
 
 /** Connection as the page last saw it: the console server, and the engine behind it. */

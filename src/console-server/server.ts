@@ -92,6 +92,9 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     return { traceparent: `00-${backgroundTracePrefix}${n}-${n}-01` };
   };
 
+  /** A new trace for a call the user made; its span names a parent span the console never exports, as a background read's does. */
+  const userParent = (): { traceparent: string } => ({ traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01` });
+
   app.get('/api/session', (_req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     res.json({ csrf_token: guard.csrfToken, background_trace_prefix: backgroundTracePrefix });
@@ -124,6 +127,9 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
       });
       return;
     }
+    // A call the user made starts a trace whose id the answer names, so the page can link to it.
+    const parent = body.background === true ? backgroundParent() : userParent();
+    const traceId = parent.traceparent.slice(3, 35);
     const t0 = performance.now();
     try {
       const result = await worker.trigger({
@@ -132,13 +138,16 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         // The function's namespace (iii 0.23+), as the Functions page lists it; the engine checks it.
         ...(typeof body.namespace === 'string' ? { namespace: body.namespace } : {}),
-        ...(body.background === true ? { parent: backgroundParent() } : {}),
+        parent,
       });
-      res.json({ ok: true, result: result ?? null, duration_ms: performance.now() - t0 });
+      res.json({ ok: true, result: result ?? null, duration_ms: performance.now() - t0, trace_id: traceId });
     } catch (e) {
-      const err = e instanceof InvocationError ? { code: e.code, message: e.message } : { code: 'console_error', message: (e as Error).message };
+      const err =
+        e instanceof InvocationError
+          ? { code: e.code, message: e.message, ...(e.stacktrace ? { stacktrace: e.stacktrace } : {}) }
+          : { code: 'console_error', message: (e as Error).message };
       const lost = err.code === 'connection_lost' || err.code === 'connection_failed';
-      res.status(lost ? 503 : 200).json({ ok: false, error: err, duration_ms: performance.now() - t0 });
+      res.status(lost ? 503 : 200).json({ ok: false, error: err, duration_ms: performance.now() - t0, trace_id: traceId });
     }
   });
 

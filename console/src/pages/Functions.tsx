@@ -142,8 +142,28 @@ function FunctionDetail({ f }: { f: FunctionInfo }) {
         <div className={`outcome ${outcome.ok ? 'ok' : 'failed'}`} data-testid="outcome">
           <div className="outcome-head">
             {outcome.ok ? 'Result' : 'Error'} <span className="sub" data-testid="duration">in {duration(outcome.duration_ms)}</span>
+            {outcome.trace_id && (
+              <a className="outcome-trace" href={`#/traces/${outcome.trace_id}`} data-testid="outcome-trace">
+                trace
+              </a>
+            )}
           </div>
-          <pre data-testid="result">{outcome.ok ? json(outcome.result) : json(outcome.error)}</pre>
+          {outcome.ok || !outcome.error ? (
+            <pre data-testid="result">{json(outcome.ok ? outcome.result : outcome.error)}</pre>
+          ) : (
+            <>
+              {/* The error as a line, its stack trace as lines: not one JSON string of `\n` escapes. */}
+              <pre data-testid="result">
+                <code>{outcome.error.code}</code> {outcome.error.message}
+              </pre>
+              {outcome.error.stacktrace && (
+                <details open className="wf-stack">
+                  <summary>Stack trace from {f.workers.map(servedBy).join(', ') || 'the worker'}</summary>
+                  <pre className="mono" data-testid="outcome-stack">{outcome.error.stacktrace}</pre>
+                </details>
+              )}
+            </>
+          )}
         </div>
       )}
     </div>

@@ -17,6 +17,24 @@ interface LogLine {
   data?: unknown;
 }
 
+/**
+ * A failed call's error line carries the worker's stack trace as `data.stacktrace`: shown as lines
+ * of its own (as `svc logs` prints it), not inside the one-line JSON of the data, where its `\n`s
+ * would be escapes and its paths would widen the table past the window.
+ */
+function stackOf(data: unknown): string | undefined {
+  const s = typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>).stacktrace : undefined;
+  return typeof s === 'string' && s !== '' ? s : undefined;
+}
+
+/** The data to show as JSON: without the stack trace shown apart; undefined when nothing is left. */
+function rest(data: unknown): unknown {
+  if (data === undefined || data === null) return undefined;
+  if (stackOf(data) === undefined) return data;
+  const { stacktrace: _shown, ...others } = data as Record<string, unknown>;
+  return Object.keys(others).length > 0 ? others : undefined;
+}
+
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const KEEP = 2000;
 
@@ -129,15 +147,21 @@ export function LogsPage({ openTrace }: { openTrace: (id: string) => void }) {
                 <td>
                   <Level value={l.level} />
                 </td>
-                <td className="nowrap">{l.source === 'engine' ? <em>engine</em> : l.worker_name}</td>
+                <td className="log-worker">{l.source === 'engine' ? <em>engine</em> : l.worker_name}</td>
                 <td className="mono small">{l.function_id ?? ''}</td>
-                <td>
+                <td className="log-message">
                   <span className="msg">{l.message}</span>
-                  {l.data !== undefined && l.data !== null && <code className="data">{json(l.data, 0)}</code>}
+                  {rest(l.data) !== undefined && <code className="data">{json(rest(l.data), 0)}</code>}
                   {l.trace_id && (
                     <button className="link" onClick={() => openTrace(l.trace_id!)} title={`trace ${l.trace_id}`}>
                       trace
                     </button>
+                  )}
+                  {stackOf(l.data) !== undefined && (
+                    <details className="log-stack">
+                      <summary>stack trace</summary>
+                      <pre className="mono" data-testid="log-stack">{stackOf(l.data)}</pre>
+                    </details>
                   )}
                 </td>
               </tr>

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { call, poll } from '../api';
 import { Empty, ErrorNote, Loading } from '../components';
-import { json } from '../format';
+import { json, when } from '../format';
 import { usePoll } from '../hooks';
 import type { QueueRow } from './Queues';
 
@@ -28,7 +28,8 @@ const STATES: Array<[JobState, string]> = [
   ['running', 'Running'],
 ];
 
-const time = (ms: number | null): string => (ms === null ? '-' : new Date(ms).toLocaleTimeString(undefined, { hour12: false }));
+/** A job's moment: the time if today, else the date too (a dead-lettered job may wait for days). */
+const time = (ms: number | null): string => (ms === null ? '-' : when(new Date(ms).toISOString()));
 
 /** One queue's jobs by state; the DLQ with buttons to redrive or delete one job or all. */
 export function QueueJobs({ queue }: { queue: QueueRow }) {

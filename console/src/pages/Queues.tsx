@@ -83,7 +83,10 @@ export function QueuesPage({ selected, select }: { selected: string | undefined;
                   {data.queues.map((q) => (
                     <tr key={q.queue} data-testid="queue-row" data-queue={q.queue} className={`clickable${q.queue === selected ? ' active' : ''}`} onClick={() => select(q.queue)}>
                       <td className="mono">
-                        {q.queue}
+                        {/* A link: Tab and Enter open a queue's jobs as a click on its row does. */}
+                        <a href={`#/queues/${encodeURIComponent(q.queue)}`} data-testid="queue-link">
+                          {q.queue}
+                        </a>
                         {!q.configured && <span className="sub"> (not configured)</span>}
                       </td>
                       <td className="num" data-testid="queue-waiting">{q.waiting}</td>

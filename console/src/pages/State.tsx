@@ -140,7 +140,7 @@ function ScopeEntries({ scope }: { scope: string }) {
         <table className="grid" data-testid="state-table">
           <thead>
             <tr>
-              <th>Key</th>
+              <th className="state-key">Key</th>
               <th>Value</th>
               <th />
             </tr>
@@ -148,7 +148,7 @@ function ScopeEntries({ scope }: { scope: string }) {
           <tbody>
             {data.map((e) => (
               <tr key={e.key} data-testid="state-row" data-key={e.key}>
-                <td className="mono">{e.key}</td>
+                <td className="mono state-key">{e.key}</td>
                 <td>
                   {editing === e.key ? (
                     <textarea className="code" rows={4} value={draft} onChange={(x) => setDraft(x.target.value)} spellCheck={false} aria-label="value" />

@@ -81,7 +81,12 @@ function TraceList({ open }: { open: (id: string) => void }) {
             {data.traces.map((t) => (
               <tr key={t.trace_id} onClick={() => open(t.trace_id)} data-testid="trace-row" data-root={t.root.function_id} data-spans={t.span_count}>
                 <td className="mono small nowrap">{clock(t.start)}</td>
-                <td className="mono">{t.root.function_id}</td>
+                <td className="mono">
+                  {/* A link, so that the keyboard (Tab, Enter) and a new tab reach the trace too; the row's click is the mouse's shortcut. */}
+                  <a href={`#/traces/${t.trace_id}`} data-testid="trace-link">
+                    {t.root.function_id}
+                  </a>
+                </td>
                 <td>{t.root.caller_worker_name}</td>
                 <td className="num">{t.span_count}</td>
                 <td className="small">{t.workers.join(', ')}</td>

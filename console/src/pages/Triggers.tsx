@@ -118,6 +118,15 @@ export function TriggersPage() {
   );
 }
 
+/**
+ * The path svc-http serves a binding on: as in iii, an `api_path` without a leading `/` (`orders`)
+ * gets one (docs/http.md), so it is shown and requested as `/orders`.
+ */
+const routePath = (p: unknown): string => {
+  const s = typeof p === 'string' ? p.trim() : '';
+  return s.startsWith('/') ? s : `/${s}`;
+};
+
 function BindingRow({ b }: { b: Binding }) {
   const [open, setOpen] = useState(false);
   const cfg = b.config ?? {};
@@ -126,7 +135,7 @@ function BindingRow({ b }: { b: Binding }) {
     <>
       <tr data-testid="binding-row">
         <td className="mono">{b.function_id}</td>
-        <td className="mono small">{isHttp ? `${String(cfg.http_method ?? 'GET')} ${String(cfg.api_path ?? '')}` : json(cfg, 0)}</td>
+        <td className="mono small">{isHttp ? `${String(cfg.http_method ?? 'GET')} ${routePath(cfg.api_path)}` : json(cfg, 0)}</td>
         <td>{b.worker_name ?? '-'}</td>
         <td>
           <Status value={b.status} />
@@ -142,7 +151,7 @@ function BindingRow({ b }: { b: Binding }) {
       {open && (
         <tr>
           <td colSpan={5}>
-            <HttpTester method={String(cfg.http_method ?? 'GET').toUpperCase()} path={String(cfg.api_path ?? '/')} />
+            <HttpTester method={String(cfg.http_method ?? 'GET').toUpperCase()} path={routePath(cfg.api_path)} />
           </td>
         </tr>
       )}
@@ -159,7 +168,7 @@ function HttpTester({ method: m0, path: p0 }: { method: string; path: string }) 
   const send = async (): Promise<void> => {
     setBusy(true);
     try {
-      setOut(await httpRequest(method, path, body));
+      setOut(await httpRequest(method, routePath(path), body));
     } catch (e) {
       setOut({ ok: false, error: { code: e instanceof CallError ? e.code : 'console_unreachable', message: (e as Error).message } });
     } finally {

@@ -50,15 +50,23 @@ function ProcessCells({ p }: { p: ProcessReport | null | undefined }) {
   return (
     <>
       <td className="num" data-testid="worker-cpu" title="CPU time since the process started (user + system)">
-        {(p.cpu_user_seconds + p.cpu_system_seconds).toFixed(1)} s
+        <span className="nowrap">{(p.cpu_user_seconds + p.cpu_system_seconds).toFixed(1)} s</span>
       </td>
       <td className="num" data-testid="worker-rss" title="Resident memory">
-        {bytes(p.rss_bytes)}
-        {p.heap_used_bytes !== null ? <div className="sub">heap {bytes(p.heap_used_bytes)}</div> : null}
+        <span className="nowrap">{bytes(p.rss_bytes)}</span>
+        {p.heap_used_bytes !== null ? (
+          <div className="sub">
+            heap <span className="nowrap">{bytes(p.heap_used_bytes)}</span>
+          </div>
+        ) : null}
       </td>
       <td className="num" data-testid="worker-lag" title="Event-loop lag over the last report interval: mean, max">
-        {duration(p.event_loop_lag_mean_ms)}
-        {p.event_loop_lag_max_ms !== null ? <div className="sub">max {duration(p.event_loop_lag_max_ms)}</div> : null}
+        <span className="nowrap">{duration(p.event_loop_lag_mean_ms)}</span>
+        {p.event_loop_lag_max_ms !== null ? (
+          <div className="sub">
+            max <span className="nowrap">{duration(p.event_loop_lag_max_ms)}</span>
+          </div>
+        ) : null}
       </td>
     </>
   );
@@ -88,7 +96,7 @@ export function WorkersPage() {
               <th>Runtime</th>
               <th>PID</th>
               <th>Status</th>
-              <th>Functions</th>
+              <th className="worker-functions">Functions</th>
               <th className="num">In flight</th>
               <th className="num">CPU</th>
               <th className="num">Memory</th>
@@ -102,7 +110,7 @@ export function WorkersPage() {
               .sort((a, b) => a.name.localeCompare(b.name))
               .map((w) => (
                 <tr key={w.worker_id} data-testid="worker-row" data-name={w.name}>
-                  <td>
+                  <td className="worker-name">
                     <strong>{w.name}</strong>
                     <div className="sub mono">
                       {w.worker_id.slice(0, 8)} · {w.ip}
@@ -133,7 +141,9 @@ export function WorkersPage() {
                   </td>
                   <td className="num">{w.in_flight ?? '-'}</td>
                   <ProcessCells p={w.process} />
-                  <td className="num">{uptime(w.uptime_ms)}</td>
+                  <td className="num">
+                    <span className="nowrap">{uptime(w.uptime_ms)}</span>
+                  </td>
                   <td>
                     {supervisedNames.has(w.name) ? (
                       <SupervisorActions
