@@ -125,12 +125,12 @@ test('a socket corked in one callback takes the later callbacks\' frames into it
 
 // sinon's and vitest's fake timers replace setImmediate, jest's process.nextTick as well, and their
 // clock runs only when the test ticks it. Here they are replaced once the module is loaded, as
-// useFakeTimers() in a test does; the child exits after 1.5 s, should its frames be stuck.
+// useFakeTimers() in a test does; the child exits after 1 s, should its frames be stuck.
 test('under fake timers (setImmediate and process.nextTick replaced) every frame still leaves in its turn', async () => {
   const { before, total, seen } = await arrivals(
     `globalThis.setImmediate = () => {};
       process.nextTick = () => {};
-      setTimeout(() => process.exit(0), 1500);
+      setTimeout(() => process.exit(0), 1000);
       sendCoalesced(ws, 'a1');
       sendCoalesced(ws, 'a2');
       setTimeout(() => {
@@ -159,4 +159,15 @@ test("frames sent just before process.exit(), and in an 'exit' listener, all lea
   );
   assert.equal(total, 5, seen);
   assert.deepEqual(seen.split(' ').map((s) => s.split('@')[0]), ['a1', 'a2', 'a3', 'x1', 'x2']);
+  // Nothing corked before the exit: the listener's second frame is the process's first cork.
+  const onlyInListener = await arrivals(
+    `process.on('exit', () => {
+        sendCoalesced(ws, 'x1');
+        sendCoalesced(ws, 'x2');
+        sendCoalesced(ws, 'x3');
+      });
+      process.exit(0);`,
+    0,
+  );
+  assert.equal(onlyInListener.total, 3, onlyInListener.seen);
 });

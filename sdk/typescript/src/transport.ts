@@ -25,7 +25,8 @@ import type WebSocket from 'ws';
  * globals, and under them a corked socket would keep its frames until the test ticked the fake
  * clock, where a plain `ws.send` writes at once. And the process's 'exit' uncorks every corked
  * socket, and no socket is corked from then on, since no immediate runs after it: frames sent before
- * `process.exit()`, or in an 'exit' listener, leave as they would with `ws.send`.
+ * `process.exit()`, or in an 'exit' listener, leave as they would with `ws.send`. (Hooked at load,
+ * not at the first cork: a listener added while 'exit' is emitted would not be called.)
  *
  * A long turn does not hold everything back to its end: every FLUSH_FRAMES frames (or FLUSH_BYTES
  * buffered) the socket is uncorked and corked again, so the peer starts on the first frames of a
