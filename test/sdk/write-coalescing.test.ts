@@ -171,3 +171,22 @@ test("frames sent just before process.exit(), and in an 'exit' listener, all lea
   );
   assert.equal(onlyInListener.total, 3, onlyInListener.seen);
 });
+
+test('a frame that throws as it corks the socket (a text that is no string) leaves it to be uncorked: later frames still leave', async () => {
+  const { before, total, seen } = await arrivals(
+    `setTimeout(() => process.exit(0), 1000);
+      sendCoalesced(ws, 'a1');
+      try {
+        sendCoalesced(ws, undefined);
+      } catch {}
+      sendCoalesced(ws, 'a2');
+      setTimeout(() => {
+        sendCoalesced(ws, 'b1');
+        block();
+        end();
+      }, 50);`,
+    600,
+  );
+  assert.equal(total, 3, seen);
+  assert.equal(before, 3, seen);
+});

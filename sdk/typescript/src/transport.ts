@@ -190,6 +190,9 @@ export function sendCoalesced(ws: WebSocket, text: string): void {
         return;
       }
       sock.cork();
+      // Known as corked before the write, which may throw (a text that is no string): a socket corked
+      // and not in `corked` would stay corked for good, every later frame with it.
+      corked.set(sock, 0);
       frames = 0;
       if (!turnEndScheduled) {
         turnEndScheduled = true;
