@@ -3,7 +3,8 @@
  * sends fall among callbacks: a child process writes numbered frames to three real sockets from
  * nested nextTicks, promise jobs, queueMicrotask, await chains, immediates, timers and the handlers of
  * frames the peer sends back, in bursts past FLUSH_FRAMES and frames past FLUSH_BYTES, mixed with
- * plain `ws.send` and pings, and closes one socket part-way (with frames corked). The peer checks
+ * plain `ws.send` and pings, one socket compressed (its frames queued in ws's sender while others are
+ * corked), and closes one socket part-way (with frames corked). The peer checks
  * that each socket's frames arrive complete and in the order sent. The schedule is pseudo-random
  * from a fixed seed, so a failure repeats.
  */
@@ -18,6 +19,8 @@ const ROOT = join(import.meta.dirname, '../../..');
 const SOCKETS = 3;
 /** The socket closed part-way, once half the budget is sent. */
 const CLOSED = 2;
+/** The socket with permessage-deflate: its frames go through `ws.send`, compressed on the thread pool, queued in ws's sender. */
+const DEFLATED = 1;
 
 function program(url: string, seed: number, budget: number): string {
   return `
@@ -66,18 +69,23 @@ function program(url: string, seed: number, budget: number): string {
       if (depth < 4) for (let j = rnd(3); j > 0; j--) later[rnd(later.length)](() => step(depth + 1));
     };
     let open = 0;
+    let byes = 0;
     for (let k = 0; k < ${SOCKETS}; k++) {
-      const ws = new WebSocket(${JSON.stringify(url)} + '?k=' + k);
+      const ws = new WebSocket(${JSON.stringify(url)} + '?k=' + k, { perMessageDeflate: k === ${DEFLATED} });
       sockets.push(ws);
-      // The peer sends a frame back now and then: the sends of a read's handler.
-      ws.on('message', () => step(2));
+      // The peer sends a frame back now and then: the sends of a read's handler. "bye" answers
+      // "end", the last frame, once the peer has it (the compressed socket's queue drains last).
+      ws.on('message', (d) => {
+        if (String(d) !== 'bye') step(2);
+        else if (++byes === ${SOCKETS - 1}) process.exit(0);
+      });
       ws.on('open', () => {
         if (++open < ${SOCKETS}) return;
         const run = () => {
           if (total >= ${budget}) {
             setTimeout(() => {
               for (let k = 0; k < ${SOCKETS}; k++) if (k !== ${CLOSED}) sendCoalesced(sockets[k], 'end:' + sent[k]);
-              setTimeout(() => process.exit(0), 200);
+              setTimeout(() => process.exit(1), 10_000);
             }, 100);
             return;
           }
@@ -90,7 +98,7 @@ function program(url: string, seed: number, budget: number): string {
 }
 
 async function exchange(seed: number, budget: number): Promise<void> {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: { threshold: 0 } });
   await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
   const port = (wss.address() as { port: number }).port;
   const got: string[][] = Array.from({ length: SOCKETS }, () => []);
@@ -98,11 +106,14 @@ async function exchange(seed: number, budget: number): Promise<void> {
   const closeReasons: string[] = [];
   wss.on('connection', (ws: WebSocket, req) => {
     const k = Number(new URL(req.url!, 'http://x').searchParams.get('k'));
+    assert.equal(ws.extensions.includes('permessage-deflate'), k === DEFLATED);
     let n = 0;
     ws.on('message', (d) => {
       const text = d.toString();
-      if (text.startsWith('end:')) ends[k] = Number(text.slice(4));
-      else got[k]!.push(text.split(':')[0]!);
+      if (text.startsWith('end:')) {
+        ends[k] = Number(text.slice(4));
+        ws.send('bye');
+      } else got[k]!.push(text.split(':')[0]!);
       if (++n % 7 === 0 && ws.readyState === 1) ws.send('again');
     });
     ws.on('close', (_code, reason) => {
