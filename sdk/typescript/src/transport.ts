@@ -41,7 +41,7 @@ type Corkable = { cork(): void; uncork(): void; destroyed?: boolean; writableLen
  * whether it is the server's end, its extensions, and its sender's state (0: nothing queued).
  */
 type WsInternals = {
-  _socket?: Corkable;
+  _socket?: Corkable | null;
   _isServer?: boolean;
   _extensions?: Record<string, unknown>;
   _sender?: { _state?: number } | null;
@@ -177,9 +177,10 @@ function primeTextFrame(): void {
 primeTextFrame();
 
 export function sendCoalesced(ws: WebSocket, text: string): void {
-  const sock = (ws as unknown as { _socket?: Corkable })._socket;
-  if (sock === undefined) {
-    sendText(ws, sock, text);
+  const sock = (ws as unknown as WsInternals)._socket;
+  // null until a client connects: taken for a socket, it would match `touchedFirst`'s null.
+  if (sock == null) {
+    sendText(ws, undefined, text);
     return;
   }
   let frames = corked.size === 0 ? undefined : corked.get(sock);
