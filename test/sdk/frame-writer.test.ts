@@ -181,6 +181,21 @@ test('frames sent before close() arrive before its close frame; one sent after c
   }
 });
 
+test("a client not yet connected (ws's _socket is null) fails as ws.send does, and leaves no state behind", async () => {
+  const { client, close } = await pair();
+  const early = new WebSocket(client.url);
+  early.on('error', () => {});
+  try {
+    // Once as the callback's first frame, once after one: both paths must see that no socket is there.
+    assert.throws(() => sendCoalesced(early, 'x'), /readyState 0 \(CONNECTING\)/);
+    sendCoalesced(client, 'first');
+    assert.throws(() => sendCoalesced(early, 'x'), /readyState 0 \(CONNECTING\)/);
+  } finally {
+    early.terminate();
+    close();
+  }
+});
+
 test("a client's frames at one call in flight run optimised: textFrame does not deoptimise on every frame", () => {
   // Priming once masked a 64 KiB frame, which compiled textFrame on stack (OSR) in its masking loop;
   // every later frame's loop entered that code and deoptimised (2,448 times in 3,000 frames), which

@@ -50,21 +50,24 @@ async function arrivals(onOpen: string, blockMs: number): Promise<{ before: numb
   await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
   const port = (wss.address() as { port: number }).port;
   const got: Array<{ text: string; at: number }> = [];
+  // "end", or the connection's close should "end" never come (a test of frames that get stuck).
   const done = new Promise<void>((resolve) =>
     wss.on('connection', (ws: WebSocket) => {
       ws.on('message', (d) => {
         got.push({ text: d.toString(), at: performance.now() });
         if (d.toString() === 'end') resolve();
       });
+      ws.on('close', () => resolve());
     }),
   );
   const child = sender(`ws://127.0.0.1:${port}`, onOpen, blockMs);
   await done;
   await new Promise((r) => child.once('exit', r));
   wss.close();
-  const end = got.find((g) => g.text === 'end')!.at;
+  const end = got.find((g) => g.text === 'end')?.at ?? Infinity;
+  const frames = got.filter((g) => g.text !== 'end');
   // Frames that arrived well before the child's loop was free again.
-  return { before: got.filter((g) => g.text !== 'end' && g.at < end - blockMs / 2).length, total: got.length - 1, seen: got.map((g) => `${g.text}@${(g.at - got[0]!.at).toFixed(0)}`).join(' ') };
+  return { before: frames.filter((g) => g.at < end - blockMs / 2).length, total: frames.length, seen: got.map((g) => `${g.text}@${(g.at - got[0]!.at).toFixed(0)}`).join(' ') };
 }
 
 test('a long turn is flushed every FLUSH_FRAMES frames: the peer gets them while the sender still works', async () => {
@@ -118,4 +121,72 @@ test('a socket corked in one callback takes the later callbacks\' frames into it
   assert.equal(total, 3);
   // a1 at once; a2 corked the socket, and b1 joined it: both wait for the turn's end.
   assert.equal(before, 1, seen);
+});
+
+// sinon's and vitest's fake timers replace setImmediate, jest's process.nextTick as well, and their
+// clock runs only when the test ticks it. Here they are replaced once the module is loaded, as
+// useFakeTimers() in a test does; the child exits after 1 s, should its frames be stuck.
+test('under fake timers (setImmediate and process.nextTick replaced) every frame still leaves in its turn', async () => {
+  const { before, total, seen } = await arrivals(
+    `globalThis.setImmediate = () => {};
+      process.nextTick = () => {};
+      setTimeout(() => process.exit(0), 1000);
+      sendCoalesced(ws, 'a1');
+      sendCoalesced(ws, 'a2');
+      setTimeout(() => {
+        sendCoalesced(ws, 'b1');
+        block();
+        end();
+      }, 50);`,
+    600,
+  );
+  assert.equal(total, 3, seen);
+  // a2 corked the socket, whose end of turn is Node's immediate, not the fake one; b1 leaves at once.
+  assert.equal(before, 3, seen);
+});
+
+test("frames sent just before process.exit(), and in an 'exit' listener, all leave, in order", async () => {
+  const { total, seen } = await arrivals(
+    `process.on('exit', () => {
+        sendCoalesced(ws, 'x1');
+        sendCoalesced(ws, 'x2');
+      });
+      sendCoalesced(ws, 'a1');
+      sendCoalesced(ws, 'a2');
+      sendCoalesced(ws, 'a3');
+      process.exit(0);`,
+    0,
+  );
+  assert.equal(total, 5, seen);
+  assert.deepEqual(seen.split(' ').map((s) => s.split('@')[0]), ['a1', 'a2', 'a3', 'x1', 'x2']);
+  // Nothing corked before the exit: the listener's second frame is the process's first cork.
+  const onlyInListener = await arrivals(
+    `process.on('exit', () => {
+        sendCoalesced(ws, 'x1');
+        sendCoalesced(ws, 'x2');
+        sendCoalesced(ws, 'x3');
+      });
+      process.exit(0);`,
+    0,
+  );
+  assert.equal(onlyInListener.total, 3, onlyInListener.seen);
+});
+
+test('a frame that throws as it corks the socket (a text that is no string) leaves it to be uncorked: later frames still leave', async () => {
+  const { before, total, seen } = await arrivals(
+    `setTimeout(() => process.exit(0), 1000);
+      sendCoalesced(ws, 'a1');
+      try {
+        sendCoalesced(ws, undefined);
+      } catch {}
+      sendCoalesced(ws, 'a2');
+      setTimeout(() => {
+        sendCoalesced(ws, 'b1');
+        block();
+        end();
+      }, 50);`,
+    600,
+  );
+  assert.equal(total, 3, seen);
+  assert.equal(before, 3, seen);
 });

@@ -6,9 +6,10 @@ import type WebSocket from 'ws';
  * Each `ws.send` otherwise costs a write of its own, which dominates at high call rates
  * (the coalescing relay of `npm run bench` measures the difference). Shared by the engine and the SDK.
  *
- * Adaptive: the first frame to a socket in one callback (the handling of one read, with the
- * promise jobs it starts) is written at once, so a lone frame (one call in flight) pays no extra
- * latency; from the second frame on, the underlying net.Socket is corked (ws keeps it in
+ * Adaptive: the first frame to a socket in one callback (the handling of one read, up to Node's
+ * next run of its nextTick queue: promise jobs run after that, so the code after an `await` in a
+ * handler is a callback of its own) is written at once, so a lone frame (one call in flight) pays
+ * no extra latency; from the second frame on, the underlying net.Socket is corked (ws keeps it in
  * `_socket`; cork/uncork nest, so ws's own per-frame cork inside `send` is harmless) and uncorked in
  * `setImmediate`, once the event loop has run every callback of this turn, so that frames to one
  * socket from many reads of one turn share a write.
@@ -18,6 +19,14 @@ import type WebSocket from 'ws';
  * phase, a native call to ref its handle and one to unref it) cost ~1.5 µs a frame, all of it on the
  * call's path, because the peer woken by the write runs on this core only once this process sleeps
  * (bench/RESULTS.md, fourteenth session). Only a socket that is corked costs an immediate.
+ *
+ * Nothing may wait for a turn's end that never comes. Node's own `process.nextTick` and
+ * `setImmediate` are taken at load: a test framework's fake timers (sinon, jest, vitest) replace the
+ * globals, and under them a corked socket would keep its frames until the test ticked the fake
+ * clock, where a plain `ws.send` writes at once. And the process's 'exit' uncorks every corked
+ * socket, and no socket is corked from then on, since no immediate runs after it: frames sent before
+ * `process.exit()`, or in an 'exit' listener, leave as they would with `ws.send`. (Hooked at load,
+ * not at the first cork: a listener added while 'exit' is emitted would not be called.)
  *
  * A long turn does not hold everything back to its end: every FLUSH_FRAMES frames (or FLUSH_BYTES
  * buffered) the socket is uncorked and corked again, so the peer starts on the first frames of a
@@ -32,7 +41,7 @@ type Corkable = { cork(): void; uncork(): void; destroyed?: boolean; writableLen
  * whether it is the server's end, its extensions, and its sender's state (0: nothing queued).
  */
 type WsInternals = {
-  _socket?: Corkable;
+  _socket?: Corkable | null;
   _isServer?: boolean;
   _extensions?: Record<string, unknown>;
   _sender?: { _state?: number } | null;
@@ -54,6 +63,12 @@ const touchedMore = new Set<Corkable>();
 /** Corked ones, with the frames written since their last flush (uncorked by `endTurn`). */
 const corked = new Map<Corkable, number>();
 let turnEndScheduled = false;
+/** Set by the process's 'exit': no immediate runs after it, so nothing is corked any more. */
+let exiting = false;
+
+// Node's own, before a test framework's fake timers can replace the globals (see above).
+const { nextTick } = process;
+const setImmediateOfNode = setImmediate;
 
 function endCallback(): void {
   touchedFirst = null;
@@ -67,6 +82,11 @@ function endTurn(): void {
   corked.clear();
   for (const s of sockets) if (!s.destroyed) s.uncork();
 }
+
+process.on('exit', () => {
+  exiting = true;
+  endTurn();
+});
 
 /** Masking keys for the client's frames, drawn from the system's CSPRNG a pool at a time (as `ws` does). */
 const maskPool = Buffer.alloc(8192);
@@ -157,19 +177,27 @@ function primeTextFrame(): void {
 primeTextFrame();
 
 export function sendCoalesced(ws: WebSocket, text: string): void {
-  const sock = (ws as unknown as { _socket?: Corkable })._socket;
-  if (sock === undefined) {
-    sendText(ws, sock, text);
+  const sock = (ws as unknown as WsInternals)._socket;
+  // null until a client connects: taken for a socket, it would match `touchedFirst`'s null.
+  if (sock == null) {
+    sendText(ws, undefined, text);
     return;
   }
   let frames = corked.size === 0 ? undefined : corked.get(sock);
   if (frames !== undefined || sock === touchedFirst || (touchedMore.size !== 0 && touchedMore.has(sock))) {
     if (frames === undefined) {
+      if (exiting) {
+        sendText(ws, sock, text);
+        return;
+      }
       sock.cork();
+      // Known as corked before the write, which may throw (a text that is no string): a socket corked
+      // and not in `corked` would stay corked for good, every later frame with it.
+      corked.set(sock, 0);
       frames = 0;
       if (!turnEndScheduled) {
         turnEndScheduled = true;
-        setImmediate(endTurn);
+        setImmediateOfNode(endTurn);
       }
     }
     sendText(ws, sock, text);
@@ -186,7 +214,7 @@ export function sendCoalesced(ws: WebSocket, text: string): void {
   sendText(ws, sock, text);
   if (touchedFirst === null) {
     touchedFirst = sock;
-    process.nextTick(endCallback);
+    nextTick(endCallback);
   } else touchedMore.add(sock);
 }
 
