@@ -1,4 +1,5 @@
 import { randomFillSync } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type WebSocket from 'ws';
 
 /**
@@ -6,23 +7,23 @@ import type WebSocket from 'ws';
  * Each `ws.send` otherwise costs a write of its own, which dominates at high call rates
  * (the coalescing relay of `npm run bench` measures the difference). Shared by the engine and the SDK.
  *
- * Adaptive: the first frame to a socket in one callback (the handling of one read, up to Node's
- * next run of its nextTick queue: promise jobs run after that, so the code after an `await` in a
- * handler is a callback of its own) is written at once, so a lone frame (one call in flight) pays
- * no extra latency; from the second frame on, the underlying net.Socket is corked (ws keeps it in
- * `_socket`; cork/uncork nest, so ws's own per-frame cork inside `send` is harmless) and uncorked in
- * `setImmediate`, once the event loop has run every callback of this turn, so that frames to one
- * socket from many reads of one turn share a write.
+ * Adaptive: the first frame to a socket in an event-loop turn is written at once, so a lone frame
+ * (one call in flight) pays no extra latency; from the second frame on, the underlying net.Socket is
+ * corked (ws keeps it in `_socket`; cork/uncork nest, so ws's own per-frame cork inside `send` is
+ * harmless) and uncorked in `setImmediate`, once the event loop has run every callback of this turn,
+ * so that frames to one socket from many reads of one turn (an engine answering many workers' calls
+ * to one caller) share a write.
  *
- * Which frame is a callback's first is cleared with `process.nextTick`, not `setImmediate`: at one
- * call in flight every frame is the first of its turn, and an immediate per frame (Node's check
- * phase, a native call to ref its handle and one to unref it) cost ~1.5 µs a frame, all of it on the
- * call's path, because the peer woken by the write runs on this core only once this process sleeps
- * (bench/RESULTS.md, fourteenth session). Only a socket that is corked costs an immediate.
+ * Which sockets this turn has written to is forgotten when the event loop has waited for I/O since
+ * (libuv's idle time, `performance.nodeTiming.idleTime`, has grown: one native read per frame) or by
+ * the immediate that uncorks. An immediate scheduled per frame only to forget them (Node's check
+ * phase, a native call to ref its handle and one to unref it) cost ~1.5 µs a frame at one call in
+ * flight, all of it on the call's path, because the peer woken by the write runs on this core only
+ * once this process sleeps (bench/RESULTS.md, fourteenth session). Only a socket that is corked
+ * costs an immediate. A loop that never waits (always busy) forgets them at each turn's immediate.
  *
- * Nothing may wait for a turn's end that never comes. Node's own `process.nextTick` and
- * `setImmediate` are taken at load: a test framework's fake timers (sinon, jest, vitest) replace the
- * globals, and under them a corked socket would keep its frames until the test ticked the fake
+ * Nothing may wait for a turn's end that never comes. Node's own `setImmediate` is taken at
+ * load: a test framework's fake timers (sinon, jest, vitest) replace the global, and under them a corked socket would keep its frames until the test ticked the fake
  * clock, where a plain `ws.send` writes at once. And the process's 'exit' uncorks every corked
  * socket, and no socket is corked from then on, since no immediate runs after it: frames sent before
  * `process.exit()`, or in an 'exit' listener, leave as they would with `ws.send`. (Hooked at load,
@@ -54,29 +55,32 @@ export const FLUSH_FRAMES = 16;
 export const FLUSH_BYTES = 16 * 1024;
 
 /**
- * Sockets written to during this callback (cleared by `endCallback`): nearly always one, kept apart
- * from the Set, which only holds the others, so that one call in flight touches no Set (a Set's
- * clear() makes a new table).
+ * Sockets written to during this turn (see above): nearly always one, kept apart from the Set,
+ * which only holds the others, so that one call in flight touches no Set (a Set's clear() makes a
+ * new table).
  */
 let touchedFirst: Corkable | null = null;
 const touchedMore = new Set<Corkable>();
+/** The event loop's idle time (ms) when `touchedFirst` was written to: grown since, the loop has waited. */
+let touchedAtIdle = 0;
+const timing = performance.nodeTiming;
 /** Corked ones, with the frames written since their last flush (uncorked by `endTurn`). */
 const corked = new Map<Corkable, number>();
 let turnEndScheduled = false;
 /** Set by the process's 'exit': no immediate runs after it, so nothing is corked any more. */
 let exiting = false;
 
-// Node's own, before a test framework's fake timers can replace the globals (see above).
-const { nextTick } = process;
+// Node's own, before a test framework's fake timers can replace the global (see above).
 const setImmediateOfNode = setImmediate;
 
-function endCallback(): void {
+function forgetTouched(): void {
   touchedFirst = null;
   if (touchedMore.size !== 0) touchedMore.clear();
 }
 
 function endTurn(): void {
   turnEndScheduled = false;
+  forgetTouched();
   // Copy first: an uncork may synchronously trigger more sends, which start a new turn.
   const sockets = [...corked.keys()];
   corked.clear();
@@ -183,6 +187,11 @@ export function sendCoalesced(ws: WebSocket, text: string): void {
     sendText(ws, undefined, text);
     return;
   }
+  let idle = 0;
+  if (touchedFirst !== null) {
+    idle = timing.idleTime;
+    if (idle !== touchedAtIdle) forgetTouched();
+  }
   let frames = corked.size === 0 ? undefined : corked.get(sock);
   if (frames !== undefined || sock === touchedFirst || (touchedMore.size !== 0 && touchedMore.has(sock))) {
     if (frames === undefined) {
@@ -209,12 +218,12 @@ export function sendCoalesced(ws: WebSocket, text: string): void {
     corked.set(sock, frames);
     return;
   }
-  // The callback's first frame to this socket is written before the bookkeeping: at one call in
+  // The turn's first frame to this socket is written before the bookkeeping: at one call in
   // flight that is the frame a peer waits for.
   sendText(ws, sock, text);
   if (touchedFirst === null) {
     touchedFirst = sock;
-    nextTick(endCallback);
+    touchedAtIdle = idle === 0 ? timing.idleTime : idle;
   } else touchedMore.add(sock);
 }
 
