@@ -23,8 +23,9 @@ import type WebSocket from 'ws';
  * costs an immediate. A loop that never waits (always busy) forgets them at each turn's immediate.
  *
  * Nothing may wait for a turn's end that never comes. Node's own `setImmediate` is taken at
- * load: a test framework's fake timers (sinon, jest, vitest) replace the global, and under them a corked socket would keep its frames until the test ticked the fake
- * clock, where a plain `ws.send` writes at once. And the process's 'exit' uncorks every corked
+ * load: a test framework's fake timers (sinon, jest, vitest) replace the global, and under them a
+ * corked socket would keep its frames until the test ticked the fake clock, where a plain
+ * `ws.send` writes at once. And the process's 'exit' uncorks every corked
  * socket, and no socket is corked from then on, since no immediate runs after it: frames sent before
  * `process.exit()`, or in an 'exit' listener, leave as they would with `ws.send`. (Hooked at load,
  * not at the first cork: a listener added while 'exit' is emitted would not be called.)
