@@ -8,12 +8,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { registerWorker, TriggerAction, type Worker } from 'svc-sdk';
-import { startConsoleServer, type ConsoleServer } from '../../src/console-server/server.js';
+import type { ConsoleServer } from '../../src/console-server/server.js';
 import { startQueueWorker, type RunningQueueWorker } from '../../src/workers/queue/worker.js';
-import { launchChromium } from '../../test/helpers/chromium.js';
 import { startEngine } from '../../test/helpers/engine.js';
+import { openConsolePage, type ConsolePage } from '../helpers/console-page.js';
 
 const DAY_MS = 24 * 3600_000;
 
@@ -22,8 +22,8 @@ describe('console: dates of other days', { timeout: 60_000 }, () => {
   let eng: Awaited<ReturnType<typeof startEngine>>;
   let queue: RunningQueueWorker;
   let worker: Worker;
+  let ui: ConsolePage;
   let console_: ConsoleServer;
-  let browser: Browser;
   let page: Page;
 
   before(async () => {
@@ -44,15 +44,12 @@ describe('console: dates of other days', { timeout: 60_000 }, () => {
       assert.ok(Date.now() < deadline, 'the job reaches the DLQ');
       await new Promise((res) => setTimeout(res, 100));
     }
-    console_ = await startConsoleServer({ engineUrl: eng.url, port: 0 });
-    await console_.worker.ready(5000);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    ui = await openConsolePage(eng.url);
+    ({ server: console_, page } = ui);
   });
 
   after(async () => {
-    await browser?.close();
-    await console_?.close();
+    await ui?.close();
     await worker?.shutdown();
     await queue?.shutdown();
     await eng?.stop();

@@ -6,19 +6,19 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { registerWorker, type Worker } from 'svc-sdk';
-import { startConsoleServer, type ConsoleServer } from '../../src/console-server/server.js';
+import type { ConsoleServer } from '../../src/console-server/server.js';
 import { startHttpWorker, type HttpWorkerHandle } from '../../src/workers/http/worker.js';
-import { launchChromium } from '../../test/helpers/chromium.js';
 import { startEngine } from '../../test/helpers/engine.js';
+import { openConsolePage, type ConsolePage } from '../helpers/console-page.js';
 
 describe('console: the test request of an http binding whose api_path has no leading /', { timeout: 60_000 }, () => {
   let eng: Awaited<ReturnType<typeof startEngine>>;
   let http: HttpWorkerHandle;
   let worker: Worker;
+  let ui: ConsolePage;
   let console_: ConsoleServer;
-  let browser: Browser;
   let page: Page;
 
   before(async () => {
@@ -30,15 +30,12 @@ describe('console: the test request of an http binding whose api_path has no lea
     await worker.registerTrigger({ type: 'http', function_id: 'http::orders', config: { api_path: 'orders', http_method: 'POST' } });
     const direct = await fetch(`http://127.0.0.1:${http.port}/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"id":1}' });
     assert.equal(direct.status, 201, 'svc-http serves the route at /orders');
-    console_ = await startConsoleServer({ engineUrl: eng.url, port: 0 });
-    await console_.worker.ready(5000);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    ui = await openConsolePage(eng.url);
+    ({ server: console_, page } = ui);
   });
 
   after(async () => {
-    await browser?.close();
-    await console_?.close();
+    await ui?.close();
     await worker?.shutdown();
     await http?.shutdown();
     await eng?.stop();

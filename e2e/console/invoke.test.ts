@@ -5,17 +5,17 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { registerWorker, type Worker } from 'svc-sdk';
-import { startConsoleServer, type ConsoleServer } from '../../src/console-server/server.js';
-import { launchChromium } from '../../test/helpers/chromium.js';
+import type { ConsoleServer } from '../../src/console-server/server.js';
 import { startEngine } from '../../test/helpers/engine.js';
+import { openConsolePage, type ConsolePage } from '../helpers/console-page.js';
 
 describe('console: invoking a function that fails', { timeout: 60_000 }, () => {
   let eng: Awaited<ReturnType<typeof startEngine>>;
   let worker: Worker;
+  let ui: ConsolePage;
   let console_: ConsoleServer;
-  let browser: Browser;
   let page: Page;
 
   before(async () => {
@@ -26,15 +26,12 @@ describe('console: invoking a function that fails', { timeout: 60_000 }, () => {
     });
     worker.registerFunction('orders::count', () => ({ count: 3 }));
     await worker.ready();
-    console_ = await startConsoleServer({ engineUrl: eng.url, port: 0 });
-    await console_.worker.ready(5000);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    ui = await openConsolePage(eng.url);
+    ({ server: console_, page } = ui);
   });
 
   after(async () => {
-    await browser?.close();
-    await console_?.close();
+    await ui?.close();
     await worker?.shutdown();
     await eng?.stop();
   });

@@ -8,12 +8,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { registerWorker, type Worker } from 'svc-sdk';
-import { startConsoleServer, type ConsoleServer } from '../../src/console-server/server.js';
+import type { ConsoleServer } from '../../src/console-server/server.js';
 import { startQueueWorker, type RunningQueueWorker } from '../../src/workers/queue/worker.js';
-import { launchChromium } from '../../test/helpers/chromium.js';
 import { startEngine } from '../../test/helpers/engine.js';
+import { openConsolePage, type ConsolePage } from '../helpers/console-page.js';
 
 /** Presses Tab until the focus is inside `selector` (at most `max` times); whether it got there. */
 async function tabInto(page: Page, selector: string, max = 40): Promise<boolean> {
@@ -29,8 +29,8 @@ describe('console: by keyboard', { timeout: 90_000 }, () => {
   let eng: Awaited<ReturnType<typeof startEngine>>;
   let queue: RunningQueueWorker;
   let worker: Worker;
+  let ui: ConsolePage;
   let console_: ConsoleServer;
-  let browser: Browser;
   let page: Page;
 
   before(async () => {
@@ -40,15 +40,12 @@ describe('console: by keyboard', { timeout: 90_000 }, () => {
     worker.registerFunction('orders::process', (d: { id: number }) => ({ id: d.id }));
     await worker.ready();
     await worker.trigger({ function_id: 'orders::process', payload: { id: 1 } });
-    console_ = await startConsoleServer({ engineUrl: eng.url, port: 0 });
-    await console_.worker.ready(5000);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    ui = await openConsolePage(eng.url);
+    ({ server: console_, page } = ui);
   });
 
   after(async () => {
-    await browser?.close();
-    await console_?.close();
+    await ui?.close();
     await worker?.shutdown();
     await queue?.shutdown();
     await eng?.stop();

@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { registerWorker, type Worker } from 'svc-sdk';
-import { startConsoleServer, type ConsoleServer } from '../../src/console-server/server.js';
+import type { ConsoleServer } from '../../src/console-server/server.js';
 import { startStateWorker, type RunningStateWorker } from '../../src/workers/state/worker.js';
-import { launchChromium } from '../../test/helpers/chromium.js';
 import { startEngine } from '../../test/helpers/engine.js';
+import { openConsolePage, type ConsolePage } from '../helpers/console-page.js';
 
 const WORKER = 'orders-worker-with-a-rather-long-name-for-layout-checks';
 const LONG_FN = 'orders::a_very_long_function_name_that_goes_on_and_on_for_layout_checks::v2';
@@ -28,8 +28,8 @@ describe('console: long names, large values and stack traces fit the window', { 
   let eng: Awaited<ReturnType<typeof startEngine>>;
   let state: RunningStateWorker;
   let worker: Worker;
+  let ui: ConsolePage;
   let console_: ConsoleServer;
-  let browser: Browser;
   let page: Page;
 
   before(async () => {
@@ -44,15 +44,12 @@ describe('console: long names, large values and stack traces fit the window', { 
     await worker.trigger({ function_id: 'state::set', payload: { scope: 'customers', key: LONG_KEY, value: { name: 'Alice', note: 'lorem ipsum '.repeat(40) } } });
     await worker.trigger({ function_id: 'state::set', payload: { scope: 'customers', key: 'bob', value: { name: 'Bob', age: 30 } } });
     await assert.rejects(worker.trigger({ function_id: 'orders::process', payload: { id: 7 } }), /payment declined/);
-    console_ = await startConsoleServer({ engineUrl: eng.url, port: 0 });
-    await console_.worker.ready(5000);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    ui = await openConsolePage(eng.url);
+    ({ server: console_, page } = ui);
   });
 
   after(async () => {
-    await browser?.close();
-    await console_?.close();
+    await ui?.close();
     await worker?.shutdown();
     await state?.shutdown();
     await eng?.stop();

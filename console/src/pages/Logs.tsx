@@ -20,19 +20,36 @@ interface LogLine {
 /**
  * A failed call's error line carries the worker's stack trace as `data.stacktrace`: shown as lines
  * of its own (as `svc logs` prints it), not inside the one-line JSON of the data, where its `\n`s
- * would be escapes and its paths would widen the table past the window.
+ * would be escapes and its paths would widen the table past the window. `data`: what is left to
+ * show as JSON (undefined when nothing is).
  */
-function stackOf(data: unknown): string | undefined {
-  const s = typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>).stacktrace : undefined;
-  return typeof s === 'string' && s !== '' ? s : undefined;
+function splitStack(data: unknown): { data: unknown; stack: string | undefined } {
+  if (data === undefined || data === null) return { data: undefined, stack: undefined };
+  const s = typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>).stacktrace : undefined;
+  if (typeof s !== 'string' || s === '') return { data, stack: undefined };
+  const { stacktrace: _shown, ...others } = data as Record<string, unknown>;
+  return { data: Object.keys(others).length > 0 ? others : undefined, stack: s };
 }
 
-/** The data to show as JSON: without the stack trace shown apart; undefined when nothing is left. */
-function rest(data: unknown): unknown {
-  if (data === undefined || data === null) return undefined;
-  if (stackOf(data) === undefined) return data;
-  const { stacktrace: _shown, ...others } = data as Record<string, unknown>;
-  return Object.keys(others).length > 0 ? others : undefined;
+function MessageCell({ line: l, openTrace }: { line: LogLine; openTrace: (id: string) => void }) {
+  const { data, stack } = splitStack(l.data);
+  return (
+    <td className="log-message">
+      <span className="msg">{l.message}</span>
+      {data !== undefined && <code className="data">{json(data, 0)}</code>}
+      {l.trace_id && (
+        <button className="link" onClick={() => openTrace(l.trace_id!)} title={`trace ${l.trace_id}`}>
+          trace
+        </button>
+      )}
+      {stack !== undefined && (
+        <details className="log-stack">
+          <summary>stack trace</summary>
+          <pre className="mono" data-testid="log-stack">{stack}</pre>
+        </details>
+      )}
+    </td>
+  );
 }
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -149,21 +166,7 @@ export function LogsPage({ openTrace }: { openTrace: (id: string) => void }) {
                 </td>
                 <td className="log-worker">{l.source === 'engine' ? <em>engine</em> : l.worker_name}</td>
                 <td className="mono small">{l.function_id ?? ''}</td>
-                <td className="log-message">
-                  <span className="msg">{l.message}</span>
-                  {rest(l.data) !== undefined && <code className="data">{json(rest(l.data), 0)}</code>}
-                  {l.trace_id && (
-                    <button className="link" onClick={() => openTrace(l.trace_id!)} title={`trace ${l.trace_id}`}>
-                      trace
-                    </button>
-                  )}
-                  {stackOf(l.data) !== undefined && (
-                    <details className="log-stack">
-                      <summary>stack trace</summary>
-                      <pre className="mono" data-testid="log-stack">{stackOf(l.data)}</pre>
-                    </details>
-                  )}
-                </td>
+                <MessageCell line={l} openTrace={openTrace} />
               </tr>
             ))}
           </tbody>
