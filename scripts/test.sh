@@ -49,7 +49,7 @@ SETUP=1 stage "build console" npm run build:console
 SETUP=1 stage "sdk packages (cached)" node bin/svc.js sdk pack
 # Issue 18's acceptance: no import cycle in src/ and sdk/, no source file there over 500 lines.
 stage "structure (import cycles, file sizes)" node_tests dist/test/structure
-stage "engine, sdk, supervisor tests" node_tests dist/test/engine dist/test/sdk dist/test/daemon dist/test/supervisor/supervisor.test.js dist/test/supervisor/install.test.js dist/test/supervisor/install-lock.test.js dist/test/supervisor/log-stamp.test.js dist/test/supervisor/process-runtime.test.js dist/test/supervisor/orphans.test.js dist/test/supervisor/crash-loop-replicas.test.js dist/test/supervisor/restart-count.test.js
+stage "engine, sdk, supervisor tests" node_tests dist/test/engine dist/test/sdk dist/test/daemon dist/test/supervisor/supervisor.test.js dist/test/supervisor/supervisor-races.test.js dist/test/supervisor/config-files.test.js dist/test/supervisor/install.test.js dist/test/supervisor/install-lock.test.js dist/test/supervisor/log-stamp.test.js dist/test/supervisor/process-runtime.test.js dist/test/supervisor/orphans.test.js dist/test/supervisor/crash-loop-replicas.test.js dist/test/supervisor/restart-count.test.js
 stage "built-in worker tests" node_tests dist/test/workers
 stage "cluster tests (engines sharing redis)" node_tests dist/test/cluster
 stage "iii compatibility tests" node_tests dist/test/compat

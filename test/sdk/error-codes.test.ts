@@ -7,7 +7,7 @@
  * sdk/python/src/), where a code is written in one of the forms svc's code uses to produce one:
  *
  *   new SvcError('code', …)   new StateError('code', …)   new HttpError(404, 'code', …)   (Python: SvcError("code", …))
- *   super('code', …)   an SvcError subclass that always carries one code
+ *   super('code', …)   super().__init__("code", …)   an SvcError subclass that always carries one code
  *   { code: 'code', … }   {"code": "code"}   readonly code = 'code'   error.code = 'code'
  *   type CronErrorCode = 'a' | 'b'   (code: 'a' | 'b')   the codes a class or function declares it produces
  *   ErrorCode.Timeout, ErrorCode.TIMEOUT   the protocol's list, in either SDK
@@ -83,7 +83,7 @@ function codesIn(sources: Map<string, string>): Map<string, string> {
   const pyNames = new Map([...pyErrors.matchAll(/^\s+([A-Z_]+) = "([a-z_]+)"$/gm)].map((m) => [m[1]!, m[2]!]));
   const singles = [
     new RegExp(`\\b(?:new\\s+)?[A-Z]\\w*Error\\(\\s*(?:\\d+\\s*,\\s*)?${Q}(${CODE})${Q}`, 'g'),
-    new RegExp(`\\bsuper\\(\\s*(?:\\d+\\s*,\\s*)?${Q}(${CODE})${Q}`, 'g'),
+    new RegExp(`\\bsuper\\((?:\\)\\.__init__\\()?\\s*(?:\\d+\\s*,\\s*)?${Q}(${CODE})${Q}`, 'g'),
     // A property (`code: 'x'`, `"code": "x"`), not a ternary's `x.code : 'y'`; an assignment.
     new RegExp(`(?<![.\\w])code${Q}?\\s*:\\s*${Q}(${CODE})${Q}(?!\\s*\\|)`, 'g'),
     new RegExp(`\\bcode\\s*=\\s*${Q}(${CODE})${Q}`, 'g'),
@@ -171,11 +171,12 @@ describe('error codes: docs/errors.md and the code agree', () => {
         [join(ROOT, 'src/a.ts'), "class C {\n  abort(code: ChannelErrorCode, message: string): void {}\n}\nconst refuse = (status: number, code: string, m: string): void => {};\nrefuse(502, 'code_b', 'x');\n// throw new SvcError('code_in_comment', 'x');\n"],
         [join(ROOT, 'src/b.ts'), "x.abort('code_a', 'y');\nrefuse(400, 'not_this_files_refuse', 'z');\n"],
         [join(ROOT, 'sdk/python/src/c.py'), 'def fail_all(self, code: str, message: str) -> None:\n    pass\nself.fail_all("code_c", "m")\n# raise SvcError("py_comment", "x")\n'],
+        [join(ROOT, 'sdk/python/src/h.py'), 'class E(SvcError):\n    def __init__(self, message: str) -> None:\n        super().__init__("code_h", message)\n'],
         [join(ROOT, 'src/e.ts'), "fail(`code_e: no ${x}`, 2);\nres.end(`code_f: ${path} answers GET`);\nconst line = `error: code_g: ${m}`;\nthrow new Error(`node_id: ${v} is not valid`);\n"],
         [join(ROOT, 'src/d.ts'), "const LUA = `\nlocal function fail(code, i, detail) error({err = code}) end\nfail('code_d', i, 'x')\n-- fail('lua_comment', 0, '')\n`;\n"],
       ]),
     );
-    assert.deepEqual([...found.keys()].sort(), ['code_a', 'code_b', 'code_c', 'code_d', 'code_e', 'code_f', 'code_g']);
+    assert.deepEqual([...found.keys()].sort(), ['code_a', 'code_b', 'code_c', 'code_d', 'code_e', 'code_f', 'code_g', 'code_h']);
     assert.equal(found.get('code_a'), 'src/b.ts:1');
   });
 });

@@ -50,6 +50,11 @@ export interface HttpWorkerConfig {
    * bound with `stream: true`) or `all` (every route, for iii programs that stream with iii's helpers).
    */
   streaming: 'routes' | 'all';
+  /**
+   * Send a failed function's own error message in its 500 response. Off: a generic message with the
+   * code and the call's trace_id (the message can hold SQL, paths or secrets); on for development.
+   */
+  exposeErrors: boolean;
 }
 
 /** 1 GiB: a streamed upload is never held, but a budget is still a budget. */
@@ -67,6 +72,7 @@ export const DEFAULT_HTTP_CONFIG: HttpWorkerConfig = {
   requestTimeoutMs: 300_000,
   requestLog: true,
   streaming: 'routes',
+  exposeErrors: false,
 };
 
 /** svc-http's config (SVC_WORKER_CONFIG) is not valid: `invalid_config`, the message names the key. */
@@ -78,7 +84,7 @@ export class HttpConfigError extends SvcError {
   }
 }
 
-const KEYS = ['host', 'port', 'cors', 'body_limit_bytes', 'timeout_ms', 'request_log', 'streaming', 'stream_body_limit_bytes', 'max_connections', 'request_timeout_ms'];
+const KEYS = ['host', 'port', 'cors', 'body_limit_bytes', 'timeout_ms', 'request_log', 'streaming', 'stream_body_limit_bytes', 'max_connections', 'request_timeout_ms', 'expose_errors'];
 const CORS_KEYS = ['origins', 'methods', 'headers', 'expose_headers', 'credentials', 'max_age'];
 
 /** Validate the snake_case config object; absent keys take DEFAULT_HTTP_CONFIG. Throws HttpConfigError. */
@@ -103,6 +109,10 @@ export function parseHttpWorkerConfig(raw: unknown): HttpWorkerConfig {
   if (c.request_log !== undefined) {
     if (typeof c.request_log !== 'boolean') throw new HttpConfigError('svc-http config: request_log must be true or false');
     out.requestLog = c.request_log;
+  }
+  if (c.expose_errors !== undefined) {
+    if (typeof c.expose_errors !== 'boolean') throw new HttpConfigError('svc-http config: expose_errors must be true or false');
+    out.exposeErrors = c.expose_errors;
   }
   if (c.streaming !== undefined) {
     if (c.streaming !== 'routes' && c.streaming !== 'all') throw new HttpConfigError(`svc-http config: streaming must be "routes" or "all", got ${JSON.stringify(c.streaming)}`);

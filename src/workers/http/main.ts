@@ -1,7 +1,7 @@
 /**
  * Process entry of the built-in worker svc-http (`svc worker add svc-http` runs this).
  * Env: SVC_URL (engine, default ws://localhost:49134); SVC_WORKER_CONFIG (JSON object, the
- * `config:` of its config.yaml entry: host, port, cors, body_limit_bytes, timeout_ms, request_log, streaming, stream_body_limit_bytes, max_connections, request_timeout_ms).
+ * `config:` of its config.yaml entry: host, port, cors, body_limit_bytes, timeout_ms, request_log, streaming, stream_body_limit_bytes, max_connections, request_timeout_ms, expose_errors).
  */
 import { HttpConfigError, parseHttpWorkerConfig } from './config.js';
 import { startHttpWorker } from './worker.js';

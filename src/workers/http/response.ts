@@ -17,6 +17,8 @@ export class HttpError extends SvcError {
     message: string,
     /** Extra response headers, e.g. `Allow` on a 405. */
     readonly headers?: Record<string, string>,
+    /** The function's own message when `message` withholds it from the client; logged, never sent. */
+    readonly withheldMessage?: string,
   ) {
     super(code, message);
     this.name = 'HttpError';
@@ -109,12 +111,16 @@ export function normalizeHeaders(raw: unknown, who: string): Record<string, stri
   return out;
 }
 
-/** The response for an HttpError: `{error: {code, message}}` as JSON. */
-export function errorResponse(err: HttpError): HttpResponseSpec {
+/**
+ * The response for an HttpError: `{error: {code, message}}` as JSON, with `trace_id` when the request
+ * called its function (the trace of that call: its logs and the engine's line of its failure).
+ */
+export function errorResponse(err: HttpError, traceId?: string): HttpResponseSpec {
+  const error = traceId === undefined ? { code: err.code, message: err.message } : { code: err.code, message: err.message, trace_id: traceId };
   return {
     status: err.status,
     headers: { 'content-type': JSON_TYPE, ...err.headers },
-    body: JSON.stringify({ error: { code: err.code, message: err.message } }),
+    body: JSON.stringify({ error }),
   };
 }
 
@@ -123,8 +129,13 @@ export function errorResponse(err: HttpError): HttpResponseSpec {
  * registered, its worker left mid-call, svc-http lost the engine): 503. Deadline: 504. The request
  * is too large to forward: 413. Its answer is too large to come back: 502. Anything else is the
  * function's own error: 500 with its code.
+ *
+ * That 500 carries the function's message only with `exposeErrors` (svc-http's `expose_errors`):
+ * an exception's text can hold SQL, paths or secrets, and the client may be anyone on the network
+ * (express in production and FastAPI answer a bare "Internal Server Error" too). The engine logs
+ * the real message with the call's trace id, which the response carries (errorResponse).
  */
-export function invocationErrorToHttp(err: unknown, functionId: string, timeoutMs: number): HttpError {
+export function invocationErrorToHttp(err: unknown, functionId: string, timeoutMs: number, exposeErrors = false): HttpError {
   if (err instanceof HttpError) return err;
   const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
   const message = err instanceof Error ? err.message : String(err);
@@ -148,10 +159,16 @@ export function invocationErrorToHttp(err: unknown, functionId: string, timeoutM
       // The function answered, but its answer cannot pass through the engine: a bad gateway.
       return new HttpError(502, 'response_too_large', `The response of ${functionId} is too large to pass through the engine: ${message}`);
     case '':
-      return new HttpError(500, 'internal_error', `Calling ${functionId} failed: ${message}`);
+      return exposeErrors ? new HttpError(500, 'internal_error', `Calling ${functionId} failed: ${message}`) : withheld(500, 'internal_error', functionId, `Calling ${functionId} failed: ${message}`);
     default:
-      return new HttpError(500, code, message);
+      return exposeErrors ? new HttpError(500, code, message) : withheld(500, code, functionId, message);
   }
+}
+
+/** A function's failure whose own message is withheld from the client (kept for the request log). */
+function withheld(status: number, code: string, functionId: string, message: string): HttpError {
+  const generic = `Function ${functionId} failed; its error message is not sent to HTTP clients: find it in the logs (svc logs, the console) by this response's trace_id`;
+  return new HttpError(status, code, generic, undefined, message);
 }
 
 function describe(v: unknown): string {

@@ -5,6 +5,7 @@
  *
  * Order per request: CORS → route lookup (404/405 before the body is read) → body → call → response.
  */
+import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import cors, { type CorsOptions } from 'cors';
 import type { CorsConfig } from './config.js';
@@ -25,15 +26,17 @@ export interface RequestLogEntry {
   function_id?: string;
   /** The error code of an error response. */
   error_code?: string;
+  /** The function's error message that the response withheld from the client (`expose_errors` off). */
+  error_message?: string;
 }
 
 export interface HttpAppOptions {
   table: RouteTable;
   /**
-   * Call the bound function for trigger binding `bindingId`; rejects with an error carrying `code`
-   * (the SDK's InvocationError).
+   * Call the bound function for trigger binding `bindingId`, as a new trace (`traceparent`); rejects
+   * with an error carrying `code` (the SDK's InvocationError).
    */
-  invoke(functionId: string, payload: HttpRequestPayload, bindingId: string, signal?: AbortSignal): Promise<unknown>;
+  invoke(functionId: string, payload: HttpRequestPayload, bindingId: string, traceparent: string, signal?: AbortSignal): Promise<unknown>;
   bodyLimitBytes: number;
   /** Longest time to receive a request whose body svc-http reads (`request_timeout_ms`); later: 408. */
   requestTimeoutMs?: number;
@@ -44,11 +47,14 @@ export interface HttpAppOptions {
   cors: CorsConfig | null;
   /** False while svc-http is cut off from the engine: its routes are unknown then, so a miss is 503, not 404. */
   engineConnected?: () => boolean;
-  onRequestLog?: (entry: RequestLogEntry) => void;
+  /** One entry per request; `traceparent` is its call's, which the line is logged under. */
+  onRequestLog?: (entry: RequestLogEntry, traceparent: string | undefined) => void;
   /** Channels for streaming routes; without them no route streams. */
   streaming?: StreamingHooks;
   /** `all`: every route streams, not only those bound with `stream: true`. */
   streamAll?: boolean;
+  /** Send a failed function's own error message to the client (`expose_errors`); else a generic one. */
+  exposeErrors?: boolean;
 }
 
 interface Locals {
@@ -56,11 +62,27 @@ interface Locals {
   errorCode?: string;
   /** Lifts the request's deadline (requestDeadline): a streaming call now bounds its body. */
   unbounded?: () => void;
+  /** Set when the function is called: the call's trace, named by an error response. */
+  traceparent?: string;
+  withheldMessage?: string;
 }
+
+/** The trace id of a traceparent `00-<trace id>-<span id>-<flags>`. */
+const traceIdOf = (traceparent: string): string => traceparent.slice(3, 35);
 
 export function createHttpApp(opts: HttpAppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  // Each request's call starts a trace of svc-http's own, so that an error response can name it
+  // (trace_id): the engine logs a function's failure, and the function its lines, under it. A random
+  // prefix per app and a counter: unique ids with no random draw per request. The span id names a
+  // parent span svc-http never exports (as the console's calls do): the call's span is the root.
+  const tracePrefix = randomBytes(8).toString('hex');
+  let traces = 0;
+  const newTraceparent = (): string => {
+    const n = (++traces).toString(16).padStart(16, '0');
+    return `00-${tracePrefix}${n}-${n}-01`;
+  };
   // An ETag per response means hashing every body; functions that want caching set their own headers.
   app.set('etag', false);
   // Node's querystring: flat keys, repeated keys as arrays. No nested `a[b]=` objects as qs would build.
@@ -105,7 +127,13 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   const streams = (res: Response): boolean => opts.streaming !== undefined && (opts.streamAll === true || (res.locals as Locals).match!.route.stream);
 
   app.use(async (req: Request, res: Response) => {
-    const { route, params } = (res.locals as Locals).match!;
+    const locals = res.locals as Locals;
+    const { route, params } = locals.match!;
+    const invoke = (payload: HttpRequestPayload, signal?: AbortSignal): Promise<unknown> => {
+      locals.traceparent = newTraceparent();
+      return opts.invoke(route.functionId, payload, route.triggerId, locals.traceparent, signal);
+    };
+    const fail = (e: unknown): void => sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs(), opts.exposeErrors));
     try {
       const payload = buildPayload({
         body: parseBody(Buffer.isBuffer(req.body) ? req.body : undefined, req.headers['content-type']),
@@ -121,7 +149,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
         if (!Buffer.isBuffer(req.body)) {
           checkEncoding(req);
           checkDeclaredLength(req, streamLimit);
-          (res.locals as Locals).unbounded?.();
+          locals.unbounded?.();
         }
         await serveStreamed({
           res,
@@ -129,16 +157,16 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
           hooks: opts.streaming,
           buffered: Buffer.isBuffer(req.body) ? req.body : undefined,
           bodyLimitBytes: streamLimit,
-          call: (refs, signal) => opts.invoke(route.functionId, { ...payload, ...refs }, route.triggerId, signal),
+          call: (refs, signal) => invoke({ ...payload, ...refs }, signal),
           send: (spec) => send(res, spec),
-          sendError: (e) => sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs())),
+          sendError: fail,
         });
         return;
       }
-      const result = await opts.invoke(route.functionId, payload, route.triggerId);
+      const result = await invoke(payload);
       send(res, envelopeToResponse(result, route.functionId));
     } catch (e) {
-      sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs()));
+      fail(e);
     }
   });
 
@@ -187,9 +215,12 @@ function send(res: Response, spec: HttpResponseSpec): void {
   }
 }
 
+/** An error response; after the function was called, it names the call's trace (`trace_id`). */
 function sendError(res: Response, err: HttpError): void {
-  (res.locals as Locals).errorCode = err.code;
-  send(res, errorResponse(err));
+  const locals = res.locals as Locals;
+  locals.errorCode = err.code;
+  if (err.withheldMessage !== undefined) locals.withheldMessage = err.withheldMessage;
+  send(res, errorResponse(err, locals.traceparent === undefined ? undefined : traceIdOf(locals.traceparent)));
 }
 
 /**
@@ -222,7 +253,7 @@ function requestDeadline(ms: number) {
   };
 }
 
-function requestLogger(log: (entry: RequestLogEntry) => void) {
+function requestLogger(log: (entry: RequestLogEntry, traceparent: string | undefined) => void) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const start = performance.now();
     // 'close' also fires when the client hangs up before the answer; that is logged as 499.
@@ -235,7 +266,8 @@ function requestLogger(log: (entry: RequestLogEntry) => void) {
         duration_ms: Math.round((performance.now() - start) * 10) / 10,
         ...(locals.match ? { function_id: locals.match.route.functionId } : {}),
         ...(locals.errorCode ? { error_code: locals.errorCode } : {}),
-      });
+        ...(locals.withheldMessage !== undefined ? { error_message: locals.withheldMessage } : {}),
+      }, locals.traceparent);
     });
     next();
   };

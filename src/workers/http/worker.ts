@@ -7,7 +7,7 @@
 import type { AddressInfo } from 'node:net';
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { Logger, registerWorker, type Worker } from 'svc-sdk';
+import { registerWorker, type Worker } from 'svc-sdk';
 import { DEFAULT_HTTP_CONFIG, type HttpWorkerConfig } from './config.js';
 import { RouteTable } from './route-table.js';
 import { createHttpApp, type RequestLogEntry } from './server.js';
@@ -52,14 +52,14 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
     metadata: { kind: 'builtin', http: { host: config.host, port, url: reachableUrl(config.host, port) } },
   });
   const routes = new RouteTable();
-  // Request lines go to the engine only: printing each one locally would cost more than serving it.
-  // Route changes (rare) use worker.logger, which also prints them on the process's stdout.
-  const log = new Logger(worker, { echo: false });
+  // Request lines go to the engine only (logRequest): printing each one locally would cost more
+  // than serving it. Route changes (rare) use worker.logger, which also prints them on stdout.
   app = createHttpApp({
     table: routes,
     // Without a timeout_ms of svc-http's own, the worker's default applies: the engine's. The call
     // is the binding's: the engine runs it with the rights of the worker that bound the route.
-    invoke: (functionId, payload, bindingId, signal) => worker.trigger({ function_id: functionId, payload, bindingId, ...(signal ? { signal } : {}) }),
+    invoke: (functionId, payload, bindingId, traceparent, signal) =>
+      worker.trigger({ function_id: functionId, payload, bindingId, parent: { traceparent }, ...(signal ? { signal } : {}) }),
     bodyLimitBytes: config.bodyLimitBytes,
     requestTimeoutMs: config.requestTimeoutMs,
     streamBodyLimitBytes: config.streamBodyLimitBytes,
@@ -73,7 +73,8 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
       closeChannel: (channelId) => worker.trigger({ function_id: 'engine::channels::close', payload: { channel_id: channelId } }),
     },
     streamAll: config.streaming === 'all',
-    ...(config.requestLog ? { onRequestLog: (e: RequestLogEntry) => logRequest(log, e) } : {}),
+    exposeErrors: config.exposeErrors,
+    ...(config.requestLog ? { onRequestLog: (e: RequestLogEntry, traceparent: string | undefined) => logRequest(worker, e, traceparent) } : {}),
   });
   boundConnections(server, config.maxConnections, worker.logger);
 
@@ -145,10 +146,10 @@ export async function startHttpWorker(opts: HttpWorkerOptions = {}): Promise<Htt
   };
 }
 
-function logRequest(log: Logger, e: RequestLogEntry): void {
+/** A request's line, in the engine's logs only; under its call's trace when it made one (trace=… in svc logs). */
+function logRequest(worker: Worker, e: RequestLogEntry, traceparent: string | undefined): void {
   const line = `${e.method} ${e.path} ${e.status} ${e.duration_ms}ms`;
-  if (e.status >= 500) log.warn(line, e);
-  else log.info(line, e);
+  worker.log(e.status >= 500 ? 'warn' : 'info', line, e, traceparent === undefined ? {} : { traceparent });
 }
 
 /** Where a client on this machine reaches a server listening on `host`: a wildcard address on loopback. */

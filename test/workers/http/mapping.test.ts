@@ -130,10 +130,20 @@ test('invocation errors map to 503, 504, 413 and 500 with the function code', ()
   assert.ok(isHttpError(413, 'payload_too_large')(invocationErrorToHttp(err('payload_too_large'), 'f', 1)));
   assert.ok(isHttpError(502, 'response_too_large', /^The response of f is too large/)(invocationErrorToHttp(err('result_too_large'), 'f', 1)));
   assert.ok(isHttpError(503, 'binding_not_found')(invocationErrorToHttp(err('binding_not_found'), 'f', 1)));
-  assert.ok(isHttpError(500, 'out_of_stock', /^no more$/)(invocationErrorToHttp(err('out_of_stock', 'no more'), 'f', 1)));
-  assert.ok(isHttpError(500, 'internal_error')(invocationErrorToHttp(new TypeError('boom'), 'f', 1)));
+  // The function's own message reaches the client only with expose_errors; it is kept for the log.
+  const hidden = invocationErrorToHttp(err('out_of_stock', 'SELECT * FROM users WHERE pw=hunter2'), 'f', 1);
+  assert.ok(isHttpError(500, 'out_of_stock', /^Function f failed; its error message is not sent to HTTP clients: find it in the logs .* by this response's trace_id$/)(hidden));
+  assert.doesNotMatch(hidden.message, /hunter2/);
+  assert.equal(hidden.withheldMessage, 'SELECT * FROM users WHERE pw=hunter2');
+  assert.ok(isHttpError(500, 'out_of_stock', /^no more$/)(invocationErrorToHttp(err('out_of_stock', 'no more'), 'f', 1, true)));
+  assert.ok(isHttpError(500, 'internal_error', /^Function f failed; its error message is not sent/)(invocationErrorToHttp(new TypeError('boom /etc/x'), 'f', 1)));
+  assert.ok(isHttpError(500, 'internal_error', /^Calling f failed: boom \/etc\/x$/)(invocationErrorToHttp(new TypeError('boom /etc/x'), 'f', 1, true)));
+  // svc-http's own messages about a call are not the function's: they stay.
+  assert.equal(invocationErrorToHttp(err('function_not_found'), 'f', 1).withheldMessage, undefined);
   const r = errorResponse(new HttpError(404, 'not_found', 'No route for GET /x'));
   assert.deepEqual(r, { status: 404, headers: { 'content-type': 'application/json' }, body: '{"error":{"code":"not_found","message":"No route for GET /x"}}' });
+  const traced = errorResponse(hidden, '0af7651916cd43dd8448eb211c80319c');
+  assert.deepEqual(JSON.parse(traced.body!), { error: { code: 'out_of_stock', message: hidden.message, trace_id: '0af7651916cd43dd8448eb211c80319c' } });
 });
 
 test('worker config: defaults, snake_case keys, refusals', () => {
@@ -142,8 +152,10 @@ test('worker config: defaults, snake_case keys, refusals', () => {
   assert.equal(DEFAULT_HTTP_CONFIG.host, '127.0.0.1');
   assert.equal(DEFAULT_HTTP_CONFIG.bodyLimitBytes, 1048576);
   assert.equal(DEFAULT_HTTP_CONFIG.timeoutMs, undefined, "the engine's default deadline");
-  const c = parseHttpWorkerConfig({ host: '0.0.0.0', port: 8080, body_limit_bytes: 10, timeout_ms: 5, request_log: false, cors: { origins: 'https://a.example' }, streaming: 'all', stream_body_limit_bytes: 20, max_connections: 7, request_timeout_ms: 9000 });
-  assert.deepEqual(c, { host: '0.0.0.0', port: 8080, bodyLimitBytes: 10, streamBodyLimitBytes: 20, maxConnections: 7, requestTimeoutMs: 9000, timeoutMs: 5, requestLog: false, streaming: 'all', cors: { origins: ['https://a.example'] } });
+  const c = parseHttpWorkerConfig({ host: '0.0.0.0', port: 8080, body_limit_bytes: 10, timeout_ms: 5, request_log: false, cors: { origins: 'https://a.example' }, streaming: 'all', stream_body_limit_bytes: 20, max_connections: 7, request_timeout_ms: 9000, expose_errors: true });
+  assert.deepEqual(c, { host: '0.0.0.0', port: 8080, bodyLimitBytes: 10, streamBodyLimitBytes: 20, maxConnections: 7, requestTimeoutMs: 9000, timeoutMs: 5, requestLog: false, streaming: 'all', exposeErrors: true, cors: { origins: ['https://a.example'] } });
+  assert.equal(DEFAULT_HTTP_CONFIG.exposeErrors, false, "a function's error message is not sent by default");
+  assert.throws(() => parseHttpWorkerConfig({ expose_errors: 'yes' }), /expose_errors must be true or false/);
   assert.equal(DEFAULT_HTTP_CONFIG.maxConnections, 10_000);
   assert.throws(() => parseHttpWorkerConfig({ max_connections: 0 }), /max_connections must be an integer from 1 to 1000000, got 0/);
   assert.equal(DEFAULT_HTTP_CONFIG.streamBodyLimitBytes, 1024 ** 3);

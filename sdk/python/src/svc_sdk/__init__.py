@@ -8,7 +8,7 @@ worker.register_function("math::add", lambda data: {"c": data["a"] + data["b"]})
 
 from ._version import __version__
 from .channels import ChannelReader, ChannelWriter, channel_url, is_channel_ref
-from .context import InvocationContext, current_invocation
+from .context import InvocationContext, NoInvocationError, current_invocation, running_invocation
 from .errors import (
     ErrorCode,
     InvalidArgumentError,
@@ -40,6 +40,7 @@ __all__ = [
     "InvocationContext",
     "InvocationError",
     "Logger",
+    "NoInvocationError",
     "PublishResult",
     "ReconnectOptions",
     "SvcError",
@@ -62,4 +63,5 @@ __all__ = [
     "publish_async",
     "redact_address",
     "register_worker",
+    "running_invocation",
 ]

@@ -6,6 +6,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .errors import SvcError
+
 if TYPE_CHECKING:
     from .otel_export import OpenSpan
 
@@ -33,5 +35,33 @@ invocation_var: ContextVar[InvocationContext | None] = ContextVar("svc_invocatio
 
 
 def current_invocation() -> InvocationContext | None:
-    """The invocation whose handler is running in this thread or task, if any."""
+    """The invocation whose handler is running in this thread or task, if any.
+
+    For code that also runs outside handlers. Inside a handler, `running_invocation()` gives the
+    same context typed without `None`, so a type checker needs no check."""
     return invocation_var.get()
+
+
+class NoInvocationError(SvcError, RuntimeError):
+    """`running_invocation()` was called where no handler runs (code `no_invocation`). A
+    `RuntimeError`, as asyncio's `get_running_loop()` raises without a running loop."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("no_invocation", message)
+
+
+def running_invocation() -> InvocationContext:
+    """The invocation whose handler is running in this thread or task.
+
+    Raises `NoInvocationError` (code `no_invocation`) outside a handler: at import time, in a
+    thread the handler started (threads do not inherit context variables; start one with
+    `contextvars.copy_context().run`), or in a callback of the worker's own. Tasks a handler creates
+    (`asyncio.create_task`, `gather`) inherit it."""
+    ctx = invocation_var.get()
+    if ctx is None:
+        raise NoInvocationError(
+            "running_invocation() was called outside a handler: no invocation runs in this thread or task "
+            "(a thread the handler started inherits it only when run with contextvars.copy_context().run); "
+            "use current_invocation(), which returns None there"
+        )
+    return ctx
