@@ -122,6 +122,8 @@ describe('svc --config: the engine command', { timeout: 60_000 }, () => {
       const r = await runSvc(['-c', 'busy.yaml'], { cwd: tmp.dir });
       assert.notEqual(r.code, 0);
       assert.match(r.stderr, new RegExp(`^error: listen_failed: .*port ${busy} is already in use`));
+      // And how to pick another, naming the file given.
+      assert.match(r.stderr, /; choose another port: engine\.port in busy\.yaml, or svc --config busy\.yaml --port 0 for any free one\n$/);
       assert.doesNotMatch(r.stdout, /ready/);
     });
 
