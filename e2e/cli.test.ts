@@ -182,6 +182,13 @@ describe('svc trigger', { timeout: 90_000 }, () => {
     assert.equal(r.stderr, 'error: function_not_found: Function test::ecoh not found\ndid you mean "test::echo"? (svc worker list shows each worker\'s functions)\n');
   });
 
+  // Before: `did you mean "engine::functions::list"?`, a near name of the function called, though
+  // the id not found was the payload's.
+  test('function_not_found of another id than the one called: no suggestion', async () => {
+    const r = await runSvc(['trigger', 'engine::functions::info', 'function_id=test::nope', '--address', engine.url]);
+    assert.deepEqual([r.code, r.stdout, r.stderr], [1, '', 'error: function_not_found: Function test::nope not found\n']);
+  });
+
   test('key=value values are typed as JSON when they parse, else taken as strings', async () => {
     const r = await runSvc([
       'trigger',

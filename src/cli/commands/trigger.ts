@@ -130,7 +130,9 @@ that no worker registered (function_not_found) is followed by the closest one th
         process.stdout.write(printableJson(JSON.stringify({ error: { code, message: err instanceof Error ? err.message : String(err), ...(stack ? { stacktrace: stack } : {}) } })) + '\n');
       } else {
         process.stderr.write(formatError(err) + '\n');
-        if (err instanceof InvocationError && err.code === 'function_not_found' && flags.enqueue === undefined) {
+        // Only when the id not found is the one called: engine::functions::info, or a handler's own
+        // call, answers function_not_found of another id, and a near name of the called one misled.
+        if (err instanceof InvocationError && err.code === 'function_not_found' && flags.enqueue === undefined && err.message.startsWith(`Function ${functionId} not found`)) {
           // The engine names the namespaces that hold this very id: say how to call it there (a
           // near id would be another function).
           if (/registered in namespace/.test(err.message)) process.stderr.write('call it in one of them with svc trigger --namespace <namespace>\n');
