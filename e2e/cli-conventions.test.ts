@@ -158,6 +158,13 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     }
   });
 
+  // Before: "error: Docker is not reachable at …", without the code docs/errors.md gives it.
+  test('svc build without a Docker engine: docker_unavailable, exit 1', async () => {
+    const r = await svc(['build'], { DOCKER_HOST: 'unix:///nonexistent/docker.sock' });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error: docker_unavailable: Docker is not reachable at \/nonexistent\/docker\.sock: .*svc build needs a Docker engine/);
+  });
+
   test('svc worker list without a running engine: KIND is builtin or directory, as with one', async () => {
     const stopped = tempDir();
     try {
