@@ -8,6 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { EngineProcess, ROOT, runSvc, tempDir } from './helpers/cli.js';
@@ -135,6 +136,35 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
 
   // Before: with the engine stopped, KIND showed the built-in's name (svc-state) where a running
   // engine's list says `builtin`, so the column changed meaning with the engine's state.
+  // Before: "error: svc-queue is not running (…)" without a code, unlike svc cron's function_not_found.
+  test('svc queue without svc-queue: function_not_found, and how to start it', async () => {
+    const r = await svc(['queue', 'list']);
+    assert.deepEqual([r.code, r.stderr], [1, 'error: function_not_found: Function queue::list not found (is svc-queue running? svc worker add svc-queue)\n']);
+  });
+
+  // Before: "error: cannot serve the console on …: the port is already in use (use --port)", no code.
+  test('svc console on a taken port: listen_failed, and how to choose another', async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const busy = (blocker.address() as AddressInfo).port;
+    try {
+      const r = await svc(['console', '--port', String(busy)]);
+      assert.deepEqual(
+        [r.code, r.stderr],
+        [1, `error: listen_failed: cannot serve the console on 127.0.0.1:${busy}: the port is already in use; choose another: svc console --port <n> (0: any free port)\n`],
+      );
+    } finally {
+      blocker.close();
+    }
+  });
+
+  // Before: "error: Docker is not reachable at …", without the code docs/errors.md gives it.
+  test('svc build without a Docker engine: docker_unavailable, exit 1', async () => {
+    const r = await svc(['build'], { DOCKER_HOST: 'unix:///nonexistent/docker.sock' });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error: docker_unavailable: Docker is not reachable at \/nonexistent\/docker\.sock: .*svc build needs a Docker engine/);
+  });
+
   test('svc worker list without a running engine: KIND is builtin or directory, as with one', async () => {
     const stopped = tempDir();
     try {
@@ -164,6 +194,11 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
     const after = await svc(['status']);
     assert.equal(after.code, 3);
     assert.match(after.stdout, /No engine is running for config\.yaml/);
+    // With the code every CLI error carries (before: "error: no engine is running …", none).
+    const again = await svc(['stop']);
+    assert.deepEqual([again.code, again.stderr], [1, 'error: engine_not_running: no engine is running for config.yaml\n']);
+    const restart = await svc(['worker', 'restart', 'math-worker']);
+    assert.deepEqual([restart.code, restart.stderr], [1, 'error: engine_not_running: no engine is running for config.yaml (start it: svc --config config.yaml)\n']);
   });
 
   // Before: "No engine is running for config.yaml (start it: svc --config config.yaml, …)" outside
@@ -176,7 +211,7 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
       assert.deepEqual([status.code, status.stdout], [3, `T${line.slice(1)}\n`]);
       for (const args of [['stop'], ['worker', 'restart', 'math-worker']]) {
         const r = await runSvc(args, { cwd: elsewhere.dir });
-        assert.deepEqual([r.code, r.stderr], [1, `error: ${line}\n`], args.join(' '));
+        assert.deepEqual([r.code, r.stderr], [1, `error: invalid_config: ${line}\n`], args.join(' '));
       }
     } finally {
       elsewhere.remove();

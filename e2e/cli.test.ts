@@ -122,6 +122,8 @@ describe('svc --config: the engine command', { timeout: 60_000 }, () => {
       const r = await runSvc(['-c', 'busy.yaml'], { cwd: tmp.dir });
       assert.notEqual(r.code, 0);
       assert.match(r.stderr, new RegExp(`^error: listen_failed: .*port ${busy} is already in use`));
+      // And how to pick another, naming the file given.
+      assert.match(r.stderr, /; choose another port: engine\.port in busy\.yaml, or svc --config busy\.yaml --port 0 for any free one\n$/);
       assert.doesNotMatch(r.stdout, /ready/);
     });
 
@@ -178,6 +180,36 @@ describe('svc trigger', { timeout: 90_000 }, () => {
     assert.equal(r.code, 1);
     assert.equal(r.stdout, '');
     assert.equal(r.stderr, 'error: function_not_found: Function test::ecoh not found\ndid you mean "test::echo"? (svc worker list shows each worker\'s functions)\n');
+  });
+
+  // Before: `did you mean "engine::functions::list"?`, a near name of the function called, though
+  // the id not found was the payload's.
+  test('function_not_found of another id than the one called: no suggestion', async () => {
+    const r = await runSvc(['trigger', 'engine::functions::info', 'function_id=test::nope', '--address', engine.url]);
+    assert.deepEqual([r.code, r.stdout, r.stderr], [1, '', 'error: function_not_found: Function test::nope not found\n']);
+  });
+
+  // Before: only "Function math::add not found", from another project's engine listening on the
+  // port this project's config.yaml names, while this project's engine was not running.
+  test("function_not_found from an engine that is not the project's: a note says which engine answered", async () => {
+    const other = tempDir();
+    try {
+      writeFileSync(join(other.dir, 'config.yaml'), `engine:\n  host: 127.0.0.1\n  port: ${engine.port}\n`);
+      const r = await runSvc(['trigger', 'math::add'], { cwd: other.dir });
+      assert.deepEqual(
+        [r.code, r.stderr],
+        [
+          1,
+          'error: function_not_found: Function math::add not found\n' +
+            `note: no engine of config.yaml is running, so the engine that answered is the one at ws://127.0.0.1:${engine.port} (config.yaml's engine.host:port), another project's? Start this project's: svc --config config.yaml\n`,
+        ],
+      );
+    } finally {
+      other.remove();
+    }
+    // In the project whose engine it is: no note.
+    const own = await runSvc(['trigger', 'math::add'], { cwd: tmp.dir });
+    assert.deepEqual([own.code, own.stderr], [1, 'error: function_not_found: Function math::add not found\n']);
   });
 
   test('key=value values are typed as JSON when they parse, else taken as strings', async () => {

@@ -264,7 +264,7 @@ describe('svc deploy kubernetes', { timeout: 600_000 }, () => {
     writeFileSync(join(bad, 'config.yaml'), 'workers:\n  - name: w\n    builtin: svc-state\n    replcas: 2\n');
     r = await runSvc(['deploy', 'kubernetes', '--config', join(bad, 'config.yaml'), '--redis-url', 'http://x']);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /--redis-url: must start with redis:\/\//);
+    assert.match(r.stderr, /^error: invalid_argument: svc deploy kubernetes: --redis-url: must start with redis:\/\//);
   });
 
   it('a project with no workers yet (svc create, before svc worker add): the engine alone, and says how to add them', async () => {

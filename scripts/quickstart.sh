@@ -48,8 +48,21 @@ cleanup() {
   wait "$ENGINE_PID" 2>/dev/null || true
 }
 trap cleanup EXIT
-for _ in $(seq 1 100); do grep -q 'svc engine ready' engine.log && break; sleep 0.1; done
+# Until it is ready, or has exited (port 49134 taken by another project's engine, say).
+for _ in $(seq 1 300); do
+  grep -q 'svc engine ready' engine.log && break
+  kill -0 "$ENGINE_PID" 2>/dev/null || break
+  sleep 0.1
+done
 cat engine.log
+# One that did not start must stop the script here: the commands below would otherwise reach
+# whatever listens on config.yaml's port.
+if ! grep -q 'svc engine ready' engine.log; then
+  printf '\nThe engine did not start (its output is above), so the quickstart stops here.\n' >&2
+  printf 'If another engine holds port 49134, stop it (svc stop in its project directory) and run this again.\n' >&2
+  KEEP=0
+  exit 1
+fi
 
 step "Adding the workers"
 run svc worker add svc-state

@@ -56,6 +56,21 @@ export function engineAddress(flag?: string): string {
 }
 
 /**
+ * Why engineAddress chose the engine it did, when no engine of ./config.yaml runs here and none was
+ * named (--address, SVC_URL): the address config.yaml gives (or the default one) may be another
+ * project's engine, which answers for functions this project never had. Undefined otherwise.
+ */
+export function unownedAddressNote(flag?: string): string | undefined {
+  if ((flag ?? process.env.SVC_URL) !== undefined || localEngine()) return undefined;
+  const configured = configuredAddress();
+  if (configured === PICKED_AT_START) return undefined;
+  if (configured === undefined) {
+    return `note: there is no config.yaml here, so the engine that answered is the one at the default address ${DEFAULT_ENGINE_URL}; --address (or SVC_URL) names another`;
+  }
+  return `note: no engine of config.yaml is running, so the engine that answered is the one at ${configured} (config.yaml's engine.host:port), another project's? Start this project's: svc --config config.yaml`;
+}
+
+/**
  * `127.0.0.1:49134` as `ws://127.0.0.1:49134` (each of a comma-separated list). Without a scheme,
  * the URL parser read the host as the scheme and the port as a path, and the command said
  * "nothing listens there" of an engine that listened there.

@@ -13,9 +13,16 @@ export const configFlag = Flags.string({ char: 'c', summary: 'Path of config.yam
  * (start it: svc --config config.yaml)" sent a new user to start an empty project where they stood.
  */
 export function noEngineMessage(config: string, start: string): string {
+  return noEngineError(config, start).message;
+}
+
+/** The same as an error of the CLI's (`error: <code>: <message>`): no such file, or no engine running. */
+export function noEngineError(config: string, start: string): { code: string; message: string } {
   const file = resolve(config);
-  if (!existsSync(file)) return `there is no ${config} in ${dirname(file)}: run this in your project's directory (the one holding config.yaml), or pass --config <path>`;
-  return `no engine is running for ${config}${start}`;
+  if (!existsSync(file)) {
+    return { code: 'invalid_config', message: `there is no ${config} in ${dirname(file)}: run this in your project's directory (the one holding config.yaml), or pass --config <path>` };
+  }
+  return { code: 'engine_not_running', message: `no engine is running for ${config}${start}` };
 }
 
 /** The engine running for this config.yaml, if any. */

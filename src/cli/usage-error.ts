@@ -34,6 +34,12 @@ export function usageLine(id: string | undefined, what: string): string {
   return printable(`error: invalid_argument: ${command}: ${what}; ${command} --help shows its usage`) + '\n';
 }
 
+/** Print usageLine's line for a command line a command itself refuses (after oclif parsed it), and exit 2. */
+export function usageFail(id: string, what: string): never {
+  process.stderr.write(usageLine(id, what));
+  process.exit(2);
+}
+
 /**
  * `svc worker list extra`: oclif looks for a command "worker:list:extra" when the command takes no
  * arguments. The line for that, when a leading part of `id` is a command; else undefined.

@@ -94,7 +94,11 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   } catch (e) {
     if (e instanceof EngineStartError) throw e;
     const err = e as NodeJS.ErrnoException;
-    const why = err.code === 'EADDRINUSE' ? `port ${options.port} is already in use (is another engine running?)` : err.message;
+    // A new user's second project (or another engine) holds the default port: say how to pick another.
+    const why =
+      err.code === 'EADDRINUSE'
+        ? `port ${options.port} is already in use (is another engine running?); choose another port: engine.port in ${shownFile}, or svc --config ${shownFile} --port 0 for any free one`
+        : err.message;
     throw new DaemonStartError('listen_failed', `cannot start the engine on ${options.host}:${options.port}: ${why}`);
   }
   // With tokens on, workers the engine starts itself get a token of the engine's own (admin),

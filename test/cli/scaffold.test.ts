@@ -205,7 +205,7 @@ describe('svc create / svc project init', { timeout: 60_000 }, () => {
     assert.ok(r.stdout.includes('cd my-project'), r.stdout);
     const both = await runSvc(['create', 'one', '--directory', 'two'], { cwd: tmp.dir });
     assert.equal(both.code, 2);
-    assert.equal(both.stderr, 'error: two directories given: one and --directory two; give one\n');
+    assert.equal(both.stderr, 'error: invalid_argument: svc create: two directories given: one and --directory two; give one; svc create --help shows its usage\n');
   });
 
   test('a target that is a file, or a missing project name, is a usage error (exit 2)', async () => {
@@ -216,6 +216,9 @@ describe('svc create / svc project init', { timeout: 60_000 }, () => {
     const n = await runSvc(['project', 'init'], { cwd: tmp.dir });
     assert.equal(n.code, 2);
     assert.match(n.stderr, /^error: invalid_argument: svc project init: missing argument NAME, Name of the project directory to create; /);
+    // Before: "error: the project name must not be empty", without the code.
+    const blank = await runSvc(['project', 'init', ' '], { cwd: tmp.dir });
+    assert.deepEqual([blank.code, blank.stderr], [2, 'error: invalid_argument: svc project init: the project name must not be empty; svc project init --help shows its usage\n']);
   });
 });
 

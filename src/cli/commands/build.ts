@@ -31,7 +31,7 @@ Exit 2 for a bad config.yaml, manifest or --registry; 1 when Docker is unreachab
     try {
       await docker.ping();
     } catch (e) {
-      fail(`Docker is not reachable at ${where}: ${(e as Error).message.split('\n')[0]} — svc build needs a Docker engine (as root: scripts/start-dockerd.sh; DOCKER_HOST for another one)`, 1);
+      fail(`docker_unavailable: Docker is not reachable at ${where}: ${(e as Error).message.split('\n')[0]} — svc build needs a Docker engine (as root: scripts/start-dockerd.sh; DOCKER_HOST for another one)`, 1);
     }
     try {
       const r = await buildProjectImages(docker, {

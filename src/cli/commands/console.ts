@@ -47,7 +47,7 @@ own page (Origin), and only to API requests carrying the page's session token (d
       });
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
-      if (err.code === 'EADDRINUSE') fail(`cannot serve the console on ${flags.host}:${flags.port}: the port is already in use (use --port)`, 1);
+      if (err.code === 'EADDRINUSE') fail(`listen_failed: cannot serve the console on ${flags.host}:${flags.port}: the port is already in use; choose another: svc console --port <n> (0: any free port)`, 1);
       fail(err.message, 1);
     }
     const shown = redactAddress(engineUrl);

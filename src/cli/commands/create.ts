@@ -1,5 +1,6 @@
 import { Args, Command, Flags } from '@oclif/core';
 import { fail } from '../client.js';
+import { usageFail } from '../usage-error.js';
 import { DEFAULT_TEMPLATE, describeResult, scaffold, ScaffoldError, templateChoices } from '../scaffold.js';
 
 export default class Create extends Command {
@@ -24,7 +25,7 @@ Exit code 2 for an unknown template, or for a directory that is not empty (unles
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Create);
     if (args.directory !== undefined && flags.directory !== undefined && args.directory !== flags.directory) {
-      fail(`two directories given: ${args.directory} and --directory ${flags.directory}; give one`, 2);
+      usageFail('create', `two directories given: ${args.directory} and --directory ${flags.directory}; give one`);
     }
     try {
       const result = scaffold({ template: flags.template, target: args.directory ?? flags.directory ?? flags.template, force: flags.force });

@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
 import { Command, Flags } from '@oclif/core';
 import { readEngineState } from '../../daemon/engine-state.js';
-import { fail } from '../client.js';
-import { configFlag, noEngineMessage } from '../project.js';
+import { fail, failWith } from '../client.js';
+import { configFlag, noEngineError } from '../project.js';
 
 export default class Stop extends Command {
   static override summary = 'Stop the engine of config.yaml (and the workers it runs), as Ctrl-C would.';
@@ -18,7 +18,7 @@ for engine.shutdown_grace_ms, then its workers stop and it exits. Waits until it
     const { flags } = await this.parse(Stop);
     const file = resolve(flags.config);
     const engine = readEngineState(file);
-    if (!engine) fail(noEngineMessage(flags.config, ''), 1);
+    if (!engine) failWith(noEngineError(flags.config, ''), 1);
     process.kill(engine.pid, 'SIGTERM');
     const deadline = Date.now() + flags.timeout * 1000;
     while (readEngineState(file)?.pid === engine.pid) {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Args, Command, Flags } from '@oclif/core';
-import { engineAddress, formatError, withClient } from '../client.js';
+import { engineAddress, formatError, unownedAddressNote, withClient } from '../client.js';
 import { engineFlags, withEngine } from '../engine-flags.js';
 import { usageLine } from '../usage-error.js';
 import { InvocationError } from 'svc-sdk';
@@ -69,7 +69,10 @@ invocation_failed (an exception without a code of its own: usually a bug), its f
 on stderr; another error with a stack (one with a code of its own that is not an SvcError, such as
 ENOENT) says a trace is there. --verbose shows the whole trace for any error. With --json
 the error is printed on stdout as {"error": {"code", "message", "stacktrace"?}} instead. A function id
-that no worker registered (function_not_found) is followed by the closest one that is, if any.`;
+that no worker registered (function_not_found) is followed by the closest one that is, if any, and,
+when no engine of ./config.yaml is running and neither --address nor SVC_URL named one, by a note
+saying which engine answered (config.yaml's engine.host:port, or the default address, may be
+another project's engine).`;
   static override examples = [
     'svc trigger math::add a=2 b=3',
     `svc trigger --function-id=math::add --payload='{"a":2,"b":3}'`,
@@ -130,7 +133,9 @@ that no worker registered (function_not_found) is followed by the closest one th
         process.stdout.write(printableJson(JSON.stringify({ error: { code, message: err instanceof Error ? err.message : String(err), ...(stack ? { stacktrace: stack } : {}) } })) + '\n');
       } else {
         process.stderr.write(formatError(err) + '\n');
-        if (err instanceof InvocationError && err.code === 'function_not_found' && flags.enqueue === undefined) {
+        // Only when the id not found is the one called: engine::functions::info, or a handler's own
+        // call, answers function_not_found of another id, and a near name of the called one misled.
+        if (err instanceof InvocationError && err.code === 'function_not_found' && flags.enqueue === undefined && err.message.startsWith(`Function ${functionId} not found`)) {
           // The engine names the namespaces that hold this very id: say how to call it there (a
           // near id would be another function).
           if (/registered in namespace/.test(err.message)) process.stderr.write('call it in one of them with svc trigger --namespace <namespace>\n');
@@ -139,6 +144,9 @@ that no worker registered (function_not_found) is followed by the closest one th
             if (near) process.stderr.write(printable(`did you mean "${near}"? (svc worker list shows each worker's functions)`) + '\n');
           }
         }
+        // A function this project has, not found: maybe the engine that answered is not its own.
+        const note = err instanceof InvocationError && err.code === 'function_not_found' ? unownedAddressNote(flags.address) : undefined;
+        if (note) process.stderr.write(note + '\n');
         // With --enqueue the call is svc-queue's engine::queue::enqueue: a trace is svc-queue's, not the function's.
         const from = flags.enqueue !== undefined ? 'svc-queue' : "the function's worker";
         if (stack && (flags.verbose || (err as InvocationError).code === 'invocation_failed')) {

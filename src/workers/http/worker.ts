@@ -181,7 +181,7 @@ function listen(app: (req: IncomingMessage, res: ServerResponse) => void, port: 
       resolve(server);
     });
     server.once('error', (e: NodeJS.ErrnoException) => {
-      reject(e.code === 'EADDRINUSE' ? Object.assign(new Error(`port ${port} on ${host} is already in use; set port in its config`), { code: 'port_in_use' }) : e);
+      reject(e.code === 'EADDRINUSE' ? Object.assign(new Error(`port ${port} on ${host} is already in use; choose another: svc worker add svc-http --set port=<n> (0: any free port), or port: in its config.yaml entry`), { code: 'port_in_use' }) : e);
     });
   });
 }

@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { registerWorker } from 'svc-sdk';
 import { startEngine } from '../../helpers/engine.js';
@@ -67,6 +67,23 @@ test('main: an invalid config exits 2 with a message naming the key', async () =
   const [code2] = await once(q.child, 'exit');
   assert.equal(code2, 2);
   assert.match(q.err(), /^svc-http: SVC_WORKER_CONFIG is not valid JSON/);
+});
+
+test('main: a taken port exits 1 with a message naming the port and how to choose another', async () => {
+  const blocker = createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+  const busy = (blocker.address() as AddressInfo).port;
+  try {
+    const p = run({ SVC_URL: engine.url, SVC_WORKER_CONFIG: JSON.stringify({ port: busy, request_log: false }) });
+    const [code] = await once(p.child, 'exit');
+    assert.equal(code, 1);
+    assert.equal(
+      p.err(),
+      `svc-http: port ${busy} on 127.0.0.1 is already in use; choose another: svc worker add svc-http --set port=<n> (0: any free port), or port: in its config.yaml entry\n`,
+    );
+  } finally {
+    blocker.close();
+  }
 });
 
 test('main: a flood of connections that takes every file descriptor does not end svc-http, which serves again after it', async () => {

@@ -4,6 +4,7 @@ import { ConfigFileError } from '../../../engine/config/config-error.js';
 import { fail, failWith } from '../../client.js';
 import { DeployError, writeKubernetesManifests } from '../../deploy/kubernetes-project.js';
 import { configFlag } from '../../project.js';
+import { usageFail } from '../../usage-error.js';
 
 export default class DeployKubernetes extends Command {
   static override summary = 'Write Kubernetes manifests for the project: the engine, Redis, the built-ins and one Deployment per worker.';
@@ -30,7 +31,7 @@ export default class DeployKubernetes extends Command {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(DeployKubernetes);
-    if (flags['redis-url'] !== undefined && !/^rediss?:\/\/./.test(flags['redis-url'])) fail(`--redis-url: must start with redis:// or rediss://, got ${JSON.stringify(flags['redis-url'])}`, 2);
+    if (flags['redis-url'] !== undefined && !/^rediss?:\/\/./.test(flags['redis-url'])) usageFail('deploy:kubernetes', `--redis-url: must start with redis:// or rediss://, got ${JSON.stringify(flags['redis-url'])}`);
     try {
       const r = writeKubernetesManifests({
         configFile: flags.config,

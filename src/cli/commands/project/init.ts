@@ -1,4 +1,5 @@
 import { fail } from '../../client.js';
+import { usageFail } from '../../usage-error.js';
 import { Args, Command, Flags } from '@oclif/core';
 import { DEFAULT_TEMPLATE, describeResult, scaffold, ScaffoldError, templateChoices } from '../../scaffold.js';
 
@@ -18,7 +19,7 @@ Exit code 2 for an unknown template, or for a directory that is not empty (unles
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(ProjectInit);
-    if (args.name.trim() === '') fail('the project name must not be empty', 2);
+    if (args.name.trim() === '') usageFail('project:init', 'the project name must not be empty');
     try {
       const result = scaffold({ template: flags.template, target: args.name, force: flags.force });
       this.log(describeResult(result));

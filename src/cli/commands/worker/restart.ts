@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { Args, Command, Flags } from '@oclif/core';
-import { fail } from '../../client.js';
-import { configFlag, noEngineMessage, runningEngine } from '../../project.js';
+import { failWith } from '../../client.js';
+import { configFlag, noEngineError, runningEngine } from '../../project.js';
 import { startWorker, waitFlag, whatItServes, whereItRuns } from '../../worker-start.js';
 
 export default class WorkerRestart extends Command {
@@ -14,7 +14,7 @@ export default class WorkerRestart extends Command {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(WorkerRestart);
     const engine = runningEngine(resolve(flags.config));
-    if (!engine) fail(noEngineMessage(flags.config, ` (start it: svc --config ${flags.config})`), 1);
+    if (!engine) failWith(noEngineError(flags.config, ` (start it: svc --config ${flags.config})`), 1);
     const d = await startWorker(engine, 'engine::supervisor::restart', { name: args.name, force: flags.force }, flags.wait);
     this.log(`✓ restarted ${args.name} (${whereItRuns(d)})${d.ready ? `, connected${whatItServes(d)}` : `; not connected yet${flags.wait > 0 ? ` after ${flags.wait}s` : ''} (svc worker list, svc worker logs ${args.name})`}`);
   }
