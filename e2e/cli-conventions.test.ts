@@ -183,7 +183,7 @@ describe('CLI conventions', { timeout: 120_000 }, () => {
   test('svc status, then svc stop', async () => {
     const status = await svc(['status']);
     assert.equal(status.code, 0, status.stderr);
-    assert.match(status.stdout, new RegExp(`^engine   ${engine.url.replace(/[.]/g, '\\.')} \\(pid \\d+, up \\d+s\\)\\nworkers  0 supervised, 0 connected\\nfunctions 0\\n$`));
+    assert.match(status.stdout, new RegExp(`^engine    ${engine.url.replace(/[.]/g, '\\.')} \\(pid \\d+, up \\d+s\\)\\nworkers   0 supervised, 0 connected\\nfunctions 0\\n$`));
     const json = JSON.parse((await svc(['status', '--json'])).stdout) as { running: boolean; pid: number };
     assert.equal(json.running, true);
     assert.equal(json.pid, engine.child.pid);

@@ -49,11 +49,11 @@ export default class Status extends Command {
         return;
       }
       const up = Math.round((Date.now() - Date.parse(engine.started_at)) / 1000);
-      this.log(`engine   ${engine.url} (pid ${engine.pid}, up ${up}s)`);
+      this.log(`engine    ${engine.url} (pid ${engine.pid}, up ${up}s)`);
       // svc-http's address: with `port: 0` nothing else but its log says which port it bound.
-      for (const w of workers) if (w.urls?.length) this.log(printable(`http     ${w.urls.join(', ')} (${w.name})`));
+      for (const w of workers) if (w.urls?.length) this.log(printable(`http      ${w.urls.join(', ')} (${w.name})`));
       const down = workers.filter((w) => w.status !== 'running' || w.connections < w.replicas);
-      this.log(`workers  ${workers.length} supervised, ${workers.length - down.length} connected${down.length ? `, ${down.length} not: ${down.map((w) => `${w.name} (${w.status})`).join(', ')}` : ''}`);
+      this.log(`workers   ${workers.length} supervised, ${workers.length - down.length} connected${down.length ? `, ${down.length} not: ${down.map((w) => `${w.name} (${w.status})`).join(', ')}` : ''}`);
       this.log(`functions ${own.length}${own.length ? `: ${own.slice(0, 12).join(', ')}${own.length > 12 ? ', …' : ''}` : ''}`);
       if (workers.length) {
         this.log('');
