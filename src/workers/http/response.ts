@@ -134,30 +134,38 @@ export function errorResponse(err: HttpError, traceId?: string): HttpResponseSpe
  * an exception's text can hold SQL, paths or secrets, and the client may be anyone on the network
  * (express in production and FastAPI answer a bare "Internal Server Error" too). The engine logs
  * the real message with the call's trace id, which the response carries (errorResponse).
+ *
+ * The same holds for the other statuses: a function may throw an error with any code, one of the
+ * engine's too (`cancelled`, `function_not_found`: a nested call's failure passed on), so the
+ * error's message after svc-http's own text (`(…)`, `: …`) is sent only with `exposeErrors`; else
+ * it is kept for the request log (`error_message`).
  */
 export function invocationErrorToHttp(err: unknown, functionId: string, timeoutMs: number, exposeErrors = false): HttpError {
   if (err instanceof HttpError) return err;
   const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
   const message = err instanceof Error ? err.message : String(err);
+  /** svc-http's own `text`, with `detail` (which holds the error's message) only with exposeErrors. */
+  const said = (status: number, outCode: string, text: string, detail: string): HttpError =>
+    exposeErrors ? new HttpError(status, outCode, text + detail) : new HttpError(status, outCode, text, undefined, message);
   switch (code.toLowerCase()) {
     case 'function_not_found':
-      return new HttpError(503, code, `Function ${functionId} is not registered; is its worker running? (${message})`);
+      return said(503, code, `Function ${functionId} is not registered; is its worker running?`, ` (${message})`);
     case 'binding_not_found':
-      return new HttpError(503, code, `The route to ${functionId} is being removed: the worker that bound it unregistered it or left (${message})`);
+      return said(503, code, `The route to ${functionId} is being removed: the worker that bound it unregistered it or left`, ` (${message})`);
     case 'invocation_stopped':
-      return new HttpError(503, code, `The worker of ${functionId} went away during the call (${message})`);
+      return said(503, code, `The worker of ${functionId} went away during the call`, ` (${message})`);
     case 'connection_lost':
     case 'shutting_down':
     case 'cancelled':
-      return new HttpError(503, code, `Could not complete the call of ${functionId}: ${message}`);
+      return said(503, code, `Could not complete the call of ${functionId}`, `: ${message}`);
     case 'timeout':
       return new HttpError(504, 'timeout', `Function ${functionId} did not answer within ${timeoutMs} ms`);
     case 'payload_too_large':
     case 'frame_too_large':
-      return new HttpError(413, 'payload_too_large', `The request is too large to forward to ${functionId}: ${message}`);
+      return said(413, 'payload_too_large', `The request is too large to forward to ${functionId}`, `: ${message}`);
     case 'result_too_large':
       // The function answered, but its answer cannot pass through the engine: a bad gateway.
-      return new HttpError(502, 'response_too_large', `The response of ${functionId} is too large to pass through the engine: ${message}`);
+      return said(502, 'response_too_large', `The response of ${functionId} is too large to pass through the engine`, `: ${message}`);
     case '':
       return exposeErrors ? new HttpError(500, 'internal_error', `Calling ${functionId} failed: ${message}`) : withheld(500, 'internal_error', functionId, `Calling ${functionId} failed: ${message}`);
     default:

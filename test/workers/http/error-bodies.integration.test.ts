@@ -57,14 +57,19 @@ describe('svc-http: the body of a failed function', () => {
       throw new Error(`crashed: ${SECRET}`);
     });
     app.registerFunction('shop::refuse', () => ({ status_code: 422, body: { error: { code: 'invalid_quantity', message: 'quantity must be at least 1' } } }));
+    // Codes the engine also uses, thrown by the function (a nested call's failure passed on, say).
+    app.registerFunction('shop::relayed', (data: { query_params?: { code?: string } }) => {
+      throw Object.assign(new Error(`Function billing::charge failed: ${SECRET}`), { code: data.query_params?.code ?? 'cancelled' });
+    });
     for (const [function_id, api_path] of [
       ['shop::coded', '/coded'],
       ['shop::crash', '/crash'],
       ['shop::refuse', '/refuse'],
+      ['shop::relayed', '/relayed'],
     ] as const) {
       await app.registerTrigger({ type: 'http', function_id, config: { api_path, http_method: 'GET' } });
     }
-    await eventually(() => assert.ok(quiet.routes.size === 3 && exposing.routes.size === 3), 10_000);
+    await eventually(() => assert.ok(quiet.routes.size === 4 && exposing.routes.size === 4), 10_000);
   });
   after(async () => {
     await app?.shutdown();
@@ -103,6 +108,32 @@ describe('svc-http: the body of a failed function', () => {
     assert.equal(request?.worker_name, 'svc-http');
     assert.equal(request?.data?.error_code, 'db_unavailable');
     assert.equal(request?.data?.error_message, `db refused: ${SECRET}`);
+  });
+
+  test("a function's error with one of the engine's codes keeps its status, not its message", async () => {
+    for (const [code, status] of [
+      ['cancelled', 503],
+      ['function_not_found', 503],
+      ['invocation_stopped', 503],
+      ['binding_not_found', 503],
+      ['payload_too_large', 413],
+      ['result_too_large', 502],
+    ] as const) {
+      const r = await get(quiet, `/relayed?code=${code}`);
+      assert.equal(r.status, status, code);
+      assert.doesNotMatch(r.text, /hunter2|\/srv\/app|billing/, `the function's message reached the client: ${r.text}`);
+      const { error } = JSON.parse(r.text) as ErrorBody;
+      assert.match(error.trace_id ?? '', /^[0-9a-f]{32}$/, code);
+      const told = await get(exposing, `/relayed?code=${code}`);
+      assert.equal(told.status, status, code);
+      assert.match(told.text, /hunter2/, `expose_errors sends it: ${told.text}`);
+    }
+    // The request line keeps what the response withheld.
+    const { error } = JSON.parse((await get(quiet, '/relayed?code=cancelled')).text) as ErrorBody;
+    await eventually(async () => {
+      const line = (await logsWith('GET /relayed 503')).find((l) => l.trace_id === error.trace_id);
+      assert.equal(line?.data?.error_message, `Function billing::charge failed: ${SECRET}`);
+    });
   });
 
   test('with expose_errors the message is sent, with the trace_id', async () => {

@@ -138,8 +138,17 @@ test('invocation errors map to 503, 504, 413 and 500 with the function code', ()
   assert.ok(isHttpError(500, 'out_of_stock', /^no more$/)(invocationErrorToHttp(err('out_of_stock', 'no more'), 'f', 1, true)));
   assert.ok(isHttpError(500, 'internal_error', /^Function f failed; its error message is not sent/)(invocationErrorToHttp(new TypeError('boom /etc/x'), 'f', 1)));
   assert.ok(isHttpError(500, 'internal_error', /^Calling f failed: boom \/etc\/x$/)(invocationErrorToHttp(new TypeError('boom /etc/x'), 'f', 1, true)));
-  // svc-http's own messages about a call are not the function's: they stay.
-  assert.equal(invocationErrorToHttp(err('function_not_found'), 'f', 1).withheldMessage, undefined);
+  // A function may throw an engine's code too: svc-http's own text goes, the error's message only
+  // with expose_errors (else it is kept for the request log).
+  for (const [code, status] of [['function_not_found', 503], ['binding_not_found', 503], ['invocation_stopped', 503], ['cancelled', 503], ['connection_lost', 503], ['shutting_down', 503], ['payload_too_large', 413], ['frame_too_large', 413], ['result_too_large', 502]] as const) {
+    const quiet = invocationErrorToHttp(err(code, 'pw=hunter2'), 'f', 1);
+    assert.equal(quiet.status, status, code);
+    assert.doesNotMatch(quiet.message, /hunter2/, code);
+    assert.equal(quiet.withheldMessage, 'pw=hunter2', code);
+    const told = invocationErrorToHttp(err(code, 'pw=hunter2'), 'f', 1, true);
+    assert.match(told.message, /hunter2/, code);
+    assert.equal(told.withheldMessage, undefined, code);
+  }
   const r = errorResponse(new HttpError(404, 'not_found', 'No route for GET /x'));
   assert.deepEqual(r, { status: 404, headers: { 'content-type': 'application/json' }, body: '{"error":{"code":"not_found","message":"No route for GET /x"}}' });
   const traced = errorResponse(hidden, '0af7651916cd43dd8448eb211c80319c');
