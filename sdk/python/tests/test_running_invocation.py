@@ -40,7 +40,15 @@ def test_inside_handlers_it_is_the_running_call(make_worker: WorkerFactory) -> N
             await asyncio.sleep(0)
             return running_invocation().function_id
 
-        return {"fid": running_invocation().function_id, "child": await asyncio.create_task(child())}
+        def in_thread() -> str:
+            return running_invocation().function_id
+
+        # asyncio.to_thread runs it in a copy of the context (loop.run_in_executor would not).
+        return {
+            "fid": running_invocation().function_id,
+            "child": await asyncio.create_task(child()),
+            "thread": await asyncio.to_thread(in_thread),
+        }
 
     def in_threads(data: Any) -> Any:
         # A plain thread starts with an empty context; copy_context().run carries the invocation.
@@ -68,7 +76,7 @@ def test_inside_handlers_it_is_the_running_call(make_worker: WorkerFactory) -> N
     got = w.trigger({"function_id": "py::plain", "payload": {}, "metadata": {"k": 1}})
     assert got == {"fid": "py::plain", "same": True, "meta": {"k": 1}}
     got = w.trigger({"function_id": "py::in_a_task", "payload": {}})
-    assert got == {"fid": "py::in_a_task", "child": "py::in_a_task"}
+    assert got == {"fid": "py::in_a_task", "child": "py::in_a_task", "thread": "py::in_a_task"}
     got = w.trigger({"function_id": "py::in_threads", "payload": {}})
     assert got == {"plain": "no_invocation", "copied": "py::in_threads"}
 

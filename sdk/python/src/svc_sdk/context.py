@@ -55,13 +55,15 @@ def running_invocation() -> InvocationContext:
 
     Raises `NoInvocationError` (code `no_invocation`) outside a handler: at import time, in a
     thread the handler started (threads do not inherit context variables; start one with
-    `contextvars.copy_context().run`), or in a callback of the worker's own. Tasks a handler creates
-    (`asyncio.create_task`, `gather`) inherit it."""
+    `contextvars.copy_context().run`, as `asyncio.to_thread` does and `loop.run_in_executor` does
+    not), or in a callback of the worker's own. Tasks a handler creates (`asyncio.create_task`,
+    `gather`) inherit it."""
     ctx = invocation_var.get()
     if ctx is None:
         raise NoInvocationError(
             "running_invocation() was called outside a handler: no invocation runs in this thread or task "
-            "(a thread the handler started inherits it only when run with contextvars.copy_context().run); "
+            "(a thread the handler started inherits it only when run with contextvars.copy_context().run, "
+            "as asyncio.to_thread does and loop.run_in_executor does not); "
             "use current_invocation(), which returns None there"
         )
     return ctx
