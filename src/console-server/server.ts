@@ -89,11 +89,18 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   let backgroundCalls = 0;
   const backgroundParent = (): { traceparent: string } => {
     const n = (++backgroundCalls).toString(16).padStart(16, '0');
-    return { traceparent: `00-${backgroundTracePrefix}${n}-${n}-01` };
+    return { traceparent: `00-${backgroundTracePrefix}${n}-${backgroundTracePrefix}-01` };
   };
 
-  /** A new trace for a call the user made; its span names a parent span the console never exports, as a background read's does. */
-  const userParent = (): { traceparent: string } => ({ traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01` });
+  /**
+   * A new trace for a call the user made. The console has no span of its own: a parent id that
+   * repeats the trace id's first 16 digits tells the engine the call's span is the trace's root
+   * (src/engine/traces.ts, namesNoParent), as a background read's does.
+   */
+  const userParent = (): { traceparent: string } => {
+    const traceId = randomBytes(16).toString('hex');
+    return { traceparent: `00-${traceId}-${traceId.slice(0, 16)}-01` };
+  };
 
   app.get('/api/session', (_req, res) => {
     res.setHeader('Cache-Control', 'no-store');

@@ -18,7 +18,7 @@ import { functionNotFound } from './namespaces.js';
 import type { EngineOptions } from './options.js';
 import type { Peer } from './peer.js';
 import type { Registry } from './registry.js';
-import { parseTraceparent, type SpanStatus } from './traces.js';
+import { namesNoParent, parseTraceparent, type SpanStatus } from './traces.js';
 import { Observers } from './observers.js';
 
 /**
@@ -214,7 +214,8 @@ export class Invocations implements CallBooks {
         traceparent = '00-' + traceId + '-' + this.ids.spanPrefix + hex + '-' + (parent?.flags ?? '01');
       } else if (parent) {
         traceId = parent.traceId;
-        parentSpanId = parent.parentId;
+        // A caller that starts the trace without a span of its own names none (namesNoParent).
+        parentSpanId = namesNoParent(traceId, parent.parentId) ? '' : parent.parentId;
         traceparent = '00-' + traceId + '-' + this.ids.spanPrefix + hex + '-' + parent.flags;
       } else {
         traceparent = this.ids.rootTraceparent(hex);

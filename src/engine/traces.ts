@@ -114,6 +114,19 @@ export function adoptIiiParents(spans: Span[], declared: readonly string[]): voi
 
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
+/**
+ * Whether a traceparent's parent id names no span: it repeats the first 16 hex digits of the trace id.
+ * A caller that starts a trace without a span of its own (svc-http for each request's call, the
+ * console) sends one, so that it knows the trace id before the call (an error response names it)
+ * while the call's span is the trace's root: a parent span nobody exports left trace UIs without a
+ * root (Tempo: "root span not yet received"; Jaeger: "invalid parent span IDs"). A random span id
+ * matches by chance once in 2^64; Zipkin's convention (a root's span id is the trace id's last 16
+ * digits) does not match it.
+ */
+export function namesNoParent(traceId: string, parentId: string): boolean {
+  return traceId.startsWith(parentId);
+}
+
 /** The trace id, parent span id and flags of a W3C traceparent, or null when it is not one. */
 export function parseTraceparent(tp: string | undefined | null): { traceId: string; parentId: string; flags: string } | null {
   if (!tp || tp.length !== 55) return null;

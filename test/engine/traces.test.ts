@@ -175,6 +175,15 @@ describe('traces', () => {
       assert.ok(fresh);
       assert.notEqual(fresh.traceId, traceId);
       assert.equal((await get(fresh.traceId)).spans[0]!.parent_span_id, null);
+
+      // A parent id that repeats the trace id's first 16 digits names no span (svc-http's, the
+      // console's): the trace is the caller's, the call's span its root, also over OTLP.
+      const started = '5c0ffee0d15ea5e5000000000000002a';
+      raw.send({ type: 'invokefunction', invocation_id: 'a3', function_id: 't::leaf', data: {}, traceparent: `00-${started}-${started.slice(0, 16)}-01` });
+      await raw.next((f) => f.type === 'invocationresult' && f.invocation_id === 'a3');
+      const root = (await get(started)).spans;
+      assert.deepEqual(root.map((s) => [s.function_id, s.parent_span_id, s.depth]), [['t::leaf', null, 0]]);
+      assert.equal(parseTraceparent(seenTraceparents.get('t::leaf'))?.parentId, root[0]!.span_id, "the callee's traceparent names the call's span");
     } finally {
       raw.close();
     }

@@ -75,14 +75,13 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   app.disable('x-powered-by');
   // Each request's call starts a trace of svc-http's own, so that an error response can name it
   // (trace_id): the engine logs a function's failure, and the function its lines, under it. A random
-  // prefix per app and a counter: unique ids with no random draw per request. The span id names a
-  // parent span svc-http never exports (as the console's calls do): the call's span is the root.
+  // prefix per app and a counter: unique ids with no random draw per request. svc-http has no span
+  // of its own: the parent id repeats the prefix, which tells the engine the call's span is the
+  // trace's root (src/engine/traces.ts, namesNoParent), not the child of a span nobody exports.
   const tracePrefix = randomBytes(8).toString('hex');
+  const tail = `-${tracePrefix}-01`;
   let traces = 0;
-  const newTraceparent = (): string => {
-    const n = (++traces).toString(16).padStart(16, '0');
-    return `00-${tracePrefix}${n}-${n}-01`;
-  };
+  const newTraceparent = (): string => `00-${tracePrefix}${(++traces).toString(16).padStart(16, '0')}${tail}`;
   // An ETag per response means hashing every body; functions that want caching set their own headers.
   app.set('etag', false);
   // Node's querystring: flat keys, repeated keys as arrays. No nested `a[b]=` objects as qs would build.

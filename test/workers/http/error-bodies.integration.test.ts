@@ -108,6 +108,10 @@ describe('svc-http: the body of a failed function', () => {
     assert.equal(request?.worker_name, 'svc-http');
     assert.equal(request?.data?.error_code, 'db_unavailable');
     assert.equal(request?.data?.error_message, `db refused: ${SECRET}`);
+    // The trace is the call's: its span is the root (svc-http names no span of its own), so trace
+    // UIs fed over OTLP have a root, not a child of a parent nobody exports.
+    const trace = (await app.trigger({ function_id: 'engine::traces::get', payload: { trace_id: error.trace_id } })) as { spans: Array<{ function_id: string; parent_span_id: string | null }> };
+    assert.deepEqual(trace.spans.map((s) => [s.function_id, s.parent_span_id]), [['shop::coded', null]]);
   });
 
   test("a function's error with one of the engine's codes keeps its status, not its message", async () => {
