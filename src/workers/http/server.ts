@@ -5,7 +5,6 @@
  *
  * Order per request: CORS → route lookup (404/405 before the body is read) → body → call → response.
  */
-import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import cors, { type CorsOptions } from 'cors';
 import type { CorsConfig } from './config.js';
@@ -15,6 +14,7 @@ import type { RouteMatch, RouteTable } from './route-table.js';
 import { DEFAULT_STREAM_BODY_LIMIT } from './config.js';
 import { buffersBody, checkDeclaredLength, checkEncoding } from './stream-request.js';
 import { serveStreamed, type StreamingHooks } from './stream-response.js';
+import { traceparentMaker } from './trace-ids.js';
 
 export interface RequestLogEntry {
   method: string;
@@ -74,14 +74,8 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   // Each request's call starts a trace of svc-http's own, so that an error response can name it
-  // (trace_id): the engine logs a function's failure, and the function its lines, under it. A random
-  // prefix per app and a counter: unique ids with no random draw per request. svc-http has no span
-  // of its own: the parent id repeats the prefix, which tells the engine the call's span is the
-  // trace's root (src/engine/traces.ts, namesNoParent), not the child of a span nobody exports.
-  const tracePrefix = randomBytes(8).toString('hex');
-  const tail = `-${tracePrefix}-01`;
-  let traces = 0;
-  const newTraceparent = (): string => `00-${tracePrefix}${(++traces).toString(16).padStart(16, '0')}${tail}`;
+  // (trace_id): the engine logs a function's failure, and the function its lines, under it.
+  const newTraceparent = traceparentMaker();
   // An ETag per response means hashing every body; functions that want caching set their own headers.
   app.set('etag', false);
   // Node's querystring: flat keys, repeated keys as arrays. No nested `a[b]=` objects as qs would build.
