@@ -65,7 +65,9 @@ export function unownedAddressNote(flag?: string): string | undefined {
   const configured = configuredAddress();
   if (configured === PICKED_AT_START) return undefined;
   if (configured === undefined) {
-    return `note: there is no config.yaml here, so the engine that answered is the one at the default address ${DEFAULT_ENGINE_URL}; --address (or SVC_URL) names another`;
+    // configuredAddress reads no address from a config.yaml it cannot parse either.
+    const why = existsSync(resolve('config.yaml')) ? 'config.yaml here is not valid (svc --config config.yaml says why)' : 'there is no config.yaml here';
+    return `note: ${why}, so the engine that answered is the one at the default address ${DEFAULT_ENGINE_URL}; --address (or SVC_URL) names another`;
   }
   return `note: no engine of config.yaml is running, so the engine that answered is the one at ${configured} (config.yaml's engine.host:port), another project's? Start this project's: svc --config config.yaml`;
 }
