@@ -142,22 +142,22 @@ export function errorResponse(err: HttpError, traceId?: string): HttpResponseSpe
  */
 export function invocationErrorToHttp(err: unknown, functionId: string, timeoutMs: number, exposeErrors = false): HttpError {
   if (err instanceof HttpError) return err;
-  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
+  const errorCode = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
   const message = err instanceof Error ? err.message : String(err);
   /** svc-http's own `text`, with `detail` (which holds the error's message) only with exposeErrors. */
-  const said = (status: number, outCode: string, text: string, detail: string): HttpError =>
-    exposeErrors ? new HttpError(status, outCode, text + detail) : new HttpError(status, outCode, text, undefined, message);
-  switch (code.toLowerCase()) {
+  const said = (status: number, code: string, text: string, detail: string): HttpError =>
+    exposeErrors ? new HttpError(status, code, text + detail) : new HttpError(status, code, text, undefined, message);
+  switch (errorCode.toLowerCase()) {
     case 'function_not_found':
-      return said(503, code, `Function ${functionId} is not registered; is its worker running?`, ` (${message})`);
+      return said(503, errorCode, `Function ${functionId} is not registered; is its worker running?`, ` (${message})`);
     case 'binding_not_found':
-      return said(503, code, `The route to ${functionId} is being removed: the worker that bound it unregistered it or left`, ` (${message})`);
+      return said(503, errorCode, `The route to ${functionId} is being removed: the worker that bound it unregistered it or left`, ` (${message})`);
     case 'invocation_stopped':
-      return said(503, code, `The worker of ${functionId} went away during the call`, ` (${message})`);
+      return said(503, errorCode, `The worker of ${functionId} went away during the call`, ` (${message})`);
     case 'connection_lost':
     case 'shutting_down':
     case 'cancelled':
-      return said(503, code, `Could not complete the call of ${functionId}`, `: ${message}`);
+      return said(503, errorCode, `Could not complete the call of ${functionId}`, `: ${message}`);
     case 'timeout':
       return new HttpError(504, 'timeout', `Function ${functionId} did not answer within ${timeoutMs} ms`);
     case 'payload_too_large':
@@ -169,7 +169,7 @@ export function invocationErrorToHttp(err: unknown, functionId: string, timeoutM
     case '':
       return exposeErrors ? new HttpError(500, 'internal_error', `Calling ${functionId} failed: ${message}`) : withheld(500, 'internal_error', functionId, `Calling ${functionId} failed: ${message}`);
     default:
-      return exposeErrors ? new HttpError(500, code, message) : withheld(500, code, functionId, message);
+      return exposeErrors ? new HttpError(500, errorCode, message) : withheld(500, errorCode, functionId, message);
   }
 }
 
