@@ -76,6 +76,26 @@ describe('svc cron', { timeout: 120_000 }, () => {
     assert.match(missing.stderr, /ID may be a schedule id or trigger id from `svc cron list`, or the function id a schedule calls/);
   });
 
+  // Before: svc-cron's own cron::run_now::<process id>, how it passes a run on to the replica
+  // holding a schedule, was listed among its functions as if it were one to call.
+  test("svc status and svc worker list leave out svc-cron's internal cron::run_now::<process id>", async () => {
+    const status = await svc(['status']);
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /cron::run_now\b/);
+    assert.doesNotMatch(status.stdout, /cron::run_now::/);
+    const json = JSON.parse((await svc(['status', '--json'])).stdout) as { functions: string[] };
+    assert.deepEqual(json.functions.filter((f) => f.startsWith('cron::run_now::')), []);
+    const list = await svc(['worker', 'list']);
+    assert.equal(list.code, 0, list.stderr);
+    // Its four operations, whole (before: "cron::run_now,… +1 more", the internal one).
+    const row = list.stdout.split('\n').find((l) => l.startsWith('svc-cron ')) ?? '';
+    assert.match(row, /\scron::list,cron::pause,cron::resume,cron::run_now\s/, list.stdout);
+    assert.doesNotMatch(row, /cron::run_now::|more/);
+    // --json keeps every function.
+    const rows = JSON.parse((await svc(['worker', 'list', '--json'])).stdout) as Array<{ name: string; functions: string[] }>;
+    assert.equal(rows.find((r) => r.name === 'svc-cron')?.functions.filter((f) => f.startsWith('cron::run_now::')).length, 1);
+  });
+
   // Before: the function id, what a user knows the schedule by, was taken for a trigger id and
   // refused with "no live cron trigger has id".
   test('svc cron pause|resume|run take the function id the schedule calls; several schedules: refused, listed', async () => {

@@ -48,6 +48,20 @@ function setLink(l: Link): void {
   for (const f of listeners) f(link, engineUrl);
 }
 
+/**
+ * Whether the page should leave its periodic reads for now: the engine or the console server is
+ * away. Only the shell's status check (/api/status, a 200 either way) keeps asking meanwhile, so the
+ * browser's console stays quiet; the pages read again as soon as it says the engine is back.
+ */
+export function linkIsDown(): boolean {
+  return link !== 'ok';
+}
+
+/** What a read left for while the link is down throws: the banner says why. */
+export function linkDownError(): CallError {
+  return link === 'console_down' ? new CallError('console_unreachable', 'The console server is not reachable') : new CallError('engine_unreachable', 'The engine is not reachable');
+}
+
 export function onLink(f: LinkListener): () => void {
   listeners.add(f);
   f(link, engineUrl);
@@ -104,7 +118,9 @@ async function post<T>(path: string, body: unknown): Promise<T> {
     setLink('console_down');
     throw new CallError('console_unreachable', `The console server answered ${res.status} without JSON`);
   }
-  if (res.status === 503) {
+  // The page asks for the engine being away as a 200 (`engine_down_as_200`): a 503 would put a
+  // "Failed to load resource" line in the browser's console for every read while it is away.
+  if (res.status === 503 || (json as { engine_down?: unknown }).engine_down === true) {
     setLink('engine_down');
     throw new CallError(json.error?.code ?? 'engine_unreachable', json.error?.message ?? 'The engine is not reachable');
   }
@@ -120,6 +136,7 @@ export async function invoke<T = unknown>(function_id: string, payload: unknown 
     ...(timeout_ms ? { timeout_ms } : {}),
     ...(namespace && namespace !== 'default' ? { namespace } : {}),
     ...(background ? { background: true } : {}),
+    engine_down_as_200: true,
   });
 }
 

@@ -57,3 +57,8 @@ export function Status({ value }: { value: string }) {
 export function Level({ value }: { value: string }) {
   return <span className={`level level-${value}`}>{value.toUpperCase()}</span>;
 }
+
+/** A trigger binding's worker, under its function: below 1440 px it stands in for the Registered by column (styles.css, fold-narrow). */
+export function RegisteredBy({ name }: { name: string | null }) {
+  return <div className="sub fold-narrow">by {name ?? '-'}</div>;
+}

@@ -89,3 +89,42 @@ export function whenIn(iso: string | null | undefined, zone: string): string {
   const time = `${p.hour}:${p.minute}:${p.second}${offset} ${zone}`;
   return date === `${today.year}-${today.month}-${today.day}` ? time : `${date} ${time}`;
 }
+
+/** How a State value box's text is stored: JSON when it is JSON, else the text as a string. */
+export type StateValueText = { ok: true; value: unknown; asText: boolean } | { ok: false; message: string };
+
+/**
+ * A State value as typed: JSON when the text is JSON (`42`, `true`, `null`, `{"a": 1}`, `"42"`),
+ * else the text itself as a string (`hello`, `Alice Smith`), so a string needs no quotes. Text that
+ * starts like JSON's object, array or string (`{`, `[`, `"`) but does not parse is refused rather
+ * than stored as a string: it is a typo in JSON. An empty box is `null`.
+ */
+export function parseStateValue(text: string): StateValueText {
+  const t = text.trim();
+  if (t === '') return { ok: true, value: null, asText: false };
+  try {
+    return { ok: true, value: JSON.parse(t), asText: false };
+  } catch (e) {
+    if (/^[[{"]/.test(t)) return { ok: false, message: `Not valid JSON: ${(e as Error).message}` };
+    return { ok: true, value: t, asText: true };
+  }
+}
+
+/** The text an edit of `value` starts from: a string as itself when it reads back as that string, else JSON. */
+export function stateValueDraft(value: unknown): string {
+  if (typeof value === 'string') {
+    const p = parseStateValue(value);
+    if (p.ok && p.asText && p.value === value) return value;
+  }
+  return json(value);
+}
+
+/** What a State value box will store, in a few words: `number`, `object`, `string (not JSON: stored as text)`. */
+export function stateValueHint(text: string): string {
+  const p = parseStateValue(text);
+  if (!p.ok) return p.message;
+  if (p.asText) return 'saved as the string ' + JSON.stringify(p.value) + ' (not JSON)';
+  const v = p.value;
+  const kind = v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
+  return `saved as JSON: ${kind}`;
+}

@@ -96,6 +96,24 @@ describe('console on the quickstart', { timeout: 240_000 }, () => {
     await shot(page, '1-workers');
   });
 
+  // Before: at 1024 px its eleven columns and the Restart and Stop buttons made the table 226 px
+  // wider than the window.
+  test('the Workers page of supervised workers fits a 1280 and a 1024 px window', async () => {
+    const overflow = (): Promise<number> => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    try {
+      for (const width of [1280, 1024]) {
+        await page.setViewportSize({ width, height: 800 });
+        await page.locator('[data-testid=worker-row][data-name=svc-state] [data-testid=supervised-stop]').waitFor();
+        assert.equal(await overflow(), 0, `at ${width} px`);
+        const stop = await page.locator('[data-testid=worker-row][data-name=svc-state] [data-testid=supervised-stop]').boundingBox();
+        assert.ok(stop && stop.x + stop.width <= width, `Stop is inside the window at ${width} px: ${JSON.stringify(stop)}`);
+        await shot(page, `1b-workers-${width}`);
+      }
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
+  });
+
   test('svc worker list shows the CPU time and memory its workers report', async () => {
     const r = await runSvc(['worker', 'list'], { cwd: project });
     assert.equal(r.code, 0, r.stderr);

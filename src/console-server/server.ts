@@ -4,7 +4,7 @@
  *
  *   GET  /api/session              {csrf_token}: the token every other /api request carries in X-CSRF-Token
  *   GET  /api/status               {connected, engine_url, state}
- *   POST /api/call                 {function_id, payload?, timeout_ms?, namespace?} → {ok, result | error, duration_ms}
+ *   POST /api/call                 {function_id, payload?, timeout_ms?, namespace?, background?, engine_down_as_200?} → {ok, result | error, duration_ms}
  *   POST /api/http                 {method, path, body?, headers?} → the answer of svc-http to that request
  *
  * The browser never talks WebSocket to the engine: this keeps the engine's port off the browser's
@@ -117,17 +117,21 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   });
 
   app.post('/api/call', async (req: Request, res: Response) => {
-    const body = (req.body ?? {}) as { function_id?: unknown; payload?: unknown; timeout_ms?: unknown; namespace?: unknown; background?: unknown };
+    const body = (req.body ?? {}) as { function_id?: unknown; payload?: unknown; timeout_ms?: unknown; namespace?: unknown; background?: unknown; engine_down_as_200?: unknown };
     if (typeof body.function_id !== 'string' || body.function_id.length === 0) {
       res.status(400).json({ ok: false, error: { code: 'invalid_request', message: '"function_id" must be a non-empty string' } });
       return;
     }
     // Without one of the page's own, the engine's default deadline applies.
     const timeoutMs = typeof body.timeout_ms === 'number' && body.timeout_ms > 0 ? Math.min(body.timeout_ms, MAX_TIMEOUT_MS) : undefined;
+    // The engine being away is a 503 for API clients; the console's page asks for a 200
+    // (`engine_down_as_200`), which a browser does not log as a failed load on every read.
+    const downStatus = body.engine_down_as_200 === true ? 200 : 503;
     if (worker.state !== 'connected') {
       const refusal = worker.refusal;
-      res.status(503).json({
+      res.status(downStatus).json({
         ok: false,
+        engine_down: true,
         error: refusal
           ? { code: refusal.code, message: refusal.message }
           : { code: 'engine_unreachable', message: `The engine at ${shownEngineUrl} is not reachable (${worker.state}); retrying` },
@@ -154,7 +158,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
           ? { code: e.code, message: e.message, ...(e.stacktrace ? { stacktrace: e.stacktrace } : {}) }
           : { code: 'console_error', message: (e as Error).message };
       const lost = err.code === 'connection_lost' || err.code === 'connection_failed';
-      res.status(lost ? 503 : 200).json({ ok: false, error: err, duration_ms: performance.now() - t0, trace_id: traceId });
+      res.status(lost ? downStatus : 200).json({ ok: false, ...(lost ? { engine_down: true } : {}), error: err, duration_ms: performance.now() - t0, trace_id: traceId });
     }
   });
 

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { invoke, type ErrorBody } from '../api';
-import { Status } from '../components';
+import { RegisteredBy, Status } from '../components';
 import { duration, json, whenIn } from '../format';
 
 /** What cron::list says about one schedule (src/workers/cron/operations.ts, ScheduleView). */
@@ -81,13 +81,16 @@ export function CronRow({ b, schedule, refresh }: { b: CronBinding; schedule: Cr
   return (
     <>
       <tr data-testid="binding-row" data-trigger-id={b.id}>
-        <td className="mono">{b.function_id}</td>
+        <td className="binding-function">
+          <span className="mono">{b.function_id}</span>
+          <RegisteredBy name={b.worker_name} />
+        </td>
         <td className="mono small">
           {String(cfg.expression ?? '')}
           {schedule && schedule.timezone !== 'UTC' && <span className="sub"> {schedule.timezone}</span>}
           {schedule && <div className="sub">overlap {schedule.overlap} · catch-up {schedule.catch_up}{schedule.queue ? ` · queue ${schedule.queue}` : ''}</div>}
         </td>
-        <td>{b.worker_name ?? '-'}</td>
+        <td className="fold-wide">{b.worker_name ?? '-'}</td>
         <td>
           <Status value={b.status} />
         </td>
@@ -103,7 +106,7 @@ export function CronRow({ b, schedule, refresh }: { b: CronBinding; schedule: Cr
             </div>
           )}
         </td>
-        <td className="actions">
+        <td className="row-actions">
           <button onClick={() => void act('cron::run_now')} disabled={busy || !schedule} data-testid="cron-run">
             {busy ? '…' : 'Run now'}
           </button>{' '}

@@ -12,6 +12,8 @@ interface FunctionInfo {
   request_format: unknown;
   response_format: unknown;
   builtin: boolean;
+  /** What its worker registered with it; `{internal: true}` marks a worker's own plumbing (docs/protocol.md). */
+  metadata?: unknown;
   /** `engine`: cluster mode, the node id of the engine the worker is connected to. */
   workers: Array<{ worker_id: string; worker_name: string; engine?: string }>;
   in_flight: number;
@@ -20,22 +22,31 @@ interface FunctionInfo {
 /** What selects a function: its id, prefixed with its namespace when that is not `default` (one id may be in several). */
 const keyOf = (f: FunctionInfo): string => (f.namespace && f.namespace !== 'default' ? `${f.namespace}/${f.function_id}` : f.function_id);
 
+/**
+ * Whether `f` is plumbing rather than a function for users: an engine builtin (`engine::*`), or
+ * one its worker registered with `metadata.internal` (svc-cron's `cron::run_now::<process id>`).
+ */
+export const isInternal = (f: { builtin?: boolean; metadata?: unknown }): boolean =>
+  f.builtin === true || (typeof f.metadata === 'object' && f.metadata !== null && (f.metadata as { internal?: unknown }).internal === true);
+
 /** A worker's name, with its engine in cluster mode. */
 const servedBy = (w: { worker_name: string; engine?: string }): string => (w.engine ? `${w.worker_name} @ ${w.engine}` : w.worker_name);
 
 export function FunctionsPage({ selected, select }: { selected: string | undefined; select: (id: string) => void }) {
-  const [builtins, setBuiltins] = useState(false);
-  const { data, error } = usePoll(
-    () => callAll<FunctionInfo>('engine::functions::list', 'functions', { include_builtins: builtins }),
+  const [internal, setInternal] = useState(false);
+  const { data: all, error } = usePoll(
+    () => callAll<FunctionInfo>('engine::functions::list', 'functions', { include_builtins: internal }),
     1000,
-    [builtins],
+    [internal],
   );
-  const current = data?.find((f) => keyOf(f) === selected);
+  const data = internal ? all : all?.filter((f) => !isInternal(f));
+  // A link to an internal function (from the Workers page) shows it, as the switch would.
+  const current = all?.find((f) => keyOf(f) === selected);
   return (
     <section data-testid="page-functions">
       <PageHeader title="Functions">
-        <label className="toggle">
-          <input type="checkbox" checked={builtins} onChange={(e) => setBuiltins(e.target.checked)} /> show engine::* builtins
+        <label className="toggle" title="engine::* builtins, and functions a worker registered as internal (metadata.internal), such as svc-cron's cron::run_now::<process id>">
+          <input type="checkbox" checked={internal} onChange={(e) => setInternal(e.target.checked)} data-testid="show-internal" /> show internal functions
         </label>
       </PageHeader>
       <ErrorNote error={error} />
@@ -53,6 +64,11 @@ export function FunctionsPage({ selected, select }: { selected: string | undefin
                   <button className={keyOf(f) === selected ? 'active' : ''} onClick={() => select(keyOf(f))} data-testid="function-item" data-id={f.function_id}>
                     <span className="mono">{f.function_id}</span>
                     {f.namespace && f.namespace !== 'default' && <span className="badge" data-testid="function-namespace">{f.namespace}</span>}
+                    {!f.builtin && isInternal(f) && (
+                      <span className="badge badge-internal" data-testid="function-internal">
+                        internal
+                      </span>
+                    )}
                     <span className="sub">{f.builtin ? 'engine' : f.workers.map(servedBy).join(', ')}</span>
                     {f.in_flight > 0 && <span className="badge">{f.in_flight} in flight</span>}
                   </button>

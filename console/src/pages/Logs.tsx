@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
-import { call, CallError, onLink } from '../api';
+import { call, CallError, linkDownError, linkIsDown, onLink } from '../api';
 import { Empty, ErrorNote, Level, PageHeader } from '../components';
 import { clock, json } from '../format';
 
@@ -72,11 +72,22 @@ export function LogsPage({ openTrace }: { openTrace: (id: string) => void }) {
     let stop = false;
     let busy = false;
     let recheck = false;
+    let wasDown = false;
     const offLink = onLink((l) => {
-      if (l !== 'ok') recheck = true;
+      if (l !== 'ok') recheck = wasDown = true;
+      else if (wasDown) {
+        // Back: read at once rather than on the next tick.
+        wasDown = false;
+        void tick();
+      }
     });
     const tick = async (): Promise<void> => {
       if (busy || pausedRef.current) return;
+      // Nothing is asked while the engine or the console server is away (the banner says so).
+      if (linkIsDown()) {
+        setError(linkDownError());
+        return;
+      }
       busy = true;
       try {
         if (recheck && last.current) {

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { call, CallError, poll } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader } from '../components';
-import { json, parseJson } from '../format';
+import { json, parseStateValue, stateValueDraft, stateValueHint } from '../format';
 import { usePoll } from '../hooks';
 
 interface Entry {
@@ -84,7 +84,7 @@ function ScopeEntries({ scope }: { scope: string }) {
   const [problem, setProblem] = useState<string>();
 
   const save = async (key: string, text: string): Promise<void> => {
-    const p = parseJson(text);
+    const p = parseStateValue(text);
     if (!p.ok) {
       setProblem(p.message);
       return;
@@ -99,6 +99,10 @@ function ScopeEntries({ scope }: { scope: string }) {
     } catch (e) {
       setProblem((e as Error).message);
     }
+  };
+  const cancel = (): void => {
+    setEditing(null);
+    setProblem(undefined);
   };
   const remove = async (key: string): Promise<void> => {
     if (!window.confirm(`Delete ${scope}/${key}?`)) return;
@@ -151,7 +155,30 @@ function ScopeEntries({ scope }: { scope: string }) {
                 <td className="mono state-key">{e.key}</td>
                 <td>
                   {editing === e.key ? (
-                    <textarea className="code" rows={4} value={draft} onChange={(x) => setDraft(x.target.value)} spellCheck={false} aria-label="value" />
+                    <>
+                      <textarea
+                        className="code"
+                        rows={4}
+                        value={draft}
+                        onChange={(x) => setDraft(x.target.value)}
+                        onKeyDown={(x) => {
+                          // Escape leaves the value as it is; Ctrl+Enter (⌘+Enter) saves.
+                          if (x.key === 'Escape') {
+                            x.preventDefault();
+                            cancel();
+                          } else if (x.key === 'Enter' && (x.ctrlKey || x.metaKey)) {
+                            x.preventDefault();
+                            void save(e.key, draft);
+                          }
+                        }}
+                        autoFocus
+                        spellCheck={false}
+                        aria-label="value"
+                      />
+                      <div className="sub" data-testid="state-value-hint">
+                        {stateValueHint(draft)} · Esc cancels, Ctrl+Enter saves
+                      </div>
+                    </>
                   ) : (
                     <pre className="value" data-testid="state-value">{json(e.value)}</pre>
                   )}
@@ -162,14 +189,15 @@ function ScopeEntries({ scope }: { scope: string }) {
                       <button className="primary" onClick={() => void save(e.key, draft)}>
                         Save
                       </button>{' '}
-                      <button onClick={() => setEditing(null)}>Cancel</button>
+                      <button onClick={cancel}>Cancel</button>
                     </>
                   ) : (
                     <>
                       <button
                         onClick={() => {
                           setEditing(e.key);
-                          setDraft(json(e.value));
+                          setDraft(stateValueDraft(e.value));
+                          setProblem(undefined);
                         }}
                       >
                         Edit
@@ -189,13 +217,18 @@ function ScopeEntries({ scope }: { scope: string }) {
         className="row add-key"
         onSubmit={(e) => {
           e.preventDefault();
-          if (newKey.trim()) void save(newKey.trim(), newValue.trim() === '' ? 'null' : newValue);
+          if (newKey.trim()) void save(newKey.trim(), newValue);
         }}
       >
         <input placeholder="new key" value={newKey} onChange={(e) => setNewKey(e.target.value)} aria-label="new key" />
-        <input className="mono grow" placeholder='value (JSON), e.g. 42 or {"a": 1}' value={newValue} onChange={(e) => setNewValue(e.target.value)} aria-label="new value" />
+        <input className="mono grow" placeholder='value: 42, {"a": 1} or text' value={newValue} onChange={(e) => setNewValue(e.target.value)} aria-label="new value" />
         <button type="submit">Set</button>
       </form>
+      {newValue.trim() !== '' && (
+        <div className="sub" data-testid="new-value-hint">
+          {stateValueHint(newValue)}
+        </div>
+      )}
     </div>
   );
 }

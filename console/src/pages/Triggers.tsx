@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { callAll, CallError, httpRequest, poll, type HttpOutcome } from '../api';
-import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
+import { Empty, ErrorNote, Loading, PageHeader, RegisteredBy, Status } from '../components';
 import { duration, json } from '../format';
 import { usePoll } from '../hooks';
 import { CronRow, type CronSchedule } from './CronRow';
@@ -77,7 +77,7 @@ export function TriggersPage() {
                     <tr>
                       <th>Function</th>
                       <th>Schedule</th>
-                      <th>Registered by</th>
+                      <th className="fold-wide">Registered by</th>
                       <th>Status</th>
                       <th>Next fire</th>
                       <th>Last fire</th>
@@ -98,7 +98,7 @@ export function TriggersPage() {
                     <tr>
                       <th>Function</th>
                       <th>Config</th>
-                      <th>Registered by</th>
+                      <th className="fold-wide">Registered by</th>
                       <th>Status</th>
                       {id === 'http' && <th />}
                     </tr>
@@ -134,14 +134,17 @@ function BindingRow({ b }: { b: Binding }) {
   return (
     <>
       <tr data-testid="binding-row">
-        <td className="mono">{b.function_id}</td>
-        <td className="mono small">{isHttp ? `${String(cfg.http_method ?? 'GET')} ${routePath(cfg.api_path)}` : json(cfg, 0)}</td>
-        <td>{b.worker_name ?? '-'}</td>
+        <td className="binding-function">
+          <span className="mono">{b.function_id}</span>
+          <RegisteredBy name={b.worker_name} />
+        </td>
+        <td className="mono small binding-config">{isHttp ? `${String(cfg.http_method ?? 'GET')} ${routePath(cfg.api_path)}` : json(cfg, 0)}</td>
+        <td className="fold-wide">{b.worker_name ?? '-'}</td>
         <td>
           <Status value={b.status} />
         </td>
         {isHttp && (
-          <td>
+          <td className="row-actions">
             <button onClick={() => setOpen(!open)} data-testid="http-test-toggle">
               {open ? 'Close' : 'Test request'}
             </button>

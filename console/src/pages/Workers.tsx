@@ -3,6 +3,7 @@ import { Empty, ErrorNote, Loading, PageHeader, Status } from '../components';
 import { bytes, duration, uptime } from '../format';
 import { usePoll } from '../hooks';
 import { useState } from 'react';
+import { isInternal } from './Functions';
 import { SupervisedWorkers, SupervisorActions, useSupervised } from './SupervisedWorkers';
 
 interface WorkerInfo {
@@ -72,8 +73,31 @@ function ProcessCells({ p }: { p: ProcessReport | null | undefined }) {
   );
 }
 
+/** What selects a worker's function on the Functions page: its id, after its namespace unless `default`. */
+const functionKey = (w: WorkerInfo, f: string): string => (w.namespace && w.namespace !== 'default' ? `${w.namespace}/${f}` : f);
+
+/** A worker's internal functions (svc-cron's cron::run_now::<process id>): one quiet "+N internal" link, the ids in its title. */
+function InternalFunctions({ worker, ids }: { worker: WorkerInfo; ids: string[] }) {
+  if (ids.length === 0) return null;
+  return (
+    <a className="sub internal-count" href={`#/functions/${encodeURIComponent(functionKey(worker, ids[0]!))}`} title={`Internal (metadata.internal), hidden from lists: ${ids.join(', ')}`} data-testid="worker-internal">
+      +{ids.length} internal
+    </a>
+  );
+}
+
 export function WorkersPage() {
-  const { data, error } = usePoll(() => callAll<WorkerInfo>('engine::workers::list', 'workers'));
+  const { data: listed, error } = usePoll(async () => {
+    const [workers, functions] = await Promise.all([
+      callAll<WorkerInfo>('engine::workers::list', 'workers'),
+      // Which of their functions are internal (metadata.internal): counted apart, as plumbing.
+      callAll<{ function_id: string; namespace?: string; metadata?: unknown }>('engine::functions::list', 'functions', { include_builtins: false }),
+    ]);
+    const internal = new Set(functions.filter(isInternal).map((f) => `${f.namespace ?? 'default'}/${f.function_id}`));
+    return { workers, internal };
+  });
+  const data = listed?.workers;
+  const internalOf = (w: WorkerInfo): Set<string> => new Set(w.functions.filter((f) => listed?.internal.has(`${w.namespace ?? 'default'}/${f}`)));
   const supervised = useSupervised();
   const supervisedNames = new Set((supervised.data ?? []).map((w) => w.name));
   const [actionError, setActionError] = useState<Error | undefined>();
@@ -93,15 +117,15 @@ export function WorkersPage() {
           <thead>
             <tr>
               <th>Name</th>
-              <th>Runtime</th>
-              <th>PID</th>
+              <th className="fold-wide">Runtime</th>
+              <th className="fold-wide">PID</th>
               <th>Status</th>
               <th className="worker-functions">Functions</th>
               <th className="num">In flight</th>
               <th className="num">CPU</th>
               <th className="num">Memory</th>
               <th className="num">Loop lag</th>
-              <th className="num">Uptime</th>
+              <th className="num fold-wide">Uptime</th>
               <th />
             </tr>
           </thead>
@@ -117,22 +141,33 @@ export function WorkersPage() {
                       {w.engine ? <span data-testid="worker-engine"> · engine {w.engine}</span> : null}
                       {w.namespace && w.namespace !== 'default' ? <span data-testid="worker-namespace"> · namespace {w.namespace}</span> : null}
                     </div>
+                    {/* Below 1440 px the Runtime, PID and Uptime columns fold into this line (styles.css). */}
+                    <div className="sub fold-narrow" data-testid="worker-folded">
+                      <span className="nowrap">
+                        {w.runtime}
+                        {w.version ? ` ${w.version}` : ''}
+                      </span>{' '}
+                      · <span className="nowrap">pid {w.pid ?? '-'}</span> · <span className="nowrap">up {uptime(w.uptime_ms)}</span>
+                    </div>
                   </td>
-                  <td>
+                  <td className="fold-wide">
                     {w.runtime}
                     {w.version ? <span className="sub"> {w.version}</span> : null}
                   </td>
-                  <td className="mono">{w.pid ?? '-'}</td>
+                  <td className="mono fold-wide">{w.pid ?? '-'}</td>
                   <td>
                     <Status value={w.status} />
                   </td>
                   <td>
                     {w.functions.length === 0 && w.trigger_types.length === 0 ? <span className="sub">none</span> : null}
-                    {w.functions.map((f) => (
-                      <a key={f} className="chip mono" href={`#/functions/${encodeURIComponent(w.namespace && w.namespace !== 'default' ? `${w.namespace}/${f}` : f)}`}>
-                        {f}
-                      </a>
-                    ))}
+                    {w.functions
+                      .filter((f) => !internalOf(w).has(f))
+                      .map((f) => (
+                        <a key={f} className="chip mono" href={`#/functions/${encodeURIComponent(functionKey(w, f))}`}>
+                          {f}
+                        </a>
+                      ))}
+                    <InternalFunctions worker={w} ids={[...internalOf(w)]} />
                     {w.trigger_types.map((t) => (
                       <span key={t} className="chip chip-trigger" title="trigger type provided">
                         ⚡ {t}
@@ -141,10 +176,10 @@ export function WorkersPage() {
                   </td>
                   <td className="num">{w.in_flight ?? '-'}</td>
                   <ProcessCells p={w.process} />
-                  <td className="num">
+                  <td className="num fold-wide">
                     <span className="nowrap">{uptime(w.uptime_ms)}</span>
                   </td>
-                  <td>
+                  <td className="row-actions">
                     {supervisedNames.has(w.name) ? (
                       <SupervisorActions
                         name={w.name}

@@ -3,6 +3,7 @@ import { Command, Flags } from '@oclif/core';
 import { printable, printableJson } from '../../engine/printable.js';
 import { readEngineState } from '../../daemon/engine-state.js';
 import { fail, formatError, withClient } from '../client.js';
+import { isInternalMetadata } from '../internal-functions.js';
 import { configFlag, noEngineMessage, shortList, table } from '../project.js';
 
 const capitalized = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
@@ -34,16 +35,20 @@ export default class Status extends Command {
       return this.exit(3);
     }
     try {
-      const { workers, functions } = await withClient(
+      const { workers: listed, functions } = await withClient(
         engine.url,
         async (w) => ({
           workers: (await w.trigger<{ workers: SupRow[] }>({ function_id: 'engine::supervisor::list' })).workers,
-          functions: (await listAll<{ function_id: string }>((payload) => w.trigger({ function_id: 'engine::functions::list', payload }), 'functions', { include_builtins: false })).map((f) => f.function_id),
+          functions: await listAll<{ function_id: string; metadata?: unknown }>((payload) => w.trigger({ function_id: 'engine::functions::list', payload }), 'functions', { include_builtins: false }),
         }),
         5000,
         process.env.SVC_TOKEN ?? engine.token,
       );
-      const own = functions.filter((f) => !f.startsWith('engine::'));
+      // Neither the engine's builtins nor the functions workers registered as internal (svc-cron's
+      // cron::run_now::<process id>): plumbing, not functions to call.
+      const internal = new Set(functions.filter((f) => isInternalMetadata(f.metadata)).map((f) => f.function_id));
+      const own = functions.map((f) => f.function_id).filter((f) => !f.startsWith('engine::') && !internal.has(f));
+      const workers = listed.map((w) => ({ ...w, functions: w.functions.filter((f) => !internal.has(f)) }));
       if (flags.json) {
         this.log(printableJson(JSON.stringify({ running: true, pid: engine.pid, url: engine.url, started_at: engine.started_at, workers, functions: own }, null, 2)));
         return;

@@ -80,7 +80,9 @@ export async function startCronWorker(opts: CronWorkerOptions = {}): Promise<Run
   for (const id of Object.keys(ops) as (keyof typeof ops)[]) {
     worker.registerFunction(id, ops[id], { description: OPERATION_DESCRIPTIONS[id] });
   }
-  worker.registerFunction(runHereId(scheduler.holderId), runHere, { description: RUN_HERE_DESCRIPTION });
+  // `internal`: svc-cron's own plumbing, not a function for users to call (the console and
+  // `svc status` leave such functions out of their lists unless asked; docs/cron.md).
+  worker.registerFunction(runHereId(scheduler.holderId), runHere, { description: RUN_HERE_DESCRIPTION, metadata: { internal: true } });
   await worker.registerTriggerType(
     // A schedule observes nothing but time and the payload its binder wrote: binding one needs no
     // right beyond the bound function (docs/cron.md, "Rights").

@@ -5,6 +5,7 @@ import { BUILTIN_WORKERS, parseWorkerEntries } from '../../../supervisor/worker-
 import { printableJson } from '../../../engine/printable.js';
 import { ConfigFileError } from '../../../engine/config/config-error.js';
 import { failWith, formatError, withClient } from '../../client.js';
+import { internalFunctionIds } from '../../internal-functions.js';
 import { configFlag, runningEngine, shortList, table } from '../../project.js';
 
 /** engine::supervisor::list joins each worker with the connections proven to be its instances (src/supervisor/control.ts). */
@@ -44,7 +45,8 @@ export default class WorkerList extends Command {
   static override description = `Every worker of config.yaml is listed, connected or not: starting, restarting, crash-loop (stopped after
 repeated quick exits), stopped, failed. RESTARTS counts the engine's restarts after an unexpected exit
 (a crash, a kill), not those asked for (svc worker restart, svc dev). LAST ERROR is how its latest unrequested exit went and its last
-line of output; FUNCTIONS shows the first ones (… +N more); --json adds every function, the last lines of output
+line of output; FUNCTIONS shows the first ones (… +N more), not those registered as internal (svc-cron's
+cron::run_now::<process id>); --json adds every function, the last lines of output
 (last_exit.output), pids, container ids and the URLs it serves (urls: svc-http's).`;
   static override examples = ['svc worker list', 'svc worker list --json'];
   static override flags = { config: configFlag, json: Flags.boolean({ summary: 'Print JSON (numbers as numbers; container ids for docker workers).', default: false }) };
@@ -54,6 +56,8 @@ line of output; FUNCTIONS shows the first ones (… +N more); --json adds every 
     const configFile = resolve(flags.config);
     const engine = runningEngine(configFile);
     let rows: Array<Record<string, unknown>>;
+    /** Functions registered as internal (svc-cron's cron::run_now::<process id>): left out of the table, kept in --json. */
+    let internal = new Set<string>();
     if (!engine) {
       let entries;
       try {
@@ -84,6 +88,7 @@ line of output; FUNCTIONS shows the first ones (… +N more); --json adds every 
       try {
         rows = await withClient(engine.url, async (w) => {
           const sup = (await w.trigger({ function_id: 'engine::supervisor::list' })) as { workers: SupRow[] };
+          internal = await internalFunctionIds(w);
           return sup.workers.map((s) => ({
             name: s.name,
             kind: s.kind === 'builtin' ? 'builtin' : 'directory',
@@ -117,7 +122,7 @@ line of output; FUNCTIONS shows the first ones (… +N more); --json adds every 
         pid: (r.pids as number[]).length ? (r.pids as number[]).join(',') : r.runtime === 'docker' ? (r.instances as Array<string | null>).map((c) => (c ? c.slice(0, 12) : '-')).join(',') || null : null,
         cpu: r.process ? `${(r.process as SupRow['process'])!.cpu_seconds.toFixed(1)}s` : null,
         memory: r.process ? mib((r.process as SupRow['process'])!.rss_bytes) : null,
-        functions: shortList(r.functions as string[]),
+        functions: shortList((r.functions as string[]).filter((f) => !internal.has(f))),
         'last error': typeof r.last_error === 'string' && r.last_error.length > 80 ? r.last_error.slice(0, 79) + '…' : r.last_error,
       }));
       // The namespace column only once a worker is in one other than `default`.
