@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Request, type Response } from 'express';
 import { InvocationError, redactAddress, Worker } from 'svc-sdk';
+import { traceparentMaker } from 'svc-sdk/internal';
 import { apiErrors } from './api-errors.js';
 import { ConsoleGuard } from './guard.js';
 import { listAll } from '../engine/listing-pages.js';
@@ -86,11 +87,8 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   // begins with this, so that the Traces page can leave them out: at two a second they would push
   // the system's own traces off it.
   const backgroundTracePrefix = randomBytes(8).toString('hex');
-  let backgroundCalls = 0;
-  const backgroundParent = (): { traceparent: string } => {
-    const n = (++backgroundCalls).toString(16).padStart(16, '0');
-    return { traceparent: `00-${backgroundTracePrefix}${n}-${backgroundTracePrefix}-01` };
-  };
+  const backgroundTraceparent = traceparentMaker(backgroundTracePrefix);
+  const backgroundParent = (): { traceparent: string } => ({ traceparent: backgroundTraceparent() });
 
   /**
    * A new trace for a call the user made. The console has no span of its own: a parent id that

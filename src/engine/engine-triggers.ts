@@ -17,6 +17,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Message, RegisterTriggerMsg, TriggerRegistrationResultMsg } from 'svc-sdk/protocol';
+import { counterTraceTail } from 'svc-sdk/internal';
 import type { Call } from './call.js';
 import type { LogRing } from './hot/log-ring.js';
 import { levelIndex, type LogEntry } from './logs.js';
@@ -212,7 +213,7 @@ export class EngineTriggerProvider extends Peer {
 
   /** A new trace for a log fire, remembered so that the lines logged in it fire nothing. */
   private logFireTraceparent(): string {
-    const traceId = this.tracePrefix + (this.traceCount++).toString(16).padStart(16, '0');
+    const traceId = this.tracePrefix + counterTraceTail(this.traceCount++);
     this.firedTraces.add(traceId);
     if (this.firedTraces.size > MAX_FIRED_TRACES) this.firedTraces.delete(this.firedTraces.values().next().value!);
     return `00-${traceId}-${this.tracePrefix}-01`;

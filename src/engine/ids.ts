@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { counterTraceTail } from 'svc-sdk/internal';
 import { hex12 } from './hot/hex12.js';
 
 /**
@@ -6,7 +7,9 @@ import { hex12 } from './hot/hex12.js';
  * invocation id (what the callee sees), its span id and, for a call that starts a trace, its trace
  * id. Unique per run and random across engines, without a crypto call per invocation (randomBytes
  * costs microseconds). Ids are handed out as numbers and rendered as text where they are sent, so
- * the in-flight tables and the span ring keep numbers, not strings.
+ * the in-flight tables and the span ring keep numbers, not strings. A trace id writes its number
+ * mixed (counterTraceTail), so that sampling by trace id (engine.telemetry.sampling_ratio) keeps the
+ * ratio asked for rather than all of one engine's traces or none.
  */
 
 /** 2^48: counters render as 12 hex digits. At a million calls a second that is nine years. */
@@ -29,7 +32,7 @@ export function counterOf(id: string): number {
 
 export class IdGenerator {
   /** Prefixes are public so that the hot path renders a number's hex once for all three ids. */
-  tracePrefix = randomBytes(8).toString('hex') + '0000';
+  tracePrefix = randomBytes(8).toString('hex');
   spanPrefix = randomBytes(2).toString('hex');
   /**
    * Invocation ids sent to callees are UUID-shaped (8-4-4-4-12 hex, version 4 nibble), because iii
@@ -46,7 +49,7 @@ export class IdGenerator {
   /** A fresh number, used for one call's invocation id, span id and (for a new trace) trace id. */
   next(): number {
     if (++this.counter >= COUNTER_LIMIT) {
-      this.tracePrefix = randomBytes(8).toString('hex') + '0000';
+      this.tracePrefix = randomBytes(8).toString('hex');
       this.spanPrefix = randomBytes(2).toString('hex');
       this.invocationPrefix = uuidPrefix();
       this.rootHead = '00-' + this.tracePrefix;
@@ -57,13 +60,13 @@ export class IdGenerator {
     return this.counter;
   }
 
-  /** The traceparent of call `hex` (hex12 of its number) when it starts a trace: its trace and span ids are both made from it. */
-  rootTraceparent(hex: string): string {
-    return this.rootHead + hex + this.spanHead + hex + '-01';
+  /** The traceparent of call `n` (`hex`: hex12 of it) when it starts a trace: its trace and span ids are both made from it. */
+  rootTraceparent(n: number, hex: string): string {
+    return this.rootHead + counterTraceTail(n) + this.spanHead + hex + '-01';
   }
 
   traceId(n: number): string {
-    return this.tracePrefix + hex12(n);
+    return this.tracePrefix + counterTraceTail(n);
   }
 
   spanId(n: number): string {

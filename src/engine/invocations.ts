@@ -218,7 +218,7 @@ export class Invocations implements CallBooks {
         parentSpanId = namesNoParent(traceId, parent.parentId) ? '' : parent.parentId;
         traceparent = '00-' + traceId + '-' + this.ids.spanPrefix + hex + '-' + parent.flags;
       } else {
-        traceparent = this.ids.rootTraceparent(hex);
+        traceparent = this.ids.rootTraceparent(idNumber, hex);
       }
     }
     // The payload passes on as it came when the frame has our SDKs' layout (hot/call-frames.ts). A

@@ -64,7 +64,7 @@ describe('ids rendered on every call', () => {
     const id = ids.invocationId(n);
     assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     assert.equal(counterOf(id), n);
-    assert.equal(ids.rootTraceparent(hex12(n)), `00-${ids.traceId(n)}-${ids.spanId(n)}-01`);
+    assert.equal(ids.rootTraceparent(n, hex12(n)), `00-${ids.traceId(n)}-${ids.spanId(n)}-01`);
   });
 });
 

@@ -13,6 +13,7 @@
  * - parseEngineUrls, backoffDelay (connection.ts): engine addresses; reconnect delays.
  * - the supervisor's environment contract (supervised.ts): SVC_RUN_SECRET, SVC_LIVENESS_FD.
  * - unknownKeyMessage, closestKey, firstUnknownKey (known-keys.ts): one "did you mean" for every config.
+ * - mix32, counterTraceTail, traceparentMaker (trace-ids.ts): trace ids from a prefix and a counter that sample as random ones do.
  * - otelEnabled, samplerFromEnv (otel-export.ts): whether a worker exports its own spans (WorkerOptions.otel, OTEL_*), and with which sampler.
  */
 export { ChurnMap } from './churn-map.js';
@@ -27,3 +28,4 @@ export { RUN_SECRET_ENV, LIVENESS_FD_ENV, ENGINE_GONE_EXIT_MS, startedByEngine }
 export { SAFETY_MARGIN_MS } from './caller.js';
 export { unknownKeyMessage, closestKey, firstUnknownKey } from './known-keys.js';
 export { otelEnabled, samplerFromEnv } from './otel-export.js';
+export { mix32, counterTraceTail, traceparentMaker } from './trace-ids.js';

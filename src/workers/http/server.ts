@@ -14,7 +14,7 @@ import type { RouteMatch, RouteTable } from './route-table.js';
 import { DEFAULT_STREAM_BODY_LIMIT } from './config.js';
 import { buffersBody, checkDeclaredLength, checkEncoding } from './stream-request.js';
 import { serveStreamed, type StreamingHooks } from './stream-response.js';
-import { traceparentMaker } from './trace-ids.js';
+import { traceparentMaker } from 'svc-sdk/internal';
 
 export interface RequestLogEntry {
   method: string;
