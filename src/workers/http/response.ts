@@ -138,7 +138,8 @@ export function errorResponse(err: HttpError, traceId?: string): HttpResponseSpe
  * The same holds for the other statuses: a function may throw an error with any code, one of the
  * engine's too (`cancelled`, `function_not_found`: a nested call's failure passed on), so the
  * error's message after svc-http's own text (`(…)`, `: …`) is sent only with `exposeErrors`; else
- * it is kept for the request log (`error_message`).
+ * it is kept for the request log (`error_message`). A `function_not_found` or `invocation_stopped`
+ * that names another function is such a nested failure: a 500, not "is not registered" (503).
  */
 export function invocationErrorToHttp(err: unknown, functionId: string, timeoutMs: number, exposeErrors = false): HttpError {
   if (err instanceof HttpError) return err;
@@ -147,7 +148,13 @@ export function invocationErrorToHttp(err: unknown, functionId: string, timeoutM
   /** svc-http's own `text`, with `detail` (which holds the error's message) only with exposeErrors. */
   const said = (status: number, code: string, text: string, detail: string): HttpError =>
     exposeErrors ? new HttpError(status, code, text + detail) : new HttpError(status, code, text, undefined, message);
-  switch (errorCode.toLowerCase()) {
+  // The engine's own function_not_found and invocation_stopped name the function called: with
+  // another id they are a nested call's failure the function passed on (its own 500, below), not
+  // this function missing or gone (as `svc trigger` tells them apart).
+  const aboutOther =
+    (errorCode.toLowerCase() === 'function_not_found' && !message.startsWith(`Function ${functionId} not found`)) ||
+    (errorCode.toLowerCase() === 'invocation_stopped' && !message.startsWith(`Invocation of ${functionId} stopped`));
+  switch (aboutOther ? 'passed_on' : errorCode.toLowerCase()) {
     case 'function_not_found':
       return said(503, errorCode, `Function ${functionId} is not registered; is its worker running?`, ` (${message})`);
     case 'binding_not_found':

@@ -117,8 +117,9 @@ describe('svc-http: the body of a failed function', () => {
   test("a function's error with one of the engine's codes keeps its status, not its message", async () => {
     for (const [code, status] of [
       ['cancelled', 503],
-      ['function_not_found', 503],
-      ['invocation_stopped', 503],
+      // Naming another function (billing::charge): a nested failure passed on, the function's own.
+      ['function_not_found', 500],
+      ['invocation_stopped', 500],
       ['binding_not_found', 503],
       ['payload_too_large', 413],
       ['result_too_large', 502],

@@ -122,8 +122,12 @@ test('a result that is not an envelope is 500 invalid_response saying what was e
 
 test('invocation errors map to 503, 504, 413 and 500 with the function code', () => {
   const err = (code: string, message = 'm') => Object.assign(new Error(message), { code });
-  assert.ok(isHttpError(503, 'function_not_found', /Function f::g is not registered/)(invocationErrorToHttp(err('function_not_found'), 'f::g', 30000)));
-  assert.ok(isHttpError(503, 'invocation_stopped')(invocationErrorToHttp(err('invocation_stopped'), 'f', 1)));
+  assert.ok(isHttpError(503, 'function_not_found', /Function f::g is not registered/)(invocationErrorToHttp(err('function_not_found', 'Function f::g not found'), 'f::g', 30000)));
+  assert.ok(isHttpError(503, 'function_not_found')(invocationErrorToHttp(err('function_not_found', 'Function f::g not found in namespace "shop".'), 'f::g', 1)));
+  assert.ok(isHttpError(503, 'invocation_stopped')(invocationErrorToHttp(err('invocation_stopped', 'Invocation of f stopped: its worker disconnected'), 'f', 1)));
+  // The same codes naming another function: a nested call's failure the function passed on, its own 500.
+  assert.ok(isHttpError(500, 'function_not_found', /^Function f::g failed; its error message is not sent/)(invocationErrorToHttp(err('function_not_found', 'Function billing::charge not found'), 'f::g', 1)));
+  assert.ok(isHttpError(500, 'invocation_stopped', /^Invocation of billing::charge stopped: gone$/)(invocationErrorToHttp(err('invocation_stopped', 'Invocation of billing::charge stopped: gone'), 'f', 1, true)));
   assert.ok(isHttpError(503, 'connection_lost')(invocationErrorToHttp(err('connection_lost'), 'f', 1)));
   assert.ok(isHttpError(504, 'timeout', /did not answer within 250 ms/)(invocationErrorToHttp(err('timeout'), 'f', 250)));
   assert.ok(isHttpError(504, 'timeout')(invocationErrorToHttp(err('TIMEOUT'), 'f', 250)));
@@ -140,7 +144,7 @@ test('invocation errors map to 503, 504, 413 and 500 with the function code', ()
   assert.ok(isHttpError(500, 'internal_error', /^Calling f failed: boom \/etc\/x$/)(invocationErrorToHttp(new TypeError('boom /etc/x'), 'f', 1, true)));
   // A function may throw an engine's code too: svc-http's own text goes, the error's message only
   // with expose_errors (else it is kept for the request log).
-  for (const [code, status] of [['function_not_found', 503], ['binding_not_found', 503], ['invocation_stopped', 503], ['cancelled', 503], ['connection_lost', 503], ['shutting_down', 503], ['payload_too_large', 413], ['frame_too_large', 413], ['result_too_large', 502]] as const) {
+  for (const [code, status] of [['binding_not_found', 503], ['cancelled', 503], ['connection_lost', 503], ['shutting_down', 503], ['payload_too_large', 413], ['frame_too_large', 413], ['result_too_large', 502]] as const) {
     const quiet = invocationErrorToHttp(err(code, 'pw=hunter2'), 'f', 1);
     assert.equal(quiet.status, status, code);
     assert.doesNotMatch(quiet.message, /hunter2/, code);
