@@ -67,6 +67,21 @@ interface Locals {
   withheldMessage?: string;
 }
 
+/** W3C Trace Context version 00, ids not all zeros (https://www.w3.org/TR/trace-context/#traceparent-header). */
+const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * The request's own `traceparent` header, when it is a valid W3C one: its call joins the client's
+ * trace as a child of the client's span, as OpenTelemetry's HTTP servers do, so that a traced
+ * service in front of svc-http sees its calls in its own traces. Anything else (absent, repeated,
+ * malformed, another version): undefined, and the call starts a trace of svc-http's own.
+ */
+export function requestTraceparent(header: string | string[] | undefined): string | undefined {
+  if (typeof header !== 'string') return undefined;
+  const tp = header.trim();
+  return TRACEPARENT.test(tp) ? tp : undefined;
+}
+
 /** The trace id of a traceparent `00-<trace id>-<span id>-<flags>`. */
 const traceIdOf = (traceparent: string): string => traceparent.slice(3, 35);
 
@@ -123,7 +138,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
     const locals = res.locals as Locals;
     const { route, params } = locals.match!;
     const invoke = (payload: HttpRequestPayload, signal?: AbortSignal): Promise<unknown> => {
-      locals.traceparent = newTraceparent();
+      locals.traceparent = requestTraceparent(req.headers.traceparent) ?? newTraceparent();
       return opts.invoke(route.functionId, payload, route.triggerId, locals.traceparent, signal);
     };
     const fail = (e: unknown): void => sendError(res, e instanceof HttpError ? e : invocationErrorToHttp(e, route.functionId, opts.timeoutMs(), opts.exposeErrors));

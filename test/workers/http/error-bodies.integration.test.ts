@@ -37,8 +37,8 @@ function startReplica(replica: number, exposeErrors: boolean): Promise<HttpWorke
   return startHttpWorker({ url: engine.url, port: 0, timeoutMs: 2000, runSecret, exposeErrors });
 }
 
-async function get(h: HttpWorkerHandle, path: string): Promise<{ status: number; type: string | null; text: string }> {
-  const res = await fetch(`http://127.0.0.1:${h.port}${path}`);
+async function get(h: HttpWorkerHandle, path: string, headers: Record<string, string> = {}): Promise<{ status: number; type: string | null; text: string }> {
+  const res = await fetch(`http://127.0.0.1:${h.port}${path}`, { headers });
   return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
 }
 
@@ -139,6 +139,22 @@ describe('svc-http: the body of a failed function', () => {
       const line = (await logsWith('GET /relayed 503')).find((l) => l.trace_id === error.trace_id);
       assert.equal(line?.data?.error_message, `Function billing::charge failed: ${SECRET}`);
     });
+  });
+
+  test("a request's W3C traceparent header: its call joins that trace, under the client's span", async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const r = await get(quiet, '/coded', { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+    assert.equal(r.status, 500);
+    assert.equal((JSON.parse(r.text) as ErrorBody).error.trace_id, traceId);
+    const trace = (await app.trigger({ function_id: 'engine::traces::get', payload: { trace_id: traceId } })) as { spans: Array<{ function_id: string; parent_span_id: string | null }> };
+    assert.deepEqual(trace.spans.map((s) => [s.function_id, s.parent_span_id]), [['shop::coded', '00f067aa0ba902b7']]);
+    // Not a valid one (all-zero trace id, another version, garbage): a trace of svc-http's own.
+    for (const bad of [`00-${'0'.repeat(32)}-00f067aa0ba902b7-01`, `01-${traceId}-00f067aa0ba902b7-01`, 'hello']) {
+      const own = (JSON.parse((await get(quiet, '/coded', { traceparent: bad })).text) as ErrorBody).error.trace_id;
+      assert.match(own ?? '', /^[0-9a-f]{32}$/, bad);
+      assert.notEqual(own, traceId, bad);
+      assert.notEqual(own, '0'.repeat(32), bad);
+    }
   });
 
   test('with expose_errors the message is sent, with the trace_id', async () => {
