@@ -97,7 +97,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
     // A new user's second project (or another engine) holds the default port: say how to pick another.
     const why =
       err.code === 'EADDRINUSE'
-        ? `port ${options.port} is already in use (is another engine running?); choose another port: engine.port in ${shownFile}, or svc --config ${shownFile} --port 0 for any free one`
+        ? `port ${options.port} is already in use (is another engine running?); choose another port: engine.port in ${shownFile}, or ${o.watch ? 'svc dev' : 'svc'} --config ${shownFile} --port 0 for any free one`
         : err.message;
     throw new DaemonStartError('listen_failed', `cannot start the engine on ${options.host}:${options.port}: ${why}`);
   }

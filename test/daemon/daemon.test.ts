@@ -149,6 +149,12 @@ describe('startDaemon', { timeout: 60_000 }, () => {
       );
       return true;
     });
+    // `svc dev` (watch) is told to start itself again, not the plain engine.
+    await assert.rejects(startDaemon({ configFile: project('other', QUIET), configName: 'config.yaml', port, watch: true }), (e: unknown) => {
+      assert.ok(e instanceof DaemonStartError);
+      assert.match(e.message, /; choose another port: engine\.port in config\.yaml, or svc dev --config config\.yaml --port 0 for any free one$/);
+      return true;
+    });
     assert.equal(readEngineState(join(root, 'other', 'config.yaml')), null, 'nothing recorded for the engine that did not start');
   });
 
