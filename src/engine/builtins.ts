@@ -152,8 +152,12 @@ export function installBuiltins(deps: BuiltinDeps): void {
     return b;
   });
 
-  registry.addBuiltin('engine::queues::list', 'Calls in flight per function', () => {
-    const counts = deps.invocations.countByFunction();
+  registry.addBuiltin('engine::queues::list', 'Calls in flight per function. Payload {exclude_trace_prefix?}: leave out calls in traces whose id begins with it', (data) => {
+    const prefix = (data as { exclude_trace_prefix?: unknown } | null)?.exclude_trace_prefix;
+    if (prefix !== undefined && prefix !== null && (typeof prefix !== 'string' || !/^[0-9a-f]{1,32}$/.test(prefix))) {
+      throw new EngineError('invalid_payload', `engine::queues::list: exclude_trace_prefix must be 1 to 32 lowercase hex digits, got ${JSON.stringify(prefix)?.slice(0, 80)}`);
+    }
+    const counts = deps.invocations.countByFunction(typeof prefix === 'string' ? prefix : undefined);
     return { queues: [...counts].map(([function_id, in_flight]) => ({ function_id, in_flight, waiting: 0 })) };
   });
 

@@ -94,10 +94,16 @@ export class Invocations implements CallBooks {
     return this.bytesInFlight;
   }
 
-  /** In-flight counts by function id (for `engine::queues::list`). */
-  countByFunction(): Map<string, number> {
+  /**
+   * In-flight counts by function id (for `engine::queues::list`). `excludeTracePrefix`: leave out
+   * calls in traces whose id begins with it (the console's own periodic reads).
+   */
+  countByFunction(excludeTracePrefix?: string): Map<string, number> {
     const m = new Map<string, number>();
-    for (const call of this.calls.values()) m.set(call.functionId, (m.get(call.functionId) ?? 0) + 1);
+    for (const call of this.calls.values()) {
+      if (excludeTracePrefix && (call.traceId || this.ids.traceId(call.idNumber)).startsWith(excludeTracePrefix)) continue;
+      m.set(call.functionId, (m.get(call.functionId) ?? 0) + 1);
+    }
     return m;
   }
 

@@ -1,5 +1,5 @@
 import { useRef } from 'react';
-import { call, CallError, poll } from '../api';
+import { call, CallError, getBackgroundTracePrefix, poll } from '../api';
 import { Empty, ErrorNote, Loading, PageHeader } from '../components';
 import { usePoll } from '../hooks';
 import { QueueJobs } from './QueueJobs';
@@ -50,7 +50,11 @@ export function QueuesPage({ selected, select }: { selected: string | undefined;
     last.current = { at: l.at, completed: new Map(l.queues.map((q) => [q.queue, q.completed])) };
     return l;
   });
-  const calls = usePoll(() => call<{ queues: InFlight[] }>('engine::queues::list').then((r) => r.queues.filter((x) => x.in_flight > 0)));
+  // Not the page's own reads (queue::list above, in flight while this one asks): their traces begin with its prefix.
+  const calls = usePoll(() => {
+    const prefix = getBackgroundTracePrefix();
+    return call<{ queues: InFlight[] }>('engine::queues::list', prefix ? { exclude_trace_prefix: prefix } : {}).then((r) => r.queues.filter((x) => x.in_flight > 0));
+  });
   const current = data?.queues.find((q) => q.queue === selected);
   return (
     <section data-testid="page-queues">
