@@ -75,7 +75,7 @@ export function FunctionsPage({ selected, select }: { selected: string | undefin
                 </li>
               ))}
           </ul>
-          <div className="detail">
+          <div className="detail detail-sticky" data-testid="function-detail-panel">
             {current ? (
               <FunctionDetail key={keyOf(current)} f={current} />
             ) : selected ? (
