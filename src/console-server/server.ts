@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Request, type Response } from 'express';
 import { InvocationError, redactAddress, Worker } from 'svc-sdk';
-import { traceparentMaker } from 'svc-sdk/internal';
+import { traceIdOfTraceparent, traceparentMaker } from 'svc-sdk/internal';
 import { apiErrors } from './api-errors.js';
 import { ConsoleGuard } from './guard.js';
 import { listAll } from '../engine/listing-pages.js';
@@ -91,14 +91,12 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   const backgroundParent = (): { traceparent: string } => ({ traceparent: backgroundTraceparent() });
 
   /**
-   * A new trace for a call the user made. The console has no span of its own: a parent id that
-   * repeats the trace id's first 16 digits tells the engine the call's span is the trace's root
-   * (src/engine/traces.ts, namesNoParent), as a background read's does.
+   * A new trace for a call the user made, under a prefix of its own. The console has no span of its
+   * own: the traceparent names no parent, so the call's span is the trace's root, as a background
+   * read's is (traceparentMaker).
    */
-  const userParent = (): { traceparent: string } => {
-    const traceId = randomBytes(16).toString('hex');
-    return { traceparent: `00-${traceId}-${traceId.slice(0, 16)}-01` };
-  };
+  const userTraceparent = traceparentMaker();
+  const userParent = (): { traceparent: string } => ({ traceparent: userTraceparent() });
 
   app.get('/api/session', (_req, res) => {
     res.setHeader('Cache-Control', 'no-store');
@@ -138,7 +136,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     }
     // A call the user made starts a trace whose id the answer names, so the page can link to it.
     const parent = body.background === true ? backgroundParent() : userParent();
-    const traceId = parent.traceparent.slice(3, 35);
+    const traceId = traceIdOfTraceparent(parent.traceparent)!;
     const t0 = performance.now();
     try {
       const result = await worker.trigger({

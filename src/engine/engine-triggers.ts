@@ -15,9 +15,8 @@
  * MAX_LINES_PER_TURN log lines per binding and MAX_FIRES_PER_TURN fires in all per event-loop turn;
  * the rest are dropped.
  */
-import { randomBytes } from 'node:crypto';
 import type { Message, RegisterTriggerMsg, TriggerRegistrationResultMsg } from 'svc-sdk/protocol';
-import { counterTraceTail } from 'svc-sdk/internal';
+import { traceIdOfTraceparent, traceparentMaker } from 'svc-sdk/internal';
 import type { Call } from './call.js';
 import type { LogRing } from './hot/log-ring.js';
 import { levelIndex, type LogEntry } from './logs.js';
@@ -80,9 +79,8 @@ export class EngineTriggerProvider extends Peer {
   private flushQueued = false;
   /** The traces `log` fires started, oldest first (a Set keeps insertion order). */
   private readonly firedTraces = new Set<string>();
-  /** A log fire's trace id: this random prefix and a counter, in hex. */
-  private readonly tracePrefix = randomBytes(8).toString('hex');
-  private traceCount = 0;
+  /** A log fire's traceparent: a trace of its own (a random prefix and a counter), naming no parent. */
+  private readonly newTraceparent = traceparentMaker();
 
   constructor(private readonly deps: EngineTriggerDeps) {
     super(PROVIDER_NAME);
@@ -213,10 +211,10 @@ export class EngineTriggerProvider extends Peer {
 
   /** A new trace for a log fire, remembered so that the lines logged in it fire nothing. */
   private logFireTraceparent(): string {
-    const traceId = this.tracePrefix + counterTraceTail(this.traceCount++);
-    this.firedTraces.add(traceId);
+    const traceparent = this.newTraceparent();
+    this.firedTraces.add(traceIdOfTraceparent(traceparent)!);
     if (this.firedTraces.size > MAX_FIRED_TRACES) this.firedTraces.delete(this.firedTraces.values().next().value!);
-    return `00-${traceId}-${this.tracePrefix}-01`;
+    return traceparent;
   }
 
   private fire(b: Bound, data: unknown, traceparent?: string): void {

@@ -13,7 +13,7 @@
  * - parseEngineUrls, backoffDelay (connection.ts): engine addresses; reconnect delays.
  * - the supervisor's environment contract (supervised.ts): SVC_RUN_SECRET, SVC_LIVENESS_FD.
  * - unknownKeyMessage, closestKey, firstUnknownKey (known-keys.ts): one "did you mean" for every config.
- * - mix32, counterTraceTail, traceparentMaker (trace-ids.ts): trace ids from a prefix and a counter that sample as random ones do.
+ * - mix32, counterTraceTail, traceparentMaker, validTraceparent (trace-ids.ts): trace ids from a prefix and a counter that sample as random ones do; a W3C traceparent's check.
  * - otelEnabled, samplerFromEnv (otel-export.ts): whether a worker exports its own spans (WorkerOptions.otel, OTEL_*), and with which sampler.
  */
 export { ChurnMap } from './churn-map.js';
@@ -28,4 +28,4 @@ export { RUN_SECRET_ENV, LIVENESS_FD_ENV, ENGINE_GONE_EXIT_MS, startedByEngine }
 export { SAFETY_MARGIN_MS } from './caller.js';
 export { unknownKeyMessage, closestKey, firstUnknownKey } from './known-keys.js';
 export { otelEnabled, samplerFromEnv } from './otel-export.js';
-export { mix32, counterTraceTail, traceparentMaker } from './trace-ids.js';
+export { mix32, counterTraceTail, traceparentMaker, validTraceparent } from './trace-ids.js';

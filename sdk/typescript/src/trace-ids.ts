@@ -40,6 +40,14 @@ export function counterTraceTail(n: number): string {
   return highHex + BYTE_HEX[m >>> 24]! + BYTE_HEX[(m >>> 16) & 255]! + BYTE_HEX[(m >>> 8) & 255]! + BYTE_HEX[m & 255]!;
 }
 
+/** W3C Trace Context version 00, ids not all zeros (https://www.w3.org/TR/trace-context/#traceparent-header). */
+const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** Whether `tp` is a valid W3C traceparent of version 00 (lowercase hex, ids not all zeros). */
+export function validTraceparent(tp: string): boolean {
+  return TRACEPARENT.test(tp);
+}
+
 /**
  * A new traceparent per call of the function returned, for a caller with no span of its own: trace
  * id `<prefix><counterTraceTail>`, parent id the prefix again, which tells the engine the call's

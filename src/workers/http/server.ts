@@ -14,7 +14,7 @@ import type { RouteMatch, RouteTable } from './route-table.js';
 import { DEFAULT_STREAM_BODY_LIMIT } from './config.js';
 import { buffersBody, checkDeclaredLength, checkEncoding } from './stream-request.js';
 import { serveStreamed, type StreamingHooks } from './stream-response.js';
-import { traceparentMaker } from 'svc-sdk/internal';
+import { traceIdOfTraceparent, traceparentMaker, validTraceparent } from 'svc-sdk/internal';
 
 export interface RequestLogEntry {
   method: string;
@@ -67,9 +67,6 @@ interface Locals {
   withheldMessage?: string;
 }
 
-/** W3C Trace Context version 00, ids not all zeros (https://www.w3.org/TR/trace-context/#traceparent-header). */
-const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
-
 /**
  * The request's own `traceparent` header, when it is a valid W3C one: its call joins the client's
  * trace as a child of the client's span, as OpenTelemetry's HTTP servers do, so that a traced
@@ -79,11 +76,8 @@ const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}
 export function requestTraceparent(header: string | string[] | undefined): string | undefined {
   if (typeof header !== 'string') return undefined;
   const tp = header.trim();
-  return TRACEPARENT.test(tp) ? tp : undefined;
+  return validTraceparent(tp) ? tp : undefined;
 }
-
-/** The trace id of a traceparent `00-<trace id>-<span id>-<flags>`. */
-const traceIdOf = (traceparent: string): string => traceparent.slice(3, 35);
 
 export function createHttpApp(opts: HttpAppOptions): express.Express {
   const app = express();
@@ -228,7 +222,7 @@ function sendError(res: Response, err: HttpError): void {
   const locals = res.locals as Locals;
   locals.errorCode = err.code;
   if (err.withheldMessage !== undefined) locals.withheldMessage = err.withheldMessage;
-  send(res, errorResponse(err, locals.traceparent === undefined ? undefined : traceIdOf(locals.traceparent)));
+  send(res, errorResponse(err, traceIdOfTraceparent(locals.traceparent)));
 }
 
 /**
